@@ -1,0 +1,92 @@
+"""Closed vocabulary of canonical trace event keys (DESIGN §3), with a one-line definition each."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+TRAINER_STEP = "trainer.step"
+TRAINER_WAIT = "trainer.wait"
+TRAINER_COMPUTE = "trainer.compute"
+TRAINER_WEIGHT_SYNC = "trainer.weight_sync"
+TRAINER_CHECKPOINT = "trainer.checkpoint"
+TRAINER_OTHER = "trainer.other"
+ROLLOUT = "rollout"
+ROLLOUT_GROUP = "rollout.group"
+GENERATOR_PAUSED = "generator.paused"
+SANDBOX_QUEUE = "sandbox.queue"
+SANDBOX_START = "sandbox.start"
+SANDBOX_EXEC = "sandbox.exec"
+SANDBOX_STOP = "sandbox.stop"
+# Per-step counters for frameworks that log counts rather than one row per sample or group.
+SAMPLES_FINISHED = "samples.finished"
+SAMPLES_TRAINED = "samples.trained"
+SAMPLES_ACCEPTED = "samples.accepted"
+SAMPLES_DROPPED_STALE = "samples.dropped_stale"
+GROUPS_FINISHED = "groups.finished"
+GROUPS_ZERO_ADV = "groups.zero_adv"
+
+KEYS: dict[str, str] = {
+    TRAINER_STEP: "one training step, from the end of the previous step to the end of this one",
+    TRAINER_WAIT: "trainer blocked because the next batch is not ready",
+    TRAINER_COMPUTE: "log-prob recompute, forward/backward, optimizer",
+    TRAINER_WEIGHT_SYNC: "publishing new weights to the generator",
+    TRAINER_CHECKPOINT: "saving checkpoints",
+    TRAINER_OTHER: "the rest of the step (validation, offload/onload, data loading)",
+    ROLLOUT: "one sample: v_start, v_end, v_train, status, reward in attrs",
+    ROLLOUT_GROUP: "a finished group: reward std, accepted or why not",
+    GENERATOR_PAUSED: "admission closed (staleness bound, full queue, weight sync)",
+    SANDBOX_QUEUE: "request waiting for an admission slot",
+    SANDBOX_START: "create -> ready; status is ok or the failure reason",
+    SANDBOX_EXEC: "one command in a sandbox",
+    SANDBOX_STOP: "terminate -> resources released",
+    SAMPLES_FINISHED: "agg: samples whose generation finished during the step",
+    SAMPLES_TRAINED: "agg: samples the step trained on",
+    SAMPLES_ACCEPTED: "agg: finished samples accepted for training (not filtered or dropped)",
+    SAMPLES_DROPPED_STALE: "agg: finished samples dropped for staleness",
+    GROUPS_FINISHED: "agg: groups whose last sample finished during the step",
+    GROUPS_ZERO_ADV: "agg: finished groups whose rewards all agree (no gradient)",
+}
+
+# A framework's own per-step aggregates, kept for cross-checks. `framework.<metric>` carries the
+# framework's figure for one of benchbed's metric names (reported as `framework_<metric>`);
+# `native.<key>` keeps any other native figure verbatim.
+AGG_PREFIXES: tuple[str, ...] = ("framework.", "native.", "staleness.", "idle.")
+
+TRAINER_COMPONENTS: tuple[str, ...] = (
+    TRAINER_WAIT,
+    TRAINER_COMPUTE,
+    TRAINER_WEIGHT_SYNC,
+    TRAINER_CHECKPOINT,
+    TRAINER_OTHER,
+)
+
+KINDS: tuple[str, ...] = ("span", "point", "agg")
+
+STATUS_OK = "ok"
+ROLLOUT_STATUSES: tuple[str, ...] = (
+    "ok",
+    "dropped_stale",
+    "filtered_zero_adv",
+    "discarded",
+    "aborted",
+    "failed",
+)
+
+# Sandbox failure reasons, normalised across providers.
+SANDBOX_FAILURE_REASONS: tuple[str, ...] = (
+    "rate_limited",
+    "no_capacity",
+    "start_timeout",
+    "image_error",
+    "oom",
+    "exec_timeout",
+    "lifetime_timeout",
+    "lost",
+    "auth",
+    "internal",
+)
+
+
+def is_known_key(key: str) -> bool:
+    """True if `key` is in the closed vocabulary or is a framework aggregate with an allowed prefix."""
+    return key in KEYS or key.startswith(AGG_PREFIXES)

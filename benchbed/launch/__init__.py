@@ -1,0 +1,1 @@
+"""Launchers: run a LaunchPlan somewhere and leave its artifacts in the run directory."""

@@ -1,0 +1,33 @@
+"""Keep credentials out of records, traces, log copies and reports: find secret env values and mask them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|API_KEY|APIKEY|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE)
+MASK = "***"
+
+
+def is_secret_name(name: str) -> bool:
+    """True for variable names such as MODAL_TOKEN_ID, PRIME_API_KEY, WANDB_API_KEY, HF_TOKEN."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """Values of secret-named variables long enough to be worth masking, longest first."""
+    env = os.environ if env is None else env
+    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= 6}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, values: list[str] | None = None) -> str:
+    for value in secret_values() if values is None else values:
+        text = text.replace(value, MASK)
+    return text
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The mapping with secret-named variables' values masked (for printing and records)."""
+    return {k: (MASK if is_secret_name(k) else v) for k, v in env.items()}

@@ -1,0 +1,193 @@
+"""Experiment specs (DESIGN §5): TOML -> pydantic, --set overrides, matrix expansion, spec_id."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchbed.errors import SpecError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ADAPTER_TABLES = ("sim", "verl", "slime", "prime_rl", "local")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Workload(_Strict):
+    """Framework-neutral description of the RL workload."""
+
+    model: str = "Qwen/Qwen3-30B-A3B"
+    prompts_per_step: int = Field(4, gt=0, description="prompts per trainer step")
+    group_size: int = Field(16, gt=0, description="samples per prompt (GRPO group size G)")
+    max_response_tokens: int = Field(4096, gt=0)
+    max_seq_len: int | None = Field(None, gt=0, description="prompt + response token cap")
+    max_staleness: int = Field(0, ge=0, description="versions; 0 = synchronous")
+    steps: int = Field(200, gt=0)
+    task: str = Field("math", description="environment family, e.g. math, swe, tool-use")
+
+    @property
+    def samples_per_step(self) -> int:
+        return self.prompts_per_step * self.group_size
+
+
+class Resources(_Strict):
+    trainer_gpus: int = Field(8, ge=0)
+    generator_gpus: int = Field(8, ge=0)
+    gpus_per_node: int = Field(8, gt=0)
+    colocated: bool = False
+    gpu: str = Field("H200", description="accelerator model, for records and presets")
+
+
+class SandboxSpec(_Strict):
+    backend: Literal["local", "modal", "prime", "none"] = "none"
+    max_starting: int | None = Field(None, gt=0, description="cap on sandboxes in the starting state")
+    start_timeout_s: float | None = Field(None, gt=0)
+    image: str | None = None
+
+
+class ExperimentSpec(_Strict):
+    """A declarative experiment: neutral core first, adapter-specific tables last."""
+
+    name: str = Field(min_length=1)
+    adapter: str = Field(min_length=1)
+    description: str = ""
+    warmup_steps: int = Field(1, ge=0, description="steps excluded from the metric window")
+    repeats: int = Field(1, gt=0)
+    timeout_s: float | None = Field(None, gt=0, description="wall-clock limit of a launch")
+    workload: Workload = Field(default_factory=Workload)
+    resources: Resources = Field(default_factory=Resources)
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
+    sim: dict[str, Any] = Field(default_factory=dict)
+    verl: dict[str, Any] = Field(default_factory=dict)
+    slime: dict[str, Any] = Field(default_factory=dict)
+    prime_rl: dict[str, Any] = Field(default_factory=dict)
+    local: dict[str, Any] = Field(default_factory=dict)
+    matrix: dict[str, list[Any]] = Field(
+        default_factory=dict, description="dotted field -> list of values; expands to one spec per combination"
+    )
+    variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
+
+    @property
+    def spec_id(self) -> str:
+        return spec_id(self)
+
+    def adapter_table(self, name: str | None = None) -> dict[str, Any]:
+        return getattr(self, name or self.adapter, None) or {}
+
+
+def normalized(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec as plain data with defaults filled in, minus fields that do not change what runs."""
+    data = spec.model_dump(mode="json")
+    data.pop("description", None)
+    data.pop("matrix", None)
+    return data
+
+
+def spec_id(spec: ExperimentSpec) -> str:
+    """name + short hash of the normalized spec, so an edited spec never joins an old series."""
+    digest = hashlib.sha256(json.dumps(normalized(spec), sort_keys=True).encode()).hexdigest()[:8]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec.name).strip("-") or "spec"
+    return f"{slug}-{digest}"
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem: file, dotted path, what was expected."""
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{source}: unknown field '{path}'")
+        elif err["type"] == "missing":
+            lines.append(f"{source}: missing required field '{path}'")
+        else:
+            lines.append(f"{source}: field '{path}': {err['msg']} (got {err.get('input')!r})")
+    return "; ".join(lines)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`a.b=v` -> ("a.b", value); the value is read as a TOML literal when it is one, else as a string."""
+    if "=" not in text:
+        raise SpecError(f"--set {text!r}: expected KEY=VALUE, e.g. --set workload.group_size=8")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise SpecError(f"--set {text!r}: empty key; expected a dotted field like sim.concurrency")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise SpecError(f"cannot set {key!r}: {part!r} is a value, not a table")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_spec_data(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise SpecError(f"{path}: spec file not found; pass a TOML spec such as experiments/quickstart.toml")
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read spec ({exc})") from exc
+
+
+def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, source)) from None
+
+
+def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentSpec:
+    """Read a TOML spec, apply `--set` overrides, validate. The matrix is kept (see expand)."""
+    data = load_spec_data(path)
+    for text in overrides:
+        key, value = parse_override(text)
+        set_dotted(data, key, value)
+    return build_spec(data, str(path))
+
+
+def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]:
+    """One spec per combination of the matrix (cartesian product, in the order written)."""
+    if not spec.matrix:
+        return [spec]
+    base = spec.model_dump(mode="json", exclude={"matrix", "variant"})
+    keys = list(spec.matrix)
+    for key in keys:
+        if not spec.matrix[key]:
+            raise SpecError(f"{source}: matrix.{key} is empty; give at least one value")
+    out = []
+    for values in itertools.product(*(spec.matrix[k] for k in keys)):
+        data = copy.deepcopy(base)
+        for key, value in zip(keys, values, strict=True):
+            set_dotted(data, key, value)
+        data["variant"] = dict(zip(keys, values, strict=True))
+        out.append(build_spec(data, f"{source} (matrix point {data['variant']})"))
+    return out

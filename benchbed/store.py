@@ -1,0 +1,144 @@
+"""The results store: results/<machine>/<adapter>/<spec_id>/<stamp>-<commit8>/ with atomic, versioned records."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+from pydantic import ValidationError
+
+from benchbed.errors import StoreError
+from benchbed.record import FORMAT_VERSION, RunRecord, utc_now
+
+RECORD_FILENAME = "record.json"
+DEFAULT_STORE = Path("results")
+
+
+def write_record(run_dir: Path, record: RunRecord) -> Path:
+    """Write record.json atomically: a temp file in the same directory, fsync, then rename over."""
+    path = Path(run_dir) / RECORD_FILENAME
+    fd, tmp = tempfile.mkstemp(prefix=".record.", suffix=".tmp", dir=run_dir)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(record.model_dump_json(indent=2))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_record(path: Path) -> RunRecord:
+    """Load a record.json (or the one in a run directory); refuse unknown format versions."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RECORD_FILENAME
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no run record here; expected a run directory written by benchbed") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: record is not valid JSON ({exc})") from exc
+    version = data.get("format_version") if isinstance(data, dict) else None
+    if version != FORMAT_VERSION:
+        newer = isinstance(version, int) and version > FORMAT_VERSION
+        action = "upgrade benchbed to read it" if newer else "it was not written by this benchbed"
+        raise StoreError(
+            f"{path}: record format_version {version!r} is not supported "
+            f"(this benchbed reads version {FORMAT_VERSION}); {action}"
+        )
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise StoreError(f"{path}: record field '{where}': {first['msg']}") from exc
+
+
+@dataclass
+class Store:
+    """A results directory. Run directories are created exclusively, so concurrent writers never collide."""
+
+    root: Path = DEFAULT_STORE
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+
+    def new_run_dir(self, machine: str, adapter: str, spec_id: str, commit: str) -> Path:
+        parent = self.root / machine / adapter / spec_id
+        parent.mkdir(parents=True, exist_ok=True)
+        suffix = (commit or "nocommit")[:8]
+        while True:
+            stamp = utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
+            run_dir = parent / f"{stamp}-{suffix}"
+            try:
+                run_dir.mkdir()
+            except FileExistsError:
+                continue
+            return run_dir
+
+    def run_dirs(self) -> Iterator[Path]:
+        if not self.root.exists():
+            return
+        for record_path in sorted(self.root.glob(f"*/*/*/*/{RECORD_FILENAME}")):
+            yield record_path.parent
+
+    def records(self) -> tuple[list[tuple[Path, RunRecord]], list[str]]:
+        """Every readable record with its directory, and one error line per unreadable one."""
+        good, errors = [], []
+        for run_dir in self.run_dirs():
+            try:
+                good.append((run_dir, read_record(run_dir)))
+            except StoreError as exc:
+                errors.append(str(exc))
+        return good, errors
+
+    def table(self, where: str | None = None, order_by: str = "started_at") -> tuple[pd.DataFrame, list[str]]:
+        """Stored runs as a DataFrame, filtered and ordered with DuckDB SQL over the records."""
+        records, errors = self.records()
+        rows = [
+            {
+                "run_id": r.run_id,
+                "started_at": r.started_at,
+                "status": r.status,
+                "adapter": r.adapter.name,
+                "mode": r.adapter.mode,
+                "spec_id": r.spec_id,
+                "machine": r.machine.name,
+                "trainer_idle_ratio": _metric(r, "trainer_idle_ratio"),
+                "staleness_mean": _metric(r, "staleness_mean"),
+                "trainer_throughput_sps": _metric(r, "trainer_throughput_sps"),
+                "path": str(d),
+            }
+            for d, r in records
+        ]
+        connection = duckdb.connect()
+        connection.register("runs", pd.DataFrame(rows, columns=list(_TABLE_COLUMNS)))
+        sql = "SELECT * FROM runs"
+        if where:
+            sql += f" WHERE {where}"
+        sql += f" ORDER BY {order_by}"
+        try:
+            result = connection.sql(sql).df()
+        except duckdb.Error as exc:
+            raise StoreError(f"store query failed: {exc}") from exc
+        return result, errors
+
+
+_TABLE_COLUMNS = (
+    "run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine",
+    "trainer_idle_ratio", "staleness_mean", "trainer_throughput_sps", "path",
+)  # fmt: skip
+
+
+def _metric(record: RunRecord, name: str) -> float | None:
+    metric = record.metrics.get(name)
+    return metric.value if metric else None

@@ -1,0 +1,245 @@
+"""The canonical trace (DESIGN §3): one row per event in a DataFrame, plus run metadata; parquet on disk."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchbed.errors import TraceError
+from benchbed.keys import KINDS, SCHEMA_VERSION, is_known_key
+
+TRACE_FILENAME = "trace.parquet"
+_META_KEY = b"benchbed.trace_meta"
+
+STRING_COLUMNS: tuple[str, ...] = ("key", "kind", "actor", "sample", "group", "status", "attrs")
+FLOAT_COLUMNS: tuple[str, ...] = ("t0", "t1", "value")
+INT_COLUMNS: tuple[str, ...] = ("step", "v_start", "v_end", "v_train")
+COLUMNS: tuple[str, ...] = (
+    "key", "kind", "step", "t0", "t1", "value", "actor", "sample", "group",
+    "v_start", "v_end", "v_train", "status", "attrs",
+)  # fmt: skip
+_CATEGORICAL = ("key", "kind", "actor", "status")
+_DEFAULTS: dict[str, Any] = {
+    "step": -1, "t0": math.nan, "t1": math.nan, "value": math.nan, "actor": "", "sample": "",
+    "group": "", "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "",
+}  # fmt: skip
+
+
+class TraceMeta(BaseModel):
+    """What a trace knows about its run beyond the events: origin, mode and the generator's shape."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    adapter: str
+    framework: str = ""
+    framework_version: str = ""
+    mode: str = ""
+    concurrency: int | None = Field(default=None, description="generator sample slots, if known")
+    samples_per_step: int | None = None
+    group_size: int | None = None
+    sources: list[str] = Field(default_factory=list, description="files the trace was read from")
+    warnings: list[str] = Field(default_factory=list)
+    partial: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class Trace:
+    """Events DataFrame with the columns of DESIGN §3, and the run's metadata."""
+
+    events: pd.DataFrame
+    meta: TraceMeta
+
+    def __post_init__(self) -> None:
+        self.events = normalize_events(self.events)
+
+    def of(self, key: str) -> pd.DataFrame:
+        """Rows with this key."""
+        return self.events[self.events["key"] == key]
+
+    def validate(self) -> Trace:
+        validate_events(self.events)
+        return self
+
+    def write(self, path: str | Path) -> Path:
+        """Write as parquet (atomically: temp file, then rename); returns the path written."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / TRACE_FILENAME
+        table = pa.Table.from_pandas(self.events, preserve_index=False)
+        metadata = dict(table.schema.metadata or {})
+        metadata[_META_KEY] = self.meta.model_dump_json().encode()
+        table = table.replace_schema_metadata(metadata)
+        tmp = path.with_name(f".{path.name}.tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        tmp.replace(path)
+        return path
+
+
+def empty_events() -> pd.DataFrame:
+    return normalize_events(pd.DataFrame({c: [] for c in COLUMNS}))
+
+
+def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
+    """Fill absent optional columns with defaults and give every column its schema dtype."""
+    if "key" not in df.columns or "kind" not in df.columns:
+        missing = [c for c in ("key", "kind") if c not in df.columns]
+        raise TraceError(f"trace is missing required column(s) {missing}; expected columns {list(COLUMNS)}")
+    out = {}
+    n = len(df)
+    for col in COLUMNS:
+        if col in df.columns:
+            series = df[col]
+        else:
+            series = pd.Series(np.full(n, _DEFAULTS[col], dtype=object) if n else [], dtype=object)
+        out[col] = _coerce(col, series.reset_index(drop=True))
+    return pd.DataFrame(out)
+
+
+def _coerce(col: str, series: pd.Series) -> pd.Series:
+    try:
+        if col in FLOAT_COLUMNS:
+            return series.astype("float64")
+        if col in INT_COLUMNS:
+            if series.dtype.kind == "f" and series.isna().any():
+                series = series.fillna(-1)
+            return series.astype("int64")
+        if col in _CATEGORICAL:
+            return series.astype(str).astype("category")
+        return series.fillna("").astype(str)
+    except (ValueError, TypeError) as exc:
+        bad = _first_bad_row(col, series)
+        raise TraceError(
+            f"column {col!r}, row {bad}: value {series.iloc[bad]!r} is not of the expected type "
+            f"({'float' if col in FLOAT_COLUMNS else 'int' if col in INT_COLUMNS else 'str'}): {exc}"
+        ) from exc
+
+
+def _first_bad_row(col: str, series: pd.Series) -> int:
+    cast = float if col in FLOAT_COLUMNS else int
+    for i, value in enumerate(series):
+        try:
+            if cast is int and isinstance(value, float) and not value.is_integer():
+                return i
+            cast(value)
+        except (ValueError, TypeError):
+            return i
+    return 0
+
+
+def validate_events(df: pd.DataFrame) -> None:
+    """Raise TraceError naming the first offending row and column."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise TraceError(f"trace is missing column(s) {missing}; expected columns {list(COLUMNS)}")
+    keys = df["key"].astype(str)
+    known = {k: is_known_key(k) for k in keys.unique()}
+    bad_key = keys.map(known).to_numpy() == False  # noqa: E712
+    if bad_key.any():
+        row = int(np.flatnonzero(bad_key)[0])
+        raise TraceError(f"row {row}, column 'key': unknown event key {keys.iloc[row]!r} (see benchbed/keys.py)")
+    kinds = df["kind"].astype(str)
+    bad_kind = ~kinds.isin(KINDS).to_numpy()
+    if bad_kind.any():
+        row = int(np.flatnonzero(bad_kind)[0])
+        raise TraceError(f"row {row}, column 'kind': {kinds.iloc[row]!r} is not one of {list(KINDS)}")
+    t0 = df["t0"].to_numpy(dtype=float)
+    t1 = df["t1"].to_numpy(dtype=float)
+    is_span = (kinds == "span").to_numpy()
+    no_time = is_span & (np.isnan(t0) | np.isnan(t1))
+    if no_time.any():
+        row = int(np.flatnonzero(no_time)[0])
+        col = "t0" if np.isnan(t0[row]) else "t1"
+        raise TraceError(f"row {row}, column {col!r}: a span needs finite t0 and t1")
+    with np.errstate(invalid="ignore"):
+        backwards = is_span & (t1 < t0)
+    if backwards.any():
+        row = int(np.flatnonzero(backwards)[0])
+        raise TraceError(f"row {row}, column 't1': t1={t1[row]} is before t0={t0[row]}")
+
+
+@dataclass
+class TraceBuilder:
+    """Accumulates events column-wise (fast for millions of rows) and builds a Trace."""
+
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+
+    def add(self, key: str, kind: str, **fields: Any) -> None:
+        fields["key"] = key
+        fields["kind"] = kind
+        for col in COLUMNS:
+            self.columns[col].append(fields.get(col, _DEFAULTS.get(col)))
+
+    def span(self, key: str, t0: float, t1: float, **fields: Any) -> None:
+        self.add(key, "span", t0=t0, t1=t1, **fields)
+
+    def point(self, key: str, t0: float, **fields: Any) -> None:
+        self.add(key, "point", t0=t0, **fields)
+
+    def agg(self, key: str, step: int, value: float, **fields: Any) -> None:
+        self.add(key, "agg", step=step, value=value, **fields)
+
+    def __len__(self) -> int:
+        return len(self.columns["key"])
+
+    def build(self, meta: TraceMeta) -> Trace:
+        return Trace(pd.DataFrame(self.columns), meta)
+
+
+def attrs_json(attrs: Mapping[str, Any]) -> str:
+    """Compact JSON for the attrs column (non-finite floats become null)."""
+    return json.dumps(
+        {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in attrs.items()},
+        separators=(",", ":"),
+    )
+
+
+def concat(traces: Iterable[Trace], meta: TraceMeta) -> Trace:
+    frames = [t.events for t in traces]
+    return Trace(pd.concat(frames, ignore_index=True) if frames else empty_events(), meta)
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read a trace.parquet (or the one inside a run directory), with a clear error if it is unreadable."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / TRACE_FILENAME
+    if not path.exists():
+        raise TraceError(f"{path}: no trace file here; expected a {TRACE_FILENAME} written by benchbed")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise TraceError(
+            f"{path}: not a readable parquet trace ({exc}); the file is corrupt or truncated, "
+            "re-run or re-ingest the run"
+        ) from exc
+    raw_meta = (table.schema.metadata or {}).get(_META_KEY)
+    if raw_meta is None:
+        raise TraceError(f"{path}: parquet file has no benchbed trace metadata; was it written by benchbed?")
+    meta = TraceMeta.model_validate_json(raw_meta)
+    if meta.schema_version > SCHEMA_VERSION:
+        raise TraceError(
+            f"{path}: trace schema version {meta.schema_version} is newer than this benchbed understands "
+            f"({SCHEMA_VERSION}); upgrade benchbed"
+        )
+    try:
+        events = table.to_pandas()
+    except (pa.ArrowInvalid, ValueError) as exc:
+        raise TraceError(f"{path}: trace columns cannot be read ({exc})") from exc
+    trace = Trace(events, meta)
+    try:
+        trace.validate()
+    except TraceError as exc:
+        raise TraceError(f"{path}: {exc}") from exc
+    return trace

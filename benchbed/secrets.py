@@ -31,3 +31,12 @@ def redact(text: str, values: list[str] | None = None) -> str:
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """The mapping with secret-named variables' values masked (for printing and records)."""
     return {k: (MASK if is_secret_name(k) else v) for k, v in env.items()}
+
+
+def redact_mapping(data: object) -> object:
+    """A copy of nested dicts/lists with values under secret-named keys masked (for specs in records)."""
+    if isinstance(data, dict):
+        return {k: (MASK if is_secret_name(str(k)) else redact_mapping(v)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [redact_mapping(v) for v in data]
+    return data

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from benchbed.errors import SpecError
 
@@ -80,6 +80,12 @@ class ExperimentSpec(_Strict):
         default_factory=dict, description="dotted field -> list of values; expands to one spec per combination"
     )
     variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
+    _source: str = PrivateAttr(default="<spec>")
+
+    @property
+    def source(self) -> str:
+        """Where the spec came from (file path, plus the matrix point), for error messages."""
+        return self._source
 
     @property
     def spec_id(self) -> str:
@@ -160,9 +166,11 @@ def load_spec_data(path: str | Path) -> dict[str, Any]:
 
 def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
     try:
-        return ExperimentSpec.model_validate(data)
+        spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(format_validation_error(exc, source)) from None
+    spec._source = source
+    return spec
 
 
 def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentSpec:

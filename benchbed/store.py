@@ -72,18 +72,26 @@ class Store:
     def __post_init__(self) -> None:
         self.root = Path(self.root)
 
+    def propose_run_dir(self, machine: str, adapter: str, spec_id: str, commit: str) -> Path:
+        """Where the next run of this spec would go (not created yet: adapters render against it first)."""
+        stamp = utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
+        return (self.root / machine / adapter / spec_id / f"{stamp}-{(commit or 'nocommit')[:8]}").absolute()
+
+    def claim(self, run_dir: Path) -> bool:
+        """Create the run directory exclusively; False if another writer already has it."""
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            return False
+        return True
+
     def new_run_dir(self, machine: str, adapter: str, spec_id: str, commit: str) -> Path:
-        parent = self.root / machine / adapter / spec_id
-        parent.mkdir(parents=True, exist_ok=True)
-        suffix = (commit or "nocommit")[:8]
+        """A fresh, exclusively created run directory."""
         while True:
-            stamp = utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
-            run_dir = parent / f"{stamp}-{suffix}"
-            try:
-                run_dir.mkdir()
-            except FileExistsError:
-                continue
-            return run_dir
+            run_dir = self.propose_run_dir(machine, adapter, spec_id, commit)
+            if self.claim(run_dir):
+                return run_dir
 
     def run_dirs(self) -> Iterator[Path]:
         if not self.root.exists():

@@ -109,6 +109,8 @@ def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
 
 def _coerce(col: str, series: pd.Series) -> pd.Series:
     try:
+        if col in _CATEGORICAL and isinstance(series.dtype, pd.CategoricalDtype):
+            return series
         if col in FLOAT_COLUMNS:
             return series.astype("float64")
         if col in INT_COLUMNS:
@@ -117,6 +119,8 @@ def _coerce(col: str, series: pd.Series) -> pd.Series:
             return series.astype("int64")
         if col in _CATEGORICAL:
             return series.astype(str).astype("category")
+        if pd.api.types.is_string_dtype(series.dtype) and not series.hasnans:
+            return series
         return series.fillna("").astype(str)
     except (ValueError, TypeError) as exc:
         bad = _first_bad_row(col, series)

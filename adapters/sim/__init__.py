@@ -1,0 +1,40 @@
+"""Adapter `sim`: the discrete-event simulator, launched as a subprocess like any framework."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from benchbed.adapters.base import LaunchPlan
+
+from benchbed.errors import NotThisFrameworkError
+from benchbed.sim import sim_params
+from benchbed.spec import ExperimentSpec
+from benchbed.trace import TRACE_FILENAME, Trace, read_trace
+
+SPEC_FILENAME = "sim-spec.json"
+
+
+class SimAdapter:
+    """Renders `python -m benchbed.sim` and reads back the trace it writes."""
+
+    name = "sim"
+
+    def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
+        sim_params(spec)  # validate before anything starts
+        return LaunchPlan(
+            argv=[sys.executable, "-m", "benchbed.sim", "--spec", SPEC_FILENAME, "--out", "."],
+            files={SPEC_FILENAME: json.dumps(spec.model_dump(mode="json"), indent=2)},
+            timeout_s=spec.timeout_s,
+            description=f"simulate {spec.workload.steps} steps ({spec.sim.get('mode', 'async')})",
+        )
+
+    def parse(self, path: Path) -> Trace:
+        path = Path(path)
+        trace_path = path / TRACE_FILENAME if path.is_dir() else path
+        if not trace_path.exists():
+            raise NotThisFrameworkError(f"not a sim run: {path} has no {TRACE_FILENAME}")
+        if trace_path.suffix != ".parquet":
+            raise NotThisFrameworkError(f"not a sim run: {trace_path} is not a parquet trace")
+        return read_trace(trace_path)

@@ -1,0 +1,35 @@
+"""Shared console helpers: stderr console for progress and errors, launch progress bars."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+err_console = Console(stderr=True)
+_PROGRESS = re.compile(r"^progress (\d+)/(\d+)\s*$")
+
+
+@contextmanager
+def launch_progress(description: str, enabled: bool = True) -> Iterator[Callable[[str], None]]:
+    """A progress bar fed by the child's stderr: `progress N/M` lines advance it, other lines show as status."""
+    if not enabled:
+        yield lambda line: None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
+               TimeElapsedColumn())  # fmt: skip
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task(description, total=None, status="")
+
+        def on_line(line: str) -> None:
+            match = _PROGRESS.match(line)
+            if match:
+                done, total = int(match.group(1)), int(match.group(2))
+                progress.update(task, completed=done, total=total, status=f"step {done}/{total}")
+            elif line.strip():
+                progress.update(task, status=line.strip()[-60:])
+
+        yield on_line

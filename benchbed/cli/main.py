@@ -1,0 +1,251 @@
+"""The `benchbed` command (DESIGN §6): run, simulate, ingest, report, ls, demo."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from benchbed.adapters.base import available_adapters
+from benchbed.cli.console import err_console, launch_progress
+from benchbed.errors import BenchbedError
+from benchbed.pipeline import RunOutcome, execute, ingest, render
+from benchbed.record import RunRecord, benchbed_info, machine_info
+from benchbed.secrets import redact_env
+from benchbed.spec import ExperimentSpec, expand, load_spec
+from benchbed.store import DEFAULT_STORE, Store, read_record
+from benchbed.trace import read_trace
+
+HEADLINE_METRICS = (
+    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
+    "rate_gap", "staleness_mean", "staleness_max", "zero_adv_group_fraction", "wasted_generation_fraction",
+    "step_time_mean_s",
+)  # fmt: skip
+
+
+class BenchbedGroup(click.Group):
+    """Turns BenchbedError into a one-line message on stderr and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BenchbedError as exc:
+            err_console.print(f"[bold red]benchbed: error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            sys.exit(2)
+
+
+@click.group(cls=BenchbedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="benchbed")
+def cli() -> None:
+    """benchbed: measure RL post-training systems (verl, slime, prime-rl, simulated) with one trace and one set
+    of metrics: trainer idle time, staleness, sandbox start-up, zero-advantage waste, throughput."""
+
+
+store_option = click.option(
+    "--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
+    show_default=True, help="results directory",
+)  # fmt: skip
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="print the RunRecord as JSON on stdout, nothing else"
+)
+
+
+def _print_record_json(records: list[RunRecord]) -> None:
+    docs = [r.model_dump(mode="json") for r in records]
+    click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
+
+
+def _metric_table(record: RunRecord, names: tuple[str, ...] | None = None) -> Table:
+    table = Table(title=f"{record.spec_id}  [{record.status}]", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    table.add_column("source")
+    for name, metric in record.metrics.items():
+        if names is None or name in names:
+            table.add_row(name, f"{metric.value:.4g}", metric.unit, metric.source)
+    return table
+
+
+def _summarize(outcome: RunOutcome, console: Console) -> None:
+    record = outcome.record
+    console.print(_metric_table(record, HEADLINE_METRICS))
+    for warning in record.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if record.error:
+        console.print(f"[red]{record.error.message}[/]", highlight=False)
+        if record.error.log_tail:
+            console.print(record.error.log_tail[-1500:], highlight=False, markup=False)
+    console.print(f"run directory: {outcome.run_dir}", highlight=False)
+
+
+def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None) -> list[RunOutcome]:
+    outcomes = []
+    for spec in specs:
+        label = f"{spec.adapter}: {spec.name}" + (f" {spec.variant}" if spec.variant else "")
+        with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
+            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s)
+        if not as_json:
+            _summarize(outcome, Console())
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _load_specs(spec_path: Path, overrides: tuple[str, ...], adapter: str | None = None) -> list[ExperimentSpec]:
+    extra = (*overrides, f'adapter="{adapter}"') if adapter else overrides
+    return expand(load_spec(spec_path, extra), str(spec_path))
+
+
+def _dry_run(specs: list[ExperimentSpec], store: Store) -> None:
+    for spec in specs:
+        run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
+        _, plan = render(spec, run_dir)
+        click.echo(f"# {spec.spec_id}" + (f"  {spec.variant}" if spec.variant else ""))
+        for name, value in redact_env(plan.env).items():
+            click.echo(f"export {name}={json.dumps(value)}")
+        click.echo(f"cd {plan.cwd or run_dir}")
+        click.echo(shlex.join(plan.argv))
+        for rel, text in plan.files.items():
+            click.echo(f"# file {rel}:\n{text}")
+
+
+def _exit_for(outcomes: list[RunOutcome]) -> None:
+    if any(o.record.status == "failed" for o in outcomes):
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a spec field, e.g. --set workload.group_size=8 (repeatable)")  # fmt: skip
+@click.option("--launcher", type=click.Choice(["local"]), default="local", show_default=True,
+              help="where to launch (local subprocess)")  # fmt: skip
+@click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
+@click.option("--dry-run", is_flag=True, help="print the exact command, environment and files; launch nothing")
+@store_option
+@json_option
+def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: float | None, dry_run: bool,
+        store_dir: Path, as_json: bool) -> None:  # fmt: skip
+    """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
+
+    A spec with a [matrix] table launches one run per combination. Exit status 1 if any run failed."""
+    specs = _load_specs(spec_path, overrides)
+    store = Store(store_dir)
+    if dry_run:
+        _dry_run(specs, store)
+        return
+    outcomes = _run_specs(specs, store, as_json, timeout_s)
+    if as_json:
+        _print_record_json([o.record for o in outcomes])
+    _exit_for(outcomes)
+
+
+@cli.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a spec field, e.g. --set sim.concurrency=512 (repeatable)")  # fmt: skip
+@store_option
+@json_option
+def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_json: bool) -> None:
+    """Run SPEC through the discrete-event simulator (adapter "sim"), whatever adapter it names.
+
+    The spec's [workload] and [sim] tables shape the simulated generator and trainer."""
+    specs = _load_specs(spec_path, overrides, adapter="sim")
+    outcomes = _run_specs(specs, Store(store_dir), as_json, None)
+    if as_json:
+        _print_record_json([o.record for o in outcomes])
+    _exit_for(outcomes)
+
+
+@cli.command(name="ingest")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--adapter", "adapter_name", required=True,
+              help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
+@click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
+@store_option
+@json_option
+def ingest_command(path: Path, adapter_name: str, warmup_steps: int, store_dir: Path, as_json: bool) -> None:
+    """Read an existing run (a run directory or a log/metrics file) into the store and measure it."""
+    outcome = ingest(path, adapter_name, Store(store_dir), warmup_steps=warmup_steps)
+    if as_json:
+        _print_record_json([outcome.record])
+    else:
+        _summarize(outcome, Console())
+
+
+@cli.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="RUN_DIR...")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file to write (default: RUN_DIR/report.html for one run, else ./report.html)")  # fmt: skip
+def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
+    """Write a self-contained HTML report of one or more stored runs and print a Markdown summary."""
+    from benchbed.report import write_report
+
+    runs = [(read_record(d), read_trace(d)) for d in run_dirs]
+    output = output or (run_dirs[0] / "report.html" if len(run_dirs) == 1 else Path("report.html"))
+    click.echo(write_report(runs, output))
+    err_console.print(f"report: {output}", highlight=False)
+
+
+@cli.command(name="ls")
+@click.option("--where", default=None, help="DuckDB SQL filter, e.g. \"adapter = 'sim' AND status = 'succeeded'\"")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
+def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
+    """List stored runs (newest last) with their headline metrics."""
+    frame, errors = Store(store_dir).table(where=where)
+    if as_json:
+        click.echo(frame.to_json(orient="records", indent=2))
+    else:
+        table = Table(title=f"runs in {store_dir}", title_justify="left")
+        for header in _LS_COLUMNS.values():
+            table.add_column(header, overflow="fold")
+        for row in frame.to_dict(orient="records"):
+            row["started_at"] = str(row["started_at"])[:16].replace("T", " ")
+            table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
+        Console().print(table)
+    for error in errors:
+        err_console.print(f"[bold red]benchbed: error:[/] {error}", highlight=False)
+    if errors:
+        sys.exit(2)
+
+
+_LS_COLUMNS = {
+    "run_id": "run", "started_at": "started (UTC)", "status": "status", "adapter": "adapter", "mode": "mode",
+    "spec_id": "spec", "trainer_idle_ratio": "idle", "staleness_mean": "stale", "trainer_throughput_sps": "train sps",
+}  # fmt: skip
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+@cli.command()
+@store_option
+def demo(store_dir: Path) -> None:
+    """Simulate the embedded quickstart experiment, store it, write its report and print where it is."""
+    from benchbed.report import write_report
+
+    source = resources.files("benchbed") / "data" / "quickstart.toml"
+    with resources.as_file(source) as spec_path:
+        spec = load_spec(spec_path)
+    store = Store(store_dir)
+    with launch_progress(f"simulating {spec.name} ({spec.workload.steps} steps)") as on_line:
+        outcome = execute(spec, store, on_line=on_line)
+    if outcome.trace is None:
+        _summarize(outcome, Console())
+        sys.exit(1)
+    html = outcome.run_dir / "report.html"
+    write_report([(outcome.record, outcome.trace)], html)
+    console = Console()
+    console.print(_metric_table(outcome.record, HEADLINE_METRICS))
+    console.print(f"report: {html.resolve()}", highlight=False)

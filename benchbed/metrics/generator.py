@@ -1,0 +1,128 @@
+"""Generator and throughput metrics: utilisation, pauses, production and consumption rates, rate gap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchbed import keys as K
+from benchbed.metrics.context import MetricContext
+from benchbed.metrics.registry import MetricResult, metric
+from benchbed.metrics.trainer import compute_seconds_per_step
+
+
+def _union_length(t0: np.ndarray, t1: np.ndarray) -> float:
+    """Total length covered by a set of intervals (overlaps counted once)."""
+    if len(t0) == 0:
+        return 0.0
+    order = np.argsort(t0, kind="stable")
+    starts, ends = t0[order], t1[order]
+    running_end = np.maximum.accumulate(ends)
+    # A new disjoint block starts where a start lies beyond every earlier end.
+    new_block = np.empty(len(starts), dtype=bool)
+    new_block[0] = True
+    new_block[1:] = starts[1:] > running_end[:-1]
+    block_ids = np.cumsum(new_block) - 1
+    block_start = starts[new_block]
+    block_end = np.zeros(block_ids[-1] + 1)
+    np.maximum.at(block_end, block_ids, ends)
+    return float((block_end - block_start).sum())
+
+
+@metric("generator_utilization", "ratio", True, "time-average of running rollouts / generator concurrency")
+def generator_utilization(ctx: MetricContext) -> MetricResult:
+    concurrency = ctx.trace.meta.concurrency
+    spans = ctx.rows(K.ROLLOUT, "span")
+    if ctx.window is None or not concurrency or not len(spans):
+        return None
+    w0, w1 = ctx.window
+    overlap = np.clip(np.minimum(spans["t1"].to_numpy(), w1) - np.maximum(spans["t0"].to_numpy(), w0), 0, None)
+    return float(overlap.sum() / (concurrency * (w1 - w0))), "span"
+
+
+@metric("generator_paused_ratio", "ratio", False, "union of generator.paused spans / window")
+def generator_paused_ratio(ctx: MetricContext) -> MetricResult:
+    spans = ctx.rows(K.GENERATOR_PAUSED, "span")
+    if ctx.window is not None and len(spans):
+        w0, w1 = ctx.window
+        t0 = np.clip(spans["t0"].to_numpy(), w0, w1)
+        t1 = np.clip(spans["t1"].to_numpy(), w0, w1)
+        return _union_length(t0, t1) / (w1 - w0), "span"
+    paused = ctx.agg_sum(K.GENERATOR_PAUSED)
+    window = ctx.window_seconds
+    if paused is None or window is None or window[0] <= 0:
+        return None
+    return min(1.0, paused / window[0]), "agg"
+
+
+def samples_per_step(ctx: MetricContext) -> tuple[float, str] | None:
+    trained = _trained_count(ctx)
+    if trained is not None and len(ctx.window_steps):
+        return trained[0] / len(ctx.window_steps), trained[1]
+    if ctx.trace.meta.samples_per_step:
+        return float(ctx.trace.meta.samples_per_step), "agg"
+    return None
+
+
+def _trained_count(ctx: MetricContext) -> tuple[float, str] | None:
+    if len(ctx.rollouts):
+        return float(len(ctx.trained_in_window)), "span"
+    trained = ctx.agg_sum(K.SAMPLES_TRAINED)
+    if trained is not None:
+        return trained, "agg"
+    if ctx.trace.meta.samples_per_step and len(ctx.window_steps):
+        return float(ctx.trace.meta.samples_per_step * len(ctx.window_steps)), "agg"
+    return None
+
+
+def _per_window_second(count: tuple[float, str] | None, ctx: MetricContext) -> MetricResult:
+    window = ctx.window_seconds
+    if count is None or window is None or window[0] <= 0:
+        return None
+    source = "span" if count[1] == "span" and window[1] == "span" else "agg"
+    return count[0] / window[0], source
+
+
+@metric("trainer_capacity_sps", "samples/s", True, "samples per step / mean compute time per step")
+def trainer_capacity_sps(ctx: MetricContext) -> MetricResult:
+    per_step = samples_per_step(ctx)
+    compute = compute_seconds_per_step(ctx)
+    if per_step is None or compute is None:
+        return None
+    return per_step[0] / compute[0], compute[1]
+
+
+@metric("trainer_throughput_sps", "samples/s", True, "samples trained in the window / window")
+def trainer_throughput_sps(ctx: MetricContext) -> MetricResult:
+    return _per_window_second(_trained_count(ctx), ctx)
+
+
+def _finished_count(ctx: MetricContext, accepted_only: bool) -> tuple[float, str] | None:
+    if len(ctx.rollouts):
+        finished = ctx.finished_in_window
+        if accepted_only:
+            finished = finished[finished["status"] == "ok"]
+        return float(len(finished)), "span"
+    total = ctx.agg_sum(K.SAMPLES_ACCEPTED if accepted_only else K.SAMPLES_FINISHED)
+    return None if total is None else (total, "agg")
+
+
+@metric("generator_throughput_sps", "samples/s", True, "samples finished in the window / window")
+def generator_throughput_sps(ctx: MetricContext) -> MetricResult:
+    return _per_window_second(_finished_count(ctx, accepted_only=False), ctx)
+
+
+@metric(
+    "effective_generator_throughput_sps", "samples/s", True,
+    "samples finished and accepted for training / window",
+)  # fmt: skip
+def effective_generator_throughput_sps(ctx: MetricContext) -> MetricResult:
+    return _per_window_second(_finished_count(ctx, accepted_only=True), ctx)
+
+
+@metric("rate_gap", "ratio", None, "effective_generator_throughput_sps / trainer_capacity_sps")
+def rate_gap(ctx: MetricContext) -> MetricResult:
+    effective = effective_generator_throughput_sps(ctx)
+    capacity = trainer_capacity_sps(ctx)
+    if effective is None or capacity is None or capacity[0] <= 0:
+        return None
+    return effective[0] / capacity[0], capacity[1] if effective[1] == capacity[1] else "agg"

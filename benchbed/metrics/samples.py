@@ -1,0 +1,131 @@
+"""Sample-level metrics: staleness, zero-advantage groups, wasted generation, group stragglers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from benchbed import keys as K
+from benchbed.metrics.context import NOT_TRAINED_STATUSES, MetricContext
+from benchbed.metrics.registry import MetricResult, metric
+
+
+def trained_versions(ctx: MetricContext) -> pd.DataFrame:
+    """Trained samples in the window whose v_start and v_train are known."""
+    r = ctx.trained_in_window
+    return r[(r["v_start"] >= 0) & (r["v_train"] >= 0)]
+
+
+def staleness_values(ctx: MetricContext) -> np.ndarray:
+    """v_train − v_start per trained sample (never negative: a sample cannot start after it is trained)."""
+    r = trained_versions(ctx)
+    return np.clip((r["v_train"] - r["v_start"]).to_numpy(), 0, None)
+
+
+def _staleness_stat(ctx: MetricContext, stat: str) -> MetricResult:
+    values = ctx.memo("staleness", lambda: staleness_values(ctx))
+    if len(values):
+        result = {
+            "mean": np.mean, "p50": lambda v: np.percentile(v, 50), "p99": lambda v: np.percentile(v, 99),
+            "max": np.max,
+        }[stat](values)  # fmt: skip
+        return float(result), "span"
+    return None
+
+
+@metric("staleness_mean", "versions", False, "mean of v_train − v_start over trained samples")
+def staleness_mean(ctx: MetricContext) -> MetricResult:
+    return _staleness_stat(ctx, "mean")
+
+
+@metric("staleness_p50", "versions", False, "median of v_train − v_start over trained samples")
+def staleness_p50(ctx: MetricContext) -> MetricResult:
+    return _staleness_stat(ctx, "p50")
+
+
+@metric("staleness_p99", "versions", False, "99th percentile of v_train − v_start over trained samples")
+def staleness_p99(ctx: MetricContext) -> MetricResult:
+    return _staleness_stat(ctx, "p99")
+
+
+@metric("staleness_max", "versions", False, "maximum of v_train − v_start over trained samples")
+def staleness_max(ctx: MetricContext) -> MetricResult:
+    return _staleness_stat(ctx, "max")
+
+
+def _with_end(ctx: MetricContext) -> pd.DataFrame:
+    r = trained_versions(ctx)
+    return r[r["v_end"] >= 0]
+
+
+@metric("staleness_in_flight_mean", "versions", False, "mean v_end − v_start: weights changed during generation")
+def staleness_in_flight_mean(ctx: MetricContext) -> MetricResult:
+    r = _with_end(ctx)
+    return (float(np.clip(r["v_end"] - r["v_start"], 0, None).mean()), "span") if len(r) else None
+
+
+@metric("staleness_in_queue_mean", "versions", False, "mean v_train − v_end: versions waited after finishing")
+def staleness_in_queue_mean(ctx: MetricContext) -> MetricResult:
+    r = _with_end(ctx)
+    return (float(np.clip(r["v_train"] - r["v_end"], 0, None).mean()), "span") if len(r) else None
+
+
+@metric("mixed_policy_fraction", "ratio", False, "trained samples with v_end > v_start")
+def mixed_policy_fraction(ctx: MetricContext) -> MetricResult:
+    r = _with_end(ctx)
+    return (float((r["v_end"] > r["v_start"]).mean()), "span") if len(r) else None
+
+
+@metric("dropped_stale_fraction", "ratio", False, "samples dropped for staleness / samples finished")
+def dropped_stale_fraction(ctx: MetricContext) -> MetricResult:
+    finished = ctx.finished_in_window
+    if len(finished):
+        return float((finished["status"] == "dropped_stale").mean()), "span"
+    dropped, total = ctx.agg_sum(K.SAMPLES_DROPPED_STALE), ctx.agg_sum(K.SAMPLES_FINISHED)
+    return (dropped / total, "agg") if dropped is not None and total else None
+
+
+@metric("wasted_generation_fraction", "ratio", False, "finished samples not trained on (any reason) / finished")
+def wasted_generation_fraction(ctx: MetricContext) -> MetricResult:
+    finished = ctx.finished_in_window
+    if len(finished):
+        return float(finished["status"].isin(NOT_TRAINED_STATUSES).mean()), "span"
+    accepted, total = ctx.agg_sum(K.SAMPLES_ACCEPTED), ctx.agg_sum(K.SAMPLES_FINISHED)
+    return (max(0.0, 1.0 - accepted / total), "agg") if accepted is not None and total else None
+
+
+def _groups_in_window(ctx: MetricContext) -> pd.DataFrame:
+    groups = ctx.rows(K.ROLLOUT_GROUP)
+    if not len(groups):
+        return groups
+    timed = groups["t0"].notna()
+    if ctx.window is not None and timed.all():
+        t0, t1 = ctx.window
+        return groups[(groups["t0"] > t0) & (groups["t0"] <= t1)]
+    return ctx.in_window_steps(groups)
+
+
+@metric("zero_adv_group_fraction", "ratio", False, "finished groups whose rewards all equal / finished groups")
+def zero_adv_group_fraction(ctx: MetricContext) -> MetricResult:
+    groups = _groups_in_window(ctx)
+    if len(groups):
+        return float((groups["value"].abs() < 1e-12).mean()), "span"
+    finished = ctx.finished_in_window
+    finished = finished[(finished["group"] != "") & finished["value"].notna()]
+    if len(finished):
+        spread = finished.groupby("group", observed=True)["value"].agg(["min", "max"])
+        return float(((spread["max"] - spread["min"]).abs() < 1e-12).mean()), "span"
+    zero, total = ctx.agg_sum(K.GROUPS_ZERO_ADV), ctx.agg_sum(K.GROUPS_FINISHED)
+    return (zero / total, "agg") if zero is not None and total else None
+
+
+@metric("group_straggler_ratio", "ratio", False, "mean over groups of max / median sample latency")
+def group_straggler_ratio(ctx: MetricContext) -> MetricResult:
+    finished = ctx.finished_in_window
+    spans = finished[(finished["kind"] == "span") & (finished["group"] != "")]
+    if not len(spans):
+        return None
+    latency = (spans["t1"] - spans["t0"]).rename("latency")
+    stats = latency.groupby(spans["group"], observed=True).agg(["max", "median", "count"])
+    stats = stats[(stats["count"] > 1) & (stats["median"] > 0)]
+    return (float((stats["max"] / stats["median"]).mean()), "span") if len(stats) else None

@@ -1,0 +1,51 @@
+"""Sandbox metrics over every sandbox.start / sandbox.queue span of the run (start-up failures count too)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchbed import keys as K
+from benchbed.metrics.context import MetricContext
+from benchbed.metrics.registry import MetricResult, metric
+
+
+@metric("sandbox_init_failure_rate", "ratio", False, "sandbox.start with status ≠ ok / sandbox.start attempts")
+def sandbox_init_failure_rate(ctx: MetricContext) -> MetricResult:
+    starts = ctx.rows(K.SANDBOX_START)
+    return (float((starts["status"] != "ok").mean()), "span") if len(starts) else None
+
+
+def _durations(ctx: MetricContext, key: str, ok_only: bool) -> np.ndarray:
+    spans = ctx.rows(key, "span")
+    if ok_only:
+        spans = spans[spans["status"] == "ok"]
+    return (spans["t1"] - spans["t0"]).to_numpy()
+
+
+def _percentile(values: np.ndarray, q: float) -> MetricResult:
+    return (float(np.percentile(values, q)), "span") if len(values) else None
+
+
+@metric("sandbox_start_p50_s", "s", False, "median create → ready of successful sandbox starts")
+def sandbox_start_p50_s(ctx: MetricContext) -> MetricResult:
+    return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 50)
+
+
+@metric("sandbox_start_p99_s", "s", False, "99th percentile create → ready of successful sandbox starts")
+def sandbox_start_p99_s(ctx: MetricContext) -> MetricResult:
+    return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 99)
+
+
+@metric("sandbox_start_max_s", "s", False, "slowest successful sandbox start")
+def sandbox_start_max_s(ctx: MetricContext) -> MetricResult:
+    return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 100)
+
+
+@metric("sandbox_queue_p50_s", "s", False, "median wait for an admission slot")
+def sandbox_queue_p50_s(ctx: MetricContext) -> MetricResult:
+    return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 50)
+
+
+@metric("sandbox_queue_p99_s", "s", False, "99th percentile wait for an admission slot")
+def sandbox_queue_p99_s(ctx: MetricContext) -> MetricResult:
+    return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 99)

@@ -1,0 +1,166 @@
+"""The one-way flow: spec → plan → launch → trace → metrics → record, and ingest of existing artifacts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
+from benchbed.errors import BenchbedError
+from benchbed.launch.local import LaunchResult, run_plan
+from benchbed.metrics import compute_metrics
+from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, benchbed_info, machine_info, utc_now
+from benchbed.secrets import redact, redact_mapping, secret_values
+from benchbed.spec import ExperimentSpec
+from benchbed.store import Store, write_record
+from benchbed.trace import TRACE_FILENAME, Trace
+
+NATIVE_DIRNAME = "native"
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    record: RunRecord
+    trace: Trace | None
+
+
+def _new_record(spec_data: dict, spec_id: str, adapter_name: str, launcher: str) -> RunRecord:
+    return RunRecord(
+        spec=redact_mapping(spec_data),  # type: ignore[arg-type]
+        spec_id=spec_id,
+        adapter=AdapterInfo(name=adapter_name),
+        benchbed=benchbed_info(),
+        machine=machine_info(),
+        launcher=launcher,
+    )
+
+
+def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps: int) -> None:
+    """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record."""
+    if trace is not None:
+        meta = trace.meta
+        record.adapter.framework = meta.framework
+        record.adapter.version = meta.framework_version
+        record.adapter.mode = meta.mode
+        warnings = list(meta.warnings)
+        record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
+        record.warnings.extend(redact(w) for w in warnings)
+        record.trace_events = len(trace.events)
+        target = run_dir / TRACE_FILENAME
+        if not target.exists() or meta.adapter != "sim":
+            trace.write(target)
+        if meta.partial and record.status == "succeeded":
+            record.status = "partial"
+    started = record.started_at
+    record.finished_at = utc_now().isoformat()
+    record.duration_s = (utc_now() - datetime.fromisoformat(started)).total_seconds()
+    write_record(run_dir, record)
+
+
+def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
+    adapter = get_adapter(spec.adapter)
+    return adapter, adapter.render(spec, run_dir)
+
+
+def execute(
+    spec: ExperimentSpec,
+    store: Store,
+    on_line: Callable[[str], None] | None = None,
+    timeout_s: float | None = None,
+) -> RunOutcome:
+    """Launch one spec, keep its artifacts in a fresh run directory, and record the result."""
+    adapter = get_adapter(spec.adapter)
+    info = benchbed_info()
+    while True:
+        run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, info.commit)
+        plan = adapter.render(spec, run_dir)  # invalid specs fail here, before anything is stored
+        if store.claim(run_dir):
+            break
+    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, "local")
+    write_record(run_dir, record)
+    trace: Trace | None = None
+    result: LaunchResult | None = None
+    try:
+        result = run_plan(plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
+        trace = _try_parse(adapter, run_dir, record, required=result.ok)
+        if result.ok:
+            record.status = "succeeded" if trace is not None else "failed"
+        else:
+            record.status = "partial" if trace is not None and len(trace.events) else "failed"
+            reason = "timed out" if result.timed_out else "interrupted" if result.interrupted else "exited"
+            record.error = ErrorInfo(
+                message=f"launch {reason} (exit code {result.exit_code}) after {result.duration_s:.1f}s",
+                exit_code=result.exit_code,
+                log_tail=result.log_tail(),
+            )
+    except BenchbedError as exc:
+        record.status = "failed"
+        record.error = ErrorInfo(message=redact(str(exc)), exit_code=result.exit_code if result else None)
+    finally:
+        _finish(record, run_dir, trace, spec.warmup_steps)
+    if result is not None and result.interrupted:
+        raise KeyboardInterrupt
+    return RunOutcome(run_dir, record, trace)
+
+
+def _try_parse(adapter: Adapter, run_dir: Path, record: RunRecord, required: bool) -> Trace | None:
+    try:
+        return adapter.parse(run_dir)
+    except BenchbedError as exc:
+        if required:
+            raise
+        record.warnings.append(f"no trace recovered from the failed run: {redact(str(exc))}")
+        return None
+
+
+def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -> RunOutcome:
+    """Parse an existing run (file or directory) into the store, with a copy of the native artifacts."""
+    path = Path(path)
+    if not path.exists():
+        raise BenchbedError(f"{path}: no such file or directory; pass a run directory or a log file")
+    adapter = get_adapter(adapter_name)
+    started = time.monotonic()
+    trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
+    source = str(path.resolve())
+    spec_data = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}
+    digest = hashlib.sha256(source.encode()).hexdigest()[:8]
+    spec_id = f"ingest-{path.name}-{digest}"
+    info = benchbed_info()
+    run_dir = store.new_run_dir(machine_info().name, adapter_name, spec_id, info.commit)
+    record = _new_record(spec_data, spec_id, adapter_name, "ingest")
+    record.status = "succeeded"
+    write_record(run_dir, record)
+    copy_native(path, run_dir / NATIVE_DIRNAME)
+    _finish(record, run_dir, trace, warmup_steps)
+    record.duration_s = time.monotonic() - started
+    write_record(run_dir, record)
+    return RunOutcome(run_dir, record, trace)
+
+
+def copy_native(source: Path, target: Path) -> None:
+    """Copy a run's native artifacts into the store, masking secret values found in this environment."""
+    secrets = secret_values()
+
+    def copy(src: str, dst: str) -> None:
+        if not secrets:
+            shutil.copy2(src, dst)
+            return
+        data = Path(src).read_bytes()
+        try:
+            Path(dst).write_text(redact(data.decode(), secrets))
+        except UnicodeDecodeError:
+            Path(dst).write_bytes(data)
+
+    if source.is_dir():
+        skip = shutil.ignore_patterns("record.json", TRACE_FILENAME)
+        shutil.copytree(source, target, ignore=skip, copy_function=copy)
+    else:
+        os.makedirs(target, exist_ok=True)
+        copy(str(source), str(target / source.name))

@@ -1,0 +1,213 @@
+"""Plot-ready series derived from a Trace (per-step breakdown, staleness, utilisation, groups, timeline).
+
+These are pure functions for reports: they shape data, they are not metrics (those live in the registry)
+and they never plot. Each returns an empty result when the trace lacks the data; callers say why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from benchbed import keys as K
+from benchbed.trace import Trace
+
+COMPONENTS: tuple[str, ...] = ("wait", "compute", "weight_sync", "checkpoint", "other")
+_NAMED_KEYS: tuple[str, ...] = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
+
+
+@dataclass(frozen=True)
+class StepSeries:
+    """A per-step table and how it was derived (a short phrase for captions; "" when empty)."""
+
+    frame: pd.DataFrame
+    source: str
+
+
+def _rows(trace: Trace, key: str, kind: str | None = None) -> pd.DataFrame:
+    events = trace.events
+    mask = events["key"] == key
+    if kind is not None:
+        mask &= events["kind"] == kind
+    return events[mask]
+
+
+def step_breakdown(trace: Trace) -> StepSeries:
+    """Seconds per trainer step in wait/compute/weight_sync/checkpoint/other, plus the step total `step_s`.
+
+    Spans win over agg rows. `other` is the unexplained rest of the step (step − the four named parts,
+    never negative), as in the trainer ratios; without a step total it is the logged trainer.other.
+    """
+    for kind in ("span", "agg"):
+        parts = {}
+        for key in (*_NAMED_KEYS, K.TRAINER_OTHER, K.TRAINER_STEP):
+            rows = _rows(trace, key, kind)
+            rows = rows[rows["step"] >= 0]
+            seconds = rows["t1"] - rows["t0"] if kind == "span" else rows["value"]
+            parts[key] = seconds.groupby(rows["step"]).sum()
+        if not any(len(parts[k]) for k in (*_NAMED_KEYS, K.TRAINER_OTHER)):
+            continue
+        frame = pd.DataFrame(parts).sort_index()
+        named = frame[list(_NAMED_KEYS)].fillna(0.0)
+        step_s = frame[K.TRAINER_STEP]
+        rest = (step_s - named.sum(axis=1)).clip(lower=0.0)
+        other = rest.where(step_s.notna(), frame[K.TRAINER_OTHER]).fillna(0.0)
+        out = pd.DataFrame(
+            {name: named[key] for name, key in zip(COMPONENTS[:4], _NAMED_KEYS, strict=True)}, index=frame.index
+        )
+        out["other"] = other
+        out["step_s"] = step_s.where(step_s.notna(), out[list(COMPONENTS)].sum(axis=1))
+        out.index = out.index.astype("int64")
+        out.index.name = "step"
+        return StepSeries(out.reset_index(), "trainer spans" if kind == "span" else "per-step agg rows")
+    empty = pd.DataFrame({c: pd.Series(dtype="float64") for c in ("step", *COMPONENTS, "step_s")})
+    return StepSeries(empty.astype({"step": "int64"}), "")
+
+
+def staleness_values(trace: Trace, warmup_steps: int = 0) -> np.ndarray:
+    """v_train − v_start of trained rollouts (status ok, versions known) in steps after `warmup_steps`."""
+    r = _rows(trace, K.ROLLOUT)
+    r = r[(r["status"] == "ok") & (r["v_start"] >= 0) & (r["v_train"] >= 0) & (r["step"] > warmup_steps)]
+    return np.clip((r["v_train"] - r["v_start"]).to_numpy(dtype=np.int64), 0, None)
+
+
+def running_rollouts(trace: Trace, bins: int = 400) -> pd.DataFrame:
+    """Time-averaged number of running rollouts per time bin, from an event sweep over rollout spans.
+
+    Columns t0, t1 (bin edges, seconds), running (mean rollouts in flight), and utilisation (running /
+    meta.concurrency; NaN when the concurrency is unknown). Empty without rollout spans.
+    """
+    spans = _rows(trace, K.ROLLOUT, "span")
+    columns = ("t0", "t1", "running", "utilisation")
+    if not len(spans):
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
+    starts = spans["t0"].to_numpy(dtype=float)
+    ends = spans["t1"].to_numpy(dtype=float)
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([np.ones(len(starts)), -np.ones(len(ends))])
+    order = np.argsort(times, kind="stable")
+    times, deltas = times[order], deltas[order]
+    running_after = np.cumsum(deltas)
+    # Integral of the running count up to each event time; piecewise linear between events.
+    area = np.concatenate([[0.0], np.cumsum(running_after[:-1] * np.diff(times))])
+    lo, hi = float(times[0]), float(times[-1])
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    mean = np.diff(np.interp(edges, times, area)) / np.diff(edges)
+    concurrency = trace.meta.concurrency
+    util = mean / concurrency if concurrency else np.full(len(mean), np.nan)
+    return pd.DataFrame({"t0": edges[:-1], "t1": edges[1:], "running": mean, "utilisation": util})
+
+
+def zero_adv_per_step(trace: Trace) -> StepSeries:
+    """Finished and zero-advantage groups per trainer step (columns step, groups, zero_adv).
+
+    From rollout.group rows (value = reward std; 0 means zero advantage): a group counts in the step
+    whose trainer.step span contains its finish time, or in its own `step` when times are missing.
+    Otherwise from the groups.finished / groups.zero_adv agg rows.
+    """
+    groups = _rows(trace, K.ROLLOUT_GROUP)
+    if len(groups):
+        steps = _rows(trace, K.TRAINER_STEP, "span").sort_values("t1")
+        timed = groups["t0"].notna().all() and len(steps)
+        step_of = _step_at(groups["t0"].to_numpy(), steps) if timed else groups["step"].to_numpy()
+        zero = (groups["value"].abs() < 1e-12).to_numpy()
+        keep = step_of >= 0
+        frame = pd.DataFrame({"step": step_of[keep], "zero_adv": zero[keep].astype(np.int64)})
+        out = frame.groupby("step")["zero_adv"].agg(groups="size", zero_adv="sum").reset_index()
+        how = "rollout.group rows by finish time" if timed else "rollout.group rows by their step"
+        return StepSeries(out.astype("int64"), how)
+    finished = _rows(trace, K.GROUPS_FINISHED, "agg")
+    zero_rows = _rows(trace, K.GROUPS_ZERO_ADV, "agg")
+    if len(finished) and len(zero_rows):
+        out = pd.DataFrame(
+            {"groups": finished.groupby("step")["value"].sum(), "zero_adv": zero_rows.groupby("step")["value"].sum()}
+        ).fillna(0.0)
+        out = out[out.index >= 0]
+        out.index.name = "step"
+        return StepSeries(out.reset_index().astype("int64"), "groups.finished / groups.zero_adv agg rows")
+    empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in ("step", "groups", "zero_adv")})
+    return StepSeries(empty, "")
+
+
+def _step_at(times: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """The step whose (t0, t1] span contains each time, or -1 outside every step."""
+    t0 = steps["t0"].to_numpy(dtype=float)
+    t1 = steps["t1"].to_numpy(dtype=float)
+    idx = np.searchsorted(t1, times, side="left")
+    inside = idx < len(t1)
+    idx_c = np.minimum(idx, len(t1) - 1)
+    inside &= times > t0[idx_c]
+    return np.where(inside, steps["step"].to_numpy()[idx_c], -1)
+
+
+def _natural_key(name: str) -> tuple[str, int]:
+    match = re.match(r"^(.*?)(\d+)$", name)
+    return (match.group(1), int(match.group(2))) if match else (name, -1)
+
+
+def _pack_lanes(t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """Greedy interval packing: each span (in start order) takes the lowest lane that is free by then."""
+    lane_end: list[float] = []
+    lanes = np.empty(len(t0), dtype=np.int64)
+    for i in np.argsort(t0, kind="stable"):
+        free = next((j for j, end in enumerate(lane_end) if end <= t0[i]), len(lane_end))
+        if free == len(lane_end):
+            lane_end.append(t1[i])
+        else:
+            lane_end[free] = t1[i]
+        lanes[i] = free
+    return lanes
+
+
+def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollouts: int = 2000) -> pd.DataFrame:
+    """Spans of the first `steps` trainer steps for a lane chart: rollouts by generator slot, trainer parts.
+
+    Columns lane, t0, t1, key, status. Rollout lanes are the rollout's `actor` (e.g. "slot/3"), or packed
+    lanes ("lane/N") when actors are not recorded; only the first `max_lanes` lanes are kept. The trainer's
+    component spans form lane "trainer", generator.paused spans lane "generator.paused". Spans are clipped
+    to the window [first step start, end of step `steps`]; without trainer spans the window ends where the
+    first `max_rollouts` rollouts have started.
+    """
+    columns = {"lane": "str", "t0": "float64", "t1": "float64", "key": "str", "status": "str"}
+    empty = pd.DataFrame({c: pd.Series(dtype=d) for c, d in columns.items()})
+    step_spans = _rows(trace, K.TRAINER_STEP, "span")
+    rollouts = _rows(trace, K.ROLLOUT, "span")
+    if len(step_spans):
+        first = step_spans.sort_values("step").head(steps)
+        w0 = min(float(first["t0"].min()), float(rollouts["t0"].min()) if len(rollouts) else np.inf)
+        w1 = float(first["t1"].max())
+    elif len(rollouts):
+        starts = np.sort(rollouts["t0"].to_numpy(dtype=float))
+        w0 = float(starts[0])
+        w1 = float(starts[max_rollouts]) if len(starts) > max_rollouts else float(rollouts["t1"].max())
+    else:
+        return empty
+    parts = []
+    if len(rollouts):
+        r = rollouts[(rollouts["t0"] < w1) & (rollouts["t1"] > w0)]
+        if (r["actor"].astype(str) != "").all():
+            lane = r["actor"].astype(str).to_numpy()
+        else:
+            lane = np.char.add("lane/", _pack_lanes(r["t0"].to_numpy(), r["t1"].to_numpy()).astype(str))
+        kept = sorted(set(lane), key=_natural_key)[:max_lanes]
+        keep = np.isin(lane, kept)
+        r = r[keep]
+        parts.append(pd.DataFrame({"lane": lane[keep], "t0": r["t0"].to_numpy(), "t1": r["t1"].to_numpy(),
+                                   "key": K.ROLLOUT, "status": r["status"].astype(str).to_numpy()}))  # fmt: skip
+    for key, lane_name in [(k, "trainer") for k in (*_NAMED_KEYS, K.TRAINER_OTHER)] + [
+        (K.GENERATOR_PAUSED, "generator.paused")
+    ]:
+        s = _rows(trace, key, "span")
+        s = s[(s["t0"] < w1) & (s["t1"] > w0)]
+        if len(s):
+            parts.append(pd.DataFrame({"lane": lane_name, "t0": s["t0"].to_numpy(), "t1": s["t1"].to_numpy(),
+                                       "key": key, "status": s["status"].astype(str).to_numpy()}))  # fmt: skip
+    if not parts:
+        return empty
+    out = pd.concat(parts, ignore_index=True)
+    out["t0"] = out["t0"].clip(lower=w0)
+    out["t1"] = out["t1"].clip(upper=w1)
+    return out.astype(columns)

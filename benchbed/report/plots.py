@@ -1,0 +1,161 @@
+"""Matplotlib figures for reports, rendered without a display (Agg/SVG) into inline SVG text.
+
+Each function takes plot-ready data from benchbed.metrics.series and returns an <svg> element as a string;
+large inputs are drawn as areas or lines rather than one rectangle per item, so the SVG stays small.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from benchbed.metrics.series import COMPONENTS
+
+COMPONENT_COLORS = {
+    "wait": "#d62728", "compute": "#2ca02c", "weight_sync": "#1f77b4", "checkpoint": "#9467bd", "other": "#7f7f7f",
+}  # fmt: skip
+STATUS_COLORS = {
+    "ok": "#6fc2b6", "dropped_stale": "#fdb462", "filtered_zero_adv": "#e5d84a", "discarded": "#bc80bd",
+    "aborted": "#fb8072", "failed": "#e31a1c",
+}  # fmt: skip
+TRAINER_KEY_COLORS = {f"trainer.{c}": color for c, color in COMPONENT_COLORS.items()}
+PAUSED_COLOR = "#c7c7c7"
+MAX_LANE_LABELS = 16  # label every k-th generator lane beyond this (tick labels dominate drawing time)
+_salt = itertools.count()
+
+
+def to_svg(fig: Figure) -> str:
+    """The figure as an inline <svg> element (no XML prolog or DOCTYPE), text kept as text."""
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"benchbed-{next(_salt)}"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _figure(height: float = 3.2, left: float = 0.8) -> tuple[Figure, matplotlib.axes.Axes]:
+    """A figure with fixed margins in inches (cheaper than tight layout, which draws twice)."""
+    width = 9.5
+    fig = Figure(figsize=(width, height), dpi=96)
+    fig.subplots_adjust(left=left / width, right=1 - 0.2 / width, bottom=0.55 / height, top=1 - 0.4 / height)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    return fig, ax
+
+
+def step_breakdown(frame: pd.DataFrame) -> str:
+    """Stacked seconds per step by trainer component, one filled stair per component (cheap for many steps)."""
+    fig, ax = _figure()
+    edges = _step_edges(frame["step"].to_numpy())
+    present = [c for c in COMPONENTS if frame[c].abs().sum() > 0] or ["other"]
+    bottom = np.zeros(len(frame))
+    for name in present:
+        top = bottom + frame[name].to_numpy()
+        ax.stairs(top, edges, baseline=bottom, fill=True, color=COMPONENT_COLORS[name], label=name)
+        bottom = top
+    ax.set_xlim(edges[0], edges[-1])
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max(float(bottom.max()) * 1.05, 1e-9))
+    ax.set_xlabel("trainer step")
+    ax.set_ylabel("seconds")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=len(present), fontsize=8, frameon=False)
+    return to_svg(fig)
+
+
+def _step_edges(steps: np.ndarray) -> np.ndarray:
+    """Bin edges centred on consecutive step numbers (steps are assumed sorted)."""
+    return np.append(steps - 0.5, steps[-1] + 0.5).astype(float)
+
+
+def staleness_histogram(values: np.ndarray) -> str:
+    """Trained samples per staleness value (versions)."""
+    fig, ax = _figure(2.8)
+    counts = np.bincount(values)
+    ax.bar(np.arange(len(counts)), counts, color="#1f77b4", width=0.8)
+    ax.set_xticks(np.arange(len(counts)) if len(counts) <= 30 else ax.get_xticks())
+    ax.set_xlim(-0.6, len(counts) - 0.4)
+    ax.set_xlabel("staleness v_train − v_start (versions)")
+    ax.set_ylabel("trained samples")
+    return to_svg(fig)
+
+
+def utilisation(frame: pd.DataFrame, concurrency: int | None) -> str:
+    """Running rollouts over time as a fraction of the generator's slots (or as a count if unknown)."""
+    fig, ax = _figure(2.8)
+    edges = np.append(frame["t0"].to_numpy(), frame["t1"].to_numpy()[-1:])
+    column = "utilisation" if concurrency else "running"
+    values = frame[column].to_numpy()
+    ax.stairs(values, edges, fill=True, color="#1f77b4", alpha=0.6)
+    ax.set_xlim(edges[0], edges[-1])
+    if concurrency:
+        ax.set_ylim(0, max(1.05, float(values.max()) * 1.05))
+        ax.set_ylabel(f"running / {concurrency} slots")
+    else:
+        ax.set_ylabel("running rollouts")
+    ax.set_xlabel("time since run start (s)")
+    return to_svg(fig)
+
+
+def zero_adv(frame: pd.DataFrame) -> str:
+    """Finished groups per step, with the zero-advantage ones highlighted."""
+    fig, ax = _figure(2.8)
+    edges = _step_edges(frame["step"].to_numpy())
+    ax.stairs(frame["groups"].to_numpy(), edges, fill=True, color="#c7c7c7", label="finished groups")
+    ax.stairs(frame["zero_adv"].to_numpy(), edges, fill=True, color="#d62728", label="zero-advantage groups")
+    ax.set_xlim(edges[0], edges[-1])
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("trainer step")
+    ax.set_ylabel("groups")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, fontsize=8, frameon=False)
+    return to_svg(fig)
+
+
+def _lane_order(lanes: list[str]) -> list[str]:
+    def key(name: str) -> tuple[int, str, int]:
+        match = re.match(r"^(.*?)(\d+)$", name)
+        special = 0 if name == "trainer" else 1 if name == "generator.paused" else 2
+        return (special, match.group(1), int(match.group(2))) if match else (special, name, -1)
+
+    return sorted(lanes, key=key)
+
+
+def timeline(rows: pd.DataFrame) -> str:
+    """Lane chart: trainer components, generator pauses, then one lane per generator slot."""
+    lanes = _lane_order(list(rows["lane"].unique()))
+    position = {lane: i for i, lane in enumerate(lanes)}
+    fig, ax = _figure(max(2.5, 1.0 + 0.13 * len(lanes)), left=1.1)
+    y = rows["lane"].map(position).to_numpy()
+    colors = [
+        TRAINER_KEY_COLORS.get(k) or (PAUSED_COLOR if k == "generator.paused" else STATUS_COLORS.get(s, "#17becf"))
+        for k, s in zip(rows["key"], rows["status"], strict=True)
+    ]
+    t0, t1 = rows["t0"].to_numpy(), rows["t1"].to_numpy()
+    verts = np.stack([np.column_stack([t0, y - 0.4]), np.column_stack([t0, y + 0.4]),
+                      np.column_stack([t1, y + 0.4]), np.column_stack([t1, y - 0.4])], axis=1)  # fmt: skip
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="white", linewidths=0.3))
+    ax.set_xlim(float(t0.min()), float(t1.max()))
+    every = max(1, len(lanes) // MAX_LANE_LABELS)
+    shown = [i for i, lane in enumerate(lanes) if i % every == 0 or not lane[-1].isdigit()]
+    ax.set_yticks(shown, [lanes[i] for i in shown], fontsize=8)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlabel("time since run start (s)")
+    ax.grid(True, axis="x", alpha=0.3)
+    legend = {k.removeprefix("trainer."): c for k, c in TRAINER_KEY_COLORS.items() if (rows["key"] == k).any()}
+    if (rows["key"] == "generator.paused").any():
+        legend["generator paused"] = PAUSED_COLOR
+    rollout_status = rows.loc[rows["key"] == "rollout", "status"].unique()
+    legend.update({f"rollout {s}": STATUS_COLORS.get(s, "#17becf") for s in rollout_status})
+    handles = [Patch(color=c, label=name) for name, c in legend.items()]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=8, fontsize=8, frameon=False)
+    return to_svg(fig)

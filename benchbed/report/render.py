@@ -1,0 +1,85 @@
+"""write_report: one self-contained HTML file (inline CSS and SVG, no network) and a Markdown summary."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from benchbed.record import RunRecord, utc_now
+from benchbed.report.sections import Section, build_sections
+from benchbed.report.tables import MetricRow, format_value, markdown_summary, metric_rows, run_label, status_line
+from benchbed.secrets import redact
+from benchbed.trace import Trace
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the template shows for one run."""
+
+    label: str
+    record: RunRecord
+    trace: Trace
+    status_line: str
+    problem: bool
+    warnings: list[str]
+    log_tail: str
+    sections: list[Section]
+
+
+def _run_view(record: RunRecord, trace: Trace) -> RunView:
+    warnings = list(dict.fromkeys([*record.warnings, *trace.meta.warnings]))
+    partial_trace = trace.meta.partial and record.status != "partial"
+    if partial_trace:
+        warnings.insert(0, "the trace is marked partial (the run crashed or its logs are truncated)")
+    return RunView(
+        label=run_label(record),
+        record=record,
+        trace=trace,
+        status_line=status_line(record),
+        problem=record.status != "succeeded" or trace.meta.partial,
+        warnings=warnings,
+        log_tail=redact(record.error.log_tail) if record.error and record.error.log_tail else "",
+        sections=build_sections(record, trace),
+    )
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    env.filters["metric"] = format_value
+    return env
+
+
+def render_html(runs: list[tuple[RunRecord, Trace]]) -> str:
+    """The report page for these runs as one HTML string."""
+    if not runs:
+        raise ValueError("write_report needs at least one (RunRecord, Trace) pair")
+    records = [record for record, _ in runs]
+    rows: list[MetricRow] = metric_rows(records)
+    families: dict[str, list[MetricRow]] = {}
+    for row in rows:
+        families.setdefault(row.family, []).append(row)
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        runs=[_run_view(record, trace) for record, trace in runs],
+        families=families,
+        with_framework=any(row.has_framework for row in rows),
+        generated_at=utc_now().strftime("%Y-%m-%d %H:%M:%S UTC"),
+    )
+
+
+def write_report(runs: list[tuple[RunRecord, Trace]], out_html: Path) -> str:
+    """Write the HTML report to `out_html` (atomically) and return the Markdown summary for the terminal."""
+    out_html = Path(out_html)
+    html = render_html(runs)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_html.with_name(f".{out_html.name}.{os.getpid()}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out_html)
+    return markdown_summary([record for record, _ in runs])

@@ -1,0 +1,134 @@
+"""Per-run report sections: each is a figure with a caption, or a sentence saying why the trace cannot supply it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchbed import keys as K
+from benchbed.metrics import series
+from benchbed.record import RunRecord
+from benchbed.report import plots
+from benchbed.trace import Trace
+
+TIMELINE_STEPS = 3
+TITLES = {
+    "breakdown": "Trainer time per step",
+    "staleness": "Staleness of trained samples",
+    "utilisation": "Generator utilisation over time",
+    "zero_adv": "Zero-advantage groups per step",
+    "timeline": f"Timeline of the first {TIMELINE_STEPS} steps",
+}
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled figure (inline SVG) with its caption, or `unavailable` explaining why there is none."""
+
+    key: str
+    title: str
+    svg: str = ""
+    caption: str = ""
+    unavailable: str = ""
+
+
+def _unavailable(key: str, title: str, why: str) -> Section:
+    return Section(key, title, unavailable=f"Not available in this trace ({why}).")
+
+
+def _has(trace: Trace, key: str, kind: str | None = None) -> bool:
+    mask = trace.events["key"] == key
+    if kind is not None:
+        mask &= trace.events["kind"] == kind
+    return bool(mask.any())
+
+
+def breakdown_section(record: RunRecord, trace: Trace) -> Section:
+    key, title = "breakdown", TITLES["breakdown"]
+    result = series.step_breakdown(trace)
+    if not len(result.frame):
+        return _unavailable(key, title, "no trainer.wait/compute/weight_sync/checkpoint/other spans or agg rows")
+    caption = (
+        f"Seconds per trainer step by component, from {result.source}; 'other' is the part of the step "
+        f"the named components do not explain. {len(result.frame)} steps."
+    )
+    return Section(key, title, plots.step_breakdown(result.frame), caption)
+
+
+def staleness_section(record: RunRecord, trace: Trace) -> Section:
+    key, title = "staleness", TITLES["staleness"]
+    if not _has(trace, K.ROLLOUT):
+        return _unavailable(key, title, "no rollout rows")
+    warmup = int(record.spec.get("warmup_steps", 1))
+    values = series.staleness_values(trace, warmup_steps=warmup)
+    if not len(values):
+        return _unavailable(
+            key, title, f"no trained rollouts with known v_start and v_train after warmup step {warmup}"
+        )
+    caption = (
+        f"v_train − v_start of {len(values)} trained samples in steps after warmup step {warmup}; "
+        f"mean {values.mean():.3g}, max {values.max()} versions."
+    )
+    return Section(key, title, plots.staleness_histogram(values), caption)
+
+
+def utilisation_section(record: RunRecord, trace: Trace) -> Section:
+    key, title = "utilisation", TITLES["utilisation"]
+    if not _has(trace, K.ROLLOUT, "span"):
+        why = "rollouts have no start/end times" if _has(trace, K.ROLLOUT) else "no rollout spans"
+        return _unavailable(key, title, why)
+    frame = series.running_rollouts(trace)
+    concurrency = trace.meta.concurrency
+    caption = (
+        f"Time-averaged running rollouts / {concurrency} generator slots in {len(frame)} time bins."
+        if concurrency
+        else "Running rollouts (the generator's concurrency is not recorded, so no utilisation ratio)."
+    )
+    return Section(key, title, plots.utilisation(frame, concurrency), caption)
+
+
+def zero_adv_section(record: RunRecord, trace: Trace) -> Section:
+    key, title = "zero_adv", TITLES["zero_adv"]
+    result = series.zero_adv_per_step(trace)
+    if not len(result.frame):
+        return _unavailable(key, title, "no rollout.group rows and no groups.finished/groups.zero_adv agg rows")
+    total = int(result.frame["groups"].sum())
+    zero = int(result.frame["zero_adv"].sum())
+    caption = (
+        f"Finished groups per step and those whose rewards all agree (no gradient), from {result.source}; "
+        f"{zero} of {total} groups over all steps."
+    )
+    return Section(key, title, plots.zero_adv(result.frame), caption)
+
+
+def timeline_section(record: RunRecord, trace: Trace) -> Section:
+    key, title = "timeline", TITLES["timeline"]
+    rows = series.timeline_rows(trace, steps=TIMELINE_STEPS)
+    if not len(rows):
+        return _unavailable(key, title, "no trainer or rollout spans with timestamps")
+    slots = int((rows["key"] == K.ROLLOUT).sum())
+    lanes = rows.loc[rows["key"] == K.ROLLOUT, "lane"].nunique()
+    caption = (
+        f"{slots} rollout spans on {lanes} generator lanes (first lanes only), trainer components and "
+        f"generator pauses, {np.ptp(rows[['t0', 't1']].to_numpy()):.4g} s."
+    )
+    return Section(key, title, plots.timeline(rows), caption)
+
+
+BUILDERS: tuple[Callable[[RunRecord, Trace], Section], ...] = (
+    breakdown_section, staleness_section, utilisation_section, zero_adv_section, timeline_section,
+)  # fmt: skip
+
+
+def build_sections(record: RunRecord, trace: Trace) -> list[Section]:
+    """All sections for one run; a section that fails to draw says so instead of failing the report."""
+    out = []
+    for builder in BUILDERS:
+        try:
+            out.append(builder(record, trace))
+        except Exception as exc:  # noqa: BLE001  (one bad plot must not lose the rest of the report)
+            key = builder.__name__.removesuffix("_section")
+            out.append(Section(key, TITLES[key], unavailable=f"Could not be drawn: {type(exc).__name__}: {exc}"))
+    return out

@@ -1,0 +1,147 @@
+"""Metric tables for reports: values from RunRecords grouped by family, formatted, and as Markdown."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from benchbed.metrics import METRICS
+from benchbed.record import MetricValue, RunRecord
+
+FRAMEWORK_PREFIX = "framework_"
+
+# Known metrics in display order, by family; metrics not listed fall into a family by name prefix.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "trainer": (
+        "trainer_idle_ratio", "trainer_compute_ratio", "trainer_weight_sync_ratio", "trainer_checkpoint_ratio",
+        "trainer_other_ratio", "step_time_mean_s", "startup_s",
+    ),
+    "generator / throughput": (
+        "generator_utilization", "generator_paused_ratio", "trainer_capacity_sps", "trainer_throughput_sps",
+        "generator_throughput_sps", "effective_generator_throughput_sps", "rate_gap",
+    ),
+    "staleness": (
+        "staleness_mean", "staleness_p50", "staleness_p99", "staleness_max", "staleness_in_flight_mean",
+        "staleness_in_queue_mean", "mixed_policy_fraction", "dropped_stale_fraction",
+    ),
+    "groups": ("zero_adv_group_fraction", "wasted_generation_fraction", "group_straggler_ratio"),
+    "sandbox": (
+        "sandbox_init_failure_rate", "sandbox_start_p50_s", "sandbox_start_p99_s", "sandbox_start_max_s",
+        "sandbox_queue_p50_s", "sandbox_queue_p99_s",
+    ),
+}  # fmt: skip
+_PREFIX_FAMILY = (
+    ("trainer_", "trainer"), ("step_", "trainer"), ("generator_", "generator / throughput"),
+    ("staleness_", "staleness"), ("sandbox_", "sandbox"), ("group", "groups"),
+)  # fmt: skip
+OTHER_FAMILY = "other"
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric across runs: our value per run and the framework's own figure per run (None if absent)."""
+
+    family: str
+    name: str
+    unit: str
+    description: str
+    ours: tuple[MetricValue | None, ...]
+    framework: tuple[MetricValue | None, ...]
+
+    @property
+    def has_framework(self) -> bool:
+        return any(v is not None for v in self.framework)
+
+
+def family_of(name: str) -> str:
+    for family, names in FAMILIES.items():
+        if name in names:
+            return family
+    return next((family for prefix, family in _PREFIX_FAMILY if name.startswith(prefix)), OTHER_FAMILY)
+
+
+def _order(name: str) -> tuple[int, int, str]:
+    families = [*FAMILIES, OTHER_FAMILY]
+    family = family_of(name)
+    known = FAMILIES.get(family, ())
+    return families.index(family), known.index(name) if name in known else len(known), name
+
+
+def metric_rows(records: list[RunRecord]) -> list[MetricRow]:
+    """Every metric any record has, ours and `framework_*` side by side, in family order."""
+    names: set[str] = set()
+    for record in records:
+        names.update(n.removeprefix(FRAMEWORK_PREFIX) for n in record.metrics)
+    rows = []
+    for name in sorted(names, key=_order):
+        ours = tuple(r.metrics.get(name) for r in records)
+        theirs = tuple(r.metrics.get(FRAMEWORK_PREFIX + name) for r in records)
+        unit = next((v.unit for v in (*ours, *theirs) if v is not None and v.unit), "")
+        definition = METRICS.get(name)
+        rows.append(MetricRow(family_of(name), name, unit, definition.description if definition else "", ours, theirs))
+    return rows
+
+
+def format_value(value: MetricValue | None) -> str:
+    """Four significant digits; an absent metric is shown as an em dash (never as 0)."""
+    if value is None:
+        return "—"
+    if not math.isfinite(value.value):
+        return str(value.value)
+    return f"{value.value:.4g}"
+
+
+def run_label(record: RunRecord) -> str:
+    """Short column label: spec name, matrix point if any, and run id."""
+    name = str(record.spec.get("name") or record.spec_id)
+    variant = record.spec.get("variant") or {}
+    point = ",".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in variant.items())
+    return f"{name}[{point}] ({record.run_id})" if point else f"{name} ({record.run_id})"
+
+
+def status_line(record: RunRecord) -> str:
+    """One line on how the run ended; failed and partial runs say so first."""
+    adapter = record.adapter
+    origin = " ".join(p for p in (adapter.name, adapter.framework, adapter.version, adapter.mode) if p)
+    line = f"status: {record.status.upper() if record.status != 'succeeded' else record.status} — {origin}"
+    if record.error is not None:
+        code = f" (exit code {record.error.exit_code})" if record.error.exit_code is not None else ""
+        line += f" — error{code}: {record.error.message}"
+    return line
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_summary(records: list[RunRecord]) -> str:
+    """Status and warnings per run, then the metric table (one value column per run when there are several)."""
+    lines = []
+    for record in records:
+        lines.append(f"## {_md_cell(run_label(record))}")
+        lines.append(status_line(record))
+        lines.extend(f"- warning: {_md_cell(w)}" for w in record.warnings)
+        lines.append("")
+    rows = metric_rows(records)
+    if not rows:
+        lines.append("No metrics in these records.")
+        return "\n".join(lines) + "\n"
+    with_framework = any(row.has_framework for row in rows)
+    if len(records) == 1:
+        header = ["family", "metric", "value", "unit"] + (["framework"] if with_framework else [])
+    else:
+        header = ["family", "metric", "unit", *(_md_cell(run_label(r)) for r in records)]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for row in rows:
+        if len(records) == 1:
+            cells = [row.family, row.name, format_value(row.ours[0]), row.unit]
+            cells += [format_value(row.framework[0])] if with_framework else []
+        else:
+            values = [
+                format_value(o) + (f" (fw {format_value(f)})" if f is not None else "")
+                for o, f in zip(row.ours, row.framework, strict=True)
+            ]
+            cells = [row.family, row.name, row.unit, *values]
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"

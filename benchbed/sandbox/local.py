@@ -1,0 +1,403 @@
+"""Local backend: one bubblewrap sandbox per create, commands entered with nsenter, limits from cgroups + rlimits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import math
+import os
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
+from benchbed.sandbox.capabilities import WORK_MOUNT, LocalCapabilities, detect
+from benchbed.sandbox.cgroups import SandboxCgroups, remove_parents, sweep
+from benchbed.sandbox.procs import Child, become_subreaper, reap_orphans
+
+log = logging.getLogger(__name__)
+
+WORKDIR = "/tmp"
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+UID_BASE = 600_000_000
+READY = b"R\n"
+# The helpers (sh, unshare, setpriv, bwrap, nsenter) start with this environment only, so nothing of the
+# harness's environment (tokens, keys) can be read from /proc/<pid>/environ inside the sandbox.
+HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+# /etc entries a dynamically linked program needs; nothing else of the host's /etc is visible.
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf", "hosts",
+             "python3", "python3.11", "python3.12", "python3.13", "mime.types", "os-release")  # fmt: skip
+_seq = itertools.count(1)
+
+
+class BadCommand(ValueError):
+    """The command cannot run in the sandbox (empty, or not found inside it)."""
+
+
+@dataclass
+class LocalState:
+    uid: int
+    cgroups: SandboxCgroups | None
+    holder: Child
+    sandbox_pid: int
+    spec: SandboxSpec
+    execs: list[Child] = field(default_factory=list)
+    leaf: itertools.count = field(default_factory=lambda: itertools.count(1))
+    lifetime: asyncio.TimerHandle | None = None
+    expired: bool = False
+
+
+def _symlinks_and_binds(extra: list[str]) -> list[str]:
+    """Bind /usr and the few /etc files read-only; mirror /bin, /lib... as symlinks when the host has them so."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    for name in ETC_FILES:
+        if (Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for path in extra:
+        args += ["--ro-bind", path, path]
+    return args
+
+
+def resolve_command(argv: list[str], spec: SandboxSpec) -> None:
+    """Fail early, with a clear message, on an empty command or one the sandbox cannot see."""
+    if not argv or not argv[0]:
+        raise BadCommand("empty command: give the program to run after `--`, e.g. -- python3 -c 'print(1)'")
+    visible = ["/usr", "/bin", "/sbin", "/lib", "/lib64", *spec.ro_binds]
+    prog = argv[0]
+    if "/" in prog:
+        candidates = [prog] if prog.startswith("/") else []
+        if not prog.startswith("/"):
+            return  # relative to the working directory, created inside the sandbox
+    else:
+        candidates = [f"{d}/{prog}" for d in SANDBOX_PATH.split(":")]
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK) and any(
+            path == v or path.startswith(v.rstrip("/") + "/") for v in visible
+        ):
+            return
+    raise BadCommand(
+        f"command {prog!r} not found in the sandbox (PATH={SANDBOX_PATH}; visible read-only: /usr, /etc essentials"
+        f"{', ' + ', '.join(spec.ro_binds) if spec.ro_binds else ''}); use an absolute path under a visible "
+        "directory or add --ro-bind DIR"
+    )
+
+
+def _reaped(pid: int | None) -> bool:
+    """True once `pid` (a child of ours after its parent died) is gone; reaps it if it has just exited."""
+    if pid is None:
+        return True
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+class LocalBackend:
+    """bubblewrap sandboxes on this host. Detects capabilities at construction and warns about each gap once."""
+
+    name = "local"
+    retryable = frozenset({"start_timeout", "internal"})
+
+    def __init__(self, caps: LocalCapabilities | None = None) -> None:
+        self.caps = caps or detect()
+        self.warnings = list(self.caps.warnings)
+        for w in self.warnings:
+            log.warning("local sandbox degraded: %s", w)
+        self.live: dict[str, Handle] = {}
+        self._uid_block = UID_BASE + (os.getpid() % 100_000) * 1000
+        self.subreaper = become_subreaper()
+        if not self.subreaper:
+            self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
+
+    # ---- create -------------------------------------------------------------------------------------------
+    def _rlimit_script(self, spec: SandboxSpec, cpu_s: float) -> str:
+        file_blocks = spec.disk_mb * 2048  # dash counts 512-byte blocks
+        vmem_kib = (spec.memory_mb * 2 + 1024) * 1024
+        limits = [f"ulimit -n {spec.nofile}", f"ulimit -f {file_blocks}", f"ulimit -t {max(1, math.ceil(cpu_s))}",
+                  f"ulimit -v {vmem_kib}"]  # fmt: skip
+        if self.caps.per_sandbox_uid:
+            limits.append(f"ulimit -p {spec.pids_max + 8}")  # floor; the pids cgroup fires first and is counted
+        return " && ".join(limits) + " || exit 122"
+
+    @staticmethod
+    def _join_script(procs: list[Path]) -> str:
+        if not procs:
+            return ":"
+        return " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in procs) + " || exit 121"
+
+    def _bwrap_argv(self, spec: SandboxSpec, info_fd: int) -> list[str]:
+        argv = [self.caps.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                "--new-session", *_symlinks_and_binds(spec.ro_binds), "--proc", "/proc", "--dev", "/dev",
+                "--size", str(min(spec.disk_mb, 64) << 20), "--tmpfs", "/dev/shm"]  # fmt: skip
+        if self.caps.private_tmpfs:
+            argv += ["--bind", str(WORK_MOUNT), WORKDIR]
+        else:
+            argv += ["--size", str(spec.disk_mb * 1024 * 1024), "--tmpfs", WORKDIR]
+        if not spec.block_network:
+            argv.remove("--unshare-all")
+            argv[1:1] = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"]
+        argv += ["--chdir", WORKDIR, "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv",
+                 "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", WORKDIR, "--info-fd", str(info_fd),
+                 "/bin/sh", "-c", "echo R && exec sleep infinity"]  # fmt: skip
+        return argv
+
+    async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle:
+        seq = next(_seq)
+        sid = f"{os.getpid()}-{seq}"
+        uid = self._uid_block + seq % 1000 if self.caps.per_sandbox_uid else os.getuid()
+        cgroups: SandboxCgroups | None = None
+        if self.caps.cgroups.limits or self.caps.cgroups.kill:
+            cgroups = SandboxCgroups(self.caps.cgroups, sid)
+        r, w = os.pipe()
+        holder: Child | None = None
+        try:
+            if cgroups is not None:
+                cgroups.create(memory_bytes=spec.memory_mb << 20, pids_max=spec.pids_max, cpu=spec.cpu)
+            procs = cgroups.procs_files(0) if cgroups is not None else []
+            outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
+            bwrap = self._bwrap_argv(spec, w)
+            if self.caps.private_tmpfs:
+                opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
+                inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
+                         f"exec setpriv --reuid {uid} --regid {uid} --clear-groups --no-new-privs \"$@\"")  # fmt: skip
+                outer += 'exec unshare -m --propagation private /bin/sh -c "$0" sh "$@"'
+                argv = ["/bin/sh", "-c", outer, inner, *bwrap]
+            else:
+                outer += 'exec "$@"'
+                argv = ["/bin/sh", "-c", outer, "sh", *bwrap]
+            on_step("create_sent")
+            holder = Child(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)
+            os.close(w)
+            w = -1
+            on_step("started")
+            sandbox_pid = await self._wait_ready(holder, r, deadline_s)
+        except BaseException as exc:
+            if w >= 0:
+                os.close(w)
+            os.close(r)
+            await self._destroy(holder, cgroups, [])
+            if isinstance(exc, SandboxFailure | asyncio.CancelledError):
+                raise
+            if isinstance(exc, OSError):
+                raise SandboxFailure("internal", f"cannot set up sandbox {sid}: {exc}", sandbox_id=sid) from exc
+            raise
+        os.close(r)
+        state = LocalState(uid=uid, cgroups=cgroups, holder=holder, sandbox_pid=sandbox_pid, spec=spec)
+        handle = Handle(id=sid, backend=self.name, key=key, state=state, warnings=self.warnings)
+        loop = asyncio.get_running_loop()
+        state.lifetime = loop.call_later(spec.lifetime_s, self._expire, handle)
+        self.live[sid] = handle
+        return handle
+
+    async def _wait_ready(self, holder: Child, info_r: int, deadline_s: float) -> int:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+
+        def on_data(_: bytes) -> None:
+            if READY in holder.stdout.data and not ready.done():
+                ready.set_result(None)
+
+        holder.stdout.on_data = on_data
+        done, _ = await asyncio.wait({ready, holder.exited}, timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED)
+        if ready not in done:
+            holder.finish_reading()
+            if holder.exited in done:
+                err = holder.stderr.data.decode(errors="replace").strip()
+                rc = holder.exited.result()
+                why = {121: "joining cgroups failed", 122: "setting rlimits failed", 123: "mounting tmpfs failed"}
+                raise SandboxFailure("internal", f"sandbox exited before ready (rc {rc}: {why.get(rc, err or '?')})")
+            raise SandboxFailure("start_timeout", f"sandbox not ready within {deadline_s:.3g}s")
+        os.set_blocking(info_r, True)
+        raw = b""
+        while not raw.rstrip().endswith(b"}"):
+            chunk = os.read(info_r, 4096)
+            if not chunk:
+                break
+            raw += chunk
+        holder.finish_reading()
+        try:
+            return int(json.loads(raw)["child-pid"])
+        except (ValueError, KeyError) as exc:
+            raise SandboxFailure("internal", f"bubblewrap gave no child pid ({raw[:200]!r})") from exc
+
+    def _expire(self, handle: Handle) -> None:
+        state: LocalState = handle.state
+        state.expired = True
+        self._kill_all(state)
+
+    @staticmethod
+    def _kill_all(state: LocalState) -> None:
+        if state.cgroups is not None:
+            state.cgroups.kill()
+        state.holder.kill()
+        for child in state.execs:
+            child.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(state.sandbox_pid, 9)
+
+    # ---- exec ---------------------------------------------------------------------------------------------
+    async def exec(
+        self, handle: Handle, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None
+    ) -> ExecResult:
+        state: LocalState = handle.state
+        resolve_command(argv, state.spec)
+        if state.holder.exited.done() or state.expired:
+            reason = "lifetime_timeout" if state.expired else "lost"
+            return ExecResult(exit_code=None, reason=reason, message="sandbox is no longer running")
+        leaf = next(state.leaf)
+        cg = state.cgroups
+        before = cg.counters() if cg is not None else {}
+        procs = cg.procs_files(leaf) if cg is not None else []
+        spec = state.spec
+        envs = [f"{k}={v}" for k, v in {"PATH": SANDBOX_PATH, "HOME": WORKDIR, **spec.env, **(env or {})}.items()]
+        script = (f"{self._join_script(procs)}\n{self._rlimit_script(spec, timeout_s * spec.cpu + 1)}\n"
+                  f"exec nsenter -t {state.sandbox_pid} -U -m -p -n -i -u -C -r -w -S {state.uid} -G {state.uid} "
+                  f'env -i -C {WORKDIR} "$@"')  # fmt: skip
+        overflow = {"hit": False}
+        child_ref: list[Child] = []
+
+        def on_overflow() -> None:
+            overflow["hit"] = True
+            if not (cg is not None and cg.kill_leaf(leaf)):
+                child_ref[0].kill()
+
+        t0 = time.perf_counter()
+        child = Child(["/bin/sh", "-c", script, "sh", *envs, *argv], cap=spec.output_limit_bytes,
+                      on_overflow=on_overflow, env=HOST_ENV)  # fmt: skip
+        child_ref.append(child)
+        state.execs.append(child)
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(child.exited), timeout=timeout_s)
+        except asyncio.TimeoutError:
+            timed_out = True
+            if not (cg is not None and cg.kill_leaf(leaf)):
+                child.kill()
+            await child.exited
+        finally:
+            if not child.exited.done():  # cancelled: never leave the command running
+                if not (cg is not None and cg.kill_leaf(leaf)):
+                    child.kill()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(child.exited)
+        rc = child.exited.result()
+        child.close()
+        state.execs.remove(child)
+        if cg is not None and not timed_out and not overflow["hit"]:
+            self._reap_leaf(cg, leaf)
+        after = cg.counters() if cg is not None else {}
+        result = ExecResult(
+            exit_code=None if rc < 0 else rc, stdout=bytes(child.stdout.data), stderr=bytes(child.stderr.data),
+            truncated=child.stdout.truncated or child.stderr.truncated, wall_s=time.perf_counter() - t0,
+        )  # fmt: skip
+        if rc < 0:
+            result.exit_code = 128 - rc  # killed by signal -rc, reported the shell way
+        self._classify(result, rc, before, after, timed_out, overflow["hit"], state, timeout_s)
+        return result
+
+    @staticmethod
+    def _reap_leaf(cg: SandboxCgroups, leaf: int) -> None:
+        """Remove the exec's v2 leaf when nothing is left in it (daemons it started keep it until close)."""
+        if cg.v2_dir is None:
+            return
+        path = cg.v2_dir / f"x{leaf}"
+        with contextlib.suppress(OSError):
+            path.rmdir()
+            cg.leaves.remove(path)
+
+    def _classify(self, res: ExecResult, rc: int, before: dict[str, int], after: dict[str, int], timed_out: bool,
+                  overflow: bool, state: LocalState, timeout_s: float) -> None:  # fmt: skip
+        oom = after.get("oom_kill", 0) > before.get("oom_kill", 0)
+        pids = after.get("pids_max_hits", 0) > before.get("pids_max_hits", 0)
+        if state.expired:
+            res.reason, res.message = "lifetime_timeout", f"sandbox lifetime of {state.spec.lifetime_s:g}s reached"
+        elif oom:
+            res.reason, res.limit, res.message = "oom", "memory", f"memory cap {state.spec.memory_mb} MiB reached"
+        elif timed_out:
+            res.reason, res.limit, res.message = "exec_timeout", "wall", f"exec exceeded {timeout_s:g}s"
+        elif overflow:
+            res.limit = "output"
+            res.message = f"output exceeded {state.spec.output_limit_bytes} bytes; the command was killed"
+        elif rc in (-24, 152):
+            res.reason, res.limit, res.message = "exec_timeout", "cpu_time", "CPU time limit (RLIMIT_CPU) reached"
+        elif rc in (-25, 153):
+            res.limit, res.message = "file_size", "file size limit (RLIMIT_FSIZE) reached"
+        elif state.holder.exited.done():
+            res.reason, res.message = "lost", "the sandbox's init process died during the command"
+        if pids:
+            res.limit = res.limit or "pids"
+            res.message = (res.message + "; " if res.message else "") + f"process cap {state.spec.pids_max} reached"
+        if res.limit is None and b"No space left on device" in res.stderr:
+            res.limit, res.message = "disk", "working directory full (size or inode cap)"
+
+    # ---- close / sweep --------------------------------------------------------------------------------------
+    async def close(self, handle: Handle) -> None:
+        if handle.closed:
+            return
+        state: LocalState = handle.state
+        if state.lifetime is not None:
+            state.lifetime.cancel()
+        await self._destroy(state.holder, state.cgroups, list(state.execs), state.sandbox_pid)
+        handle.closed = True
+        self.live.pop(handle.id, None)
+
+    async def _destroy(self, holder: Child | None, cgroups: SandboxCgroups | None, execs: list[Child],
+                       sandbox_pid: int | None = None) -> None:  # fmt: skip
+        """Kill every process, wait until none is left (the private tmpfs goes with the last one), rmdir cgroups."""
+        if cgroups is not None and cgroups.dirs:
+            cgroups.kill()
+        if sandbox_pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(sandbox_pid, 9)
+        for child in [holder, *execs]:
+            if child is not None:
+                child.kill()
+        for child in [holder, *execs]:
+            if child is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(child.exited)
+                child.close()
+        deadline = time.monotonic() + 10
+        delay = 0.0005
+        while time.monotonic() < deadline:
+            busy = cgroups is not None and bool(cgroups.dirs) and cgroups.populated()
+            if busy:
+                cgroups.kill()
+            if self.subreaper:
+                # Orphans of the killed sandbox are our children now; its pid 1 exits only once they are reaped.
+                reap_orphans(UID_BASE, UID_BASE + 100_000_000)
+                busy = busy or not _reaped(sandbox_pid)
+            if not busy:
+                break
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        if cgroups is not None and cgroups.dirs:
+            left = cgroups.remove()
+            if left:
+                raise SandboxFailure("internal", f"sandbox cgroups not released: {'; '.join(left)}")
+
+    async def sweep(self, *, final: bool = False) -> int:
+        count = 0
+        if final:
+            for handle in list(self.live.values()):
+                with contextlib.suppress(SandboxFailure):
+                    await self.close(handle)
+                count += 1
+        if self.caps.cgroups.limits or self.caps.cgroups.kill:
+            count += sweep(self.caps.cgroups, include_self=final)
+            if final:
+                remove_parents(self.caps.cgroups)
+        return count
+
+    async def shutdown(self) -> None:
+        await self.sweep(final=True)

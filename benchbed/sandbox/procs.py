@@ -1,0 +1,167 @@
+"""Child processes on the asyncio loop without a watcher thread: pidfd for exit, non-blocking pipes with caps."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_CHUNK = 1 << 16
+
+
+@dataclass
+class CappedStream:
+    """Reads one pipe into memory up to `cap` bytes; calls `on_overflow` once when the cap is passed."""
+
+    fd: int
+    cap: int
+    on_overflow: Callable[[], None] | None = None
+    data: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    eof: bool = False
+    on_data: Callable[[bytes], None] | None = None
+
+    def read_available(self) -> None:
+        while not self.eof:
+            try:
+                chunk = os.read(self.fd, _CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.eof = True
+                return
+            if not chunk:
+                self.eof = True
+                return
+            room = self.cap - len(self.data)
+            if len(chunk) > room:
+                self.data += chunk[: max(room, 0)]
+                if not self.truncated:
+                    self.truncated = True
+                    if self.on_overflow:
+                        self.on_overflow()
+                self.eof = True  # stop reading: the writer is being killed, further bytes are discarded
+                return
+            self.data += chunk
+            if self.on_data:
+                self.on_data(chunk)
+
+
+class Child:
+    """A spawned process whose exit is seen through a pidfd and whose stdout/stderr are read on the loop."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cap: int,
+        on_overflow: Callable[[], None] | None = None,
+        pass_fds: Sequence[int] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.popen = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            close_fds=True, pass_fds=tuple(pass_fds), env=env,
+        )  # fmt: skip
+        self.pid = self.popen.pid
+        self.exited: asyncio.Future[int] = self.loop.create_future()
+        self.streams: list[CappedStream] = []
+        for pipe in (self.popen.stdout, self.popen.stderr):
+            assert pipe is not None
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            stream = CappedStream(fd, cap, on_overflow)
+            self.streams.append(stream)
+            self.loop.add_reader(fd, self._on_readable, stream)
+        self.pidfd = os.pidfd_open(self.pid)
+        self.loop.add_reader(self.pidfd, self._on_exit)
+        self._closed = False
+
+    @property
+    def stdout(self) -> CappedStream:
+        return self.streams[0]
+
+    @property
+    def stderr(self) -> CappedStream:
+        return self.streams[1]
+
+    def _on_readable(self, stream: CappedStream) -> None:
+        stream.read_available()
+        if stream.eof:
+            self.loop.remove_reader(stream.fd)
+
+    def _on_exit(self) -> None:
+        self.loop.remove_reader(self.pidfd)
+        rc = self.popen.wait()
+        if not self.exited.done():
+            self.exited.set_result(rc)
+
+    def kill(self) -> None:
+        if not self.exited.done():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, 9)
+
+    def finish_reading(self) -> None:
+        """Take what is already in the pipes and stop reading (processes left behind may hold them open)."""
+        for stream in self.streams:
+            if not stream.eof:
+                stream.read_available()
+                self.loop.remove_reader(stream.fd)
+                stream.eof = True
+
+    def close(self) -> None:
+        """Release fds; the process must have exited (or be killed and awaited) first."""
+        if self._closed:
+            return
+        self._closed = True
+        self.finish_reading()
+        for pipe in (self.popen.stdout, self.popen.stderr):
+            if pipe is not None:
+                pipe.close()
+        if not self.exited.done():
+            self.loop.remove_reader(self.pidfd)
+        os.close(self.pidfd)
+
+    async def wait(self) -> int:
+        return await self.exited
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so processes
+    of a killed sandbox come back to us and can be reaped at once instead of lingering as zombies."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(uid_lo: int, uid_hi: int) -> int:
+    """Reap exited children of this process whose uid is in [uid_lo, uid_hi) (orphans of killed sandboxes)."""
+    reaped = 0
+    for children in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids = children.read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                fields = dict(
+                    line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+                )
+                uid = int(fields["Uid"].split()[0])
+                state = fields["State"].split()[0]
+            except (OSError, KeyError, ValueError):
+                continue
+            if uid_lo <= uid < uid_hi and state == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(int(pid), 0)
+                    reaped += 1
+    return reaped

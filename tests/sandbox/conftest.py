@@ -1,0 +1,61 @@
+"""Fixtures for sandbox tests: a local backend when bubblewrap can run here, and leak checks after each test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchbed.sandbox.cgroups import PARENT
+from benchbed.sandbox.local import UID_BASE
+
+
+def sandbox_uid_pids() -> list[str]:
+    """Host processes running as a sandbox uid, as "pid:state:name" (zombies included, to see them)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            continue
+        uid = int(fields.get("Uid", "0").split()[0])
+        if UID_BASE <= uid < UID_BASE + 100_000_000:
+            found.append(f"{status.parent.name}:{fields['State'].split()[0]}:{fields['Name'].strip()}")
+    return found
+
+
+def own_cgroups() -> list[Path]:
+    """Sandbox cgroups this test process created and did not remove."""
+    me = f"{os.getpid()}-"
+    out = []
+    for mount in Path("/sys/fs/cgroup").iterdir():
+        parent = mount / PARENT
+        if parent.is_dir():
+            out += [d for d in parent.iterdir() if d.is_dir() and d.name.startswith(me)]
+    return out
+
+
+def benchbed_mounts() -> list[str]:
+    return [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if "benchbed-" in line]
+
+
+@pytest.fixture(scope="session")
+def local_caps():
+    from benchbed.sandbox.capabilities import SandboxUnavailable, detect
+
+    try:
+        return detect()
+    except SandboxUnavailable as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"local sandbox unavailable here: {exc}")
+
+
+@pytest.fixture
+def no_leaks(local_caps):
+    """Assert that a test leaves no sandbox process, mount or cgroup behind."""
+    yield
+    assert sandbox_uid_pids() == [], "sandbox processes left running"
+    assert own_cgroups() == [], "sandbox cgroups left behind"
+    assert benchbed_mounts() == [], "sandbox mounts left behind"

@@ -1,0 +1,49 @@
+"""Helpers for report tests: small simulated runs with their records, and hand-built traces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchbed.metrics import compute_metrics
+from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord
+from benchbed.sim import simulate_spec
+from benchbed.spec import build_spec
+from benchbed.trace import Trace, TraceBuilder, TraceMeta
+
+MACHINE = MachineInfo(name="test", host="test", os="Linux", cpu="cpu", cpu_count=1, python="3.11")
+
+
+def make_record(
+    trace: Trace, metrics: dict[str, MetricValue], name: str = "run", status: str = "succeeded", **fields: Any
+) -> RunRecord:
+    """A RunRecord for `trace` with the given metrics (fixed machine, so tests do not probe the host)."""
+    return RunRecord(
+        status=status,
+        spec={"name": name, "adapter": trace.meta.adapter, "warmup_steps": 1},
+        spec_id=f"{name}-0000",
+        adapter=AdapterInfo(name=trace.meta.adapter, framework=trace.meta.framework, mode=trace.meta.mode),
+        benchbed=BenchbedInfo(version="0.1.0"),
+        machine=MACHINE,
+        metrics=metrics,
+        trace_events=len(trace.events),
+        **fields,
+    )
+
+
+def sim_run(name: str = "sim", steps: int = 8, **sim: Any) -> tuple[RunRecord, Trace]:
+    """A small simulated async run with its computed metrics."""
+    table = {"mode": "async", "concurrency": 64, "latency": {"dist": "lognormal", "mean": 30.0, "cv": 0.5},
+             "train_step_time": 10.0, "pass_rate": {"dist": "beta", "a": 0.5, "b": 0.5}, **sim}  # fmt: skip
+    workload = {"prompts_per_step": 2, "group_size": 8, "steps": steps, "max_staleness": 1}
+    spec = build_spec({"name": name, "adapter": "sim", "workload": workload, "sim": table})
+    trace = simulate_spec(spec)
+    record = make_record(trace, compute_metrics(trace), name=name)
+    return record.model_copy(update={"spec": spec.model_dump(mode="json"), "spec_id": spec.spec_id}), trace
+
+
+def build(rows: list[tuple[str, str, dict[str, Any]]], **meta: Any) -> Trace:
+    """A trace from (key, kind, fields) rows; kind is span/point/agg as in TraceBuilder."""
+    builder = TraceBuilder()
+    for key, kind, fields in rows:
+        builder.add(key, kind, **fields)
+    return builder.build(TraceMeta(adapter=meta.pop("adapter", "test"), **meta)).validate()

@@ -1,0 +1,165 @@
+"""series.py on hand-built traces whose answers are worked out by hand, and cross-checks against metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from report_helpers import build
+
+from benchbed.metrics import series
+from benchbed.trace import Trace
+
+
+def span(key: str, t0: float, t1: float, **fields: object) -> tuple[str, str, dict[str, object]]:
+    return key, "span", {"t0": t0, "t1": t1, **fields}
+
+
+def agg(key: str, step: int, value: float) -> tuple[str, str, dict[str, object]]:
+    return key, "agg", {"step": step, "value": value}
+
+
+def test_step_breakdown_from_spans_other_is_unexplained_rest() -> None:
+    trace = build([
+        span("trainer.step", 0, 10, step=1), span("trainer.wait", 0, 4, step=1),
+        span("trainer.compute", 4, 9, step=1), span("trainer.weight_sync", 9, 9.5, step=1),
+        span("trainer.step", 10, 16, step=2), span("trainer.compute", 10, 15, step=2),
+        span("trainer.checkpoint", 15, 15.5, step=2),
+        agg("trainer.step", 1, 99.0), agg("trainer.compute", 1, 99.0),  # spans win over agg rows
+    ])  # fmt: skip
+    result = series.step_breakdown(trace)
+    assert result.source == "trainer spans"
+    expected = pd.DataFrame({
+        "step": [1, 2], "wait": [4.0, 0.0], "compute": [5.0, 5.0], "weight_sync": [0.5, 0.0],
+        "checkpoint": [0.0, 0.5], "other": [0.5, 0.5], "step_s": [10.0, 6.0],
+    })  # fmt: skip
+    pd.testing.assert_frame_equal(result.frame, expected)
+
+
+def test_step_breakdown_from_agg_uses_logged_other_without_step_total() -> None:
+    trace = build([
+        agg("trainer.step", 1, 10.0), agg("trainer.wait", 1, 3.0), agg("trainer.compute", 1, 6.0),
+        agg("trainer.other", 1, 5.0),  # inconsistent with the step total: the rest of the step (1 s) wins
+        agg("trainer.compute", 2, 5.0), agg("trainer.other", 2, 2.0),
+        agg("trainer.step", 3, 4.0), agg("trainer.wait", 3, 3.0), agg("trainer.compute", 3, 3.0),
+    ])  # fmt: skip
+    frame = series.step_breakdown(trace).frame
+    assert series.step_breakdown(trace).source == "per-step agg rows"
+    assert frame["step"].tolist() == [1, 2, 3]
+    assert frame["other"].tolist() == [1.0, 2.0, 0.0]  # step 3: components exceed the step, clamped at 0
+    assert frame["step_s"].tolist() == [10.0, 7.0, 4.0]
+    assert frame["wait"].tolist() == [3.0, 0.0, 3.0]
+
+
+def test_step_breakdown_empty_without_components() -> None:
+    result = series.step_breakdown(build([span("rollout", 0, 1, status="ok")]))
+    assert result.source == "" and len(result.frame) == 0
+    assert list(result.frame.columns) == ["step", *series.COMPONENTS, "step_s"]
+
+
+def test_staleness_values_trained_samples_with_known_versions_after_warmup() -> None:
+    trace = build([
+        span("rollout", 0, 1, status="ok", v_start=0, v_train=2, step=3),
+        span("rollout", 0, 1, status="ok", v_start=1, v_train=2, step=3),
+        span("rollout", 0, 1, status="dropped_stale", v_start=0, v_train=3, step=4),
+        span("rollout", 0, 1, status="ok", v_start=-1, v_train=2, step=3),
+        span("rollout", 0, 1, status="ok", v_start=0, v_train=0, step=1),
+    ])  # fmt: skip
+    assert sorted(series.staleness_values(trace).tolist()) == [0, 1, 2]
+    assert sorted(series.staleness_values(trace, warmup_steps=1).tolist()) == [1, 2]
+
+
+def test_running_rollouts_time_average_per_bin() -> None:
+    rows = [span("rollout", 0, 4, status="ok"), span("rollout", 2, 6, status="ok"), span("rollout", 2, 3, status="ok")]
+    frame = series.running_rollouts(build(rows, concurrency=4), bins=3)
+    # bins [0,2] [2,4] [4,6]: 2 s of one rollout; 2 + 2 + 1 rollout-seconds over 2 s; 2 s of one rollout.
+    np.testing.assert_allclose(frame["t0"], [0, 2, 4])
+    np.testing.assert_allclose(frame["t1"], [2, 4, 6])
+    np.testing.assert_allclose(frame["running"], [1.0, 2.5, 1.0])
+    np.testing.assert_allclose(frame["utilisation"], [0.25, 0.625, 0.25])
+    unknown = series.running_rollouts(build(rows), bins=3)
+    assert unknown["utilisation"].isna().all()
+    assert len(series.running_rollouts(build([agg("trainer.step", 1, 1.0)]))) == 0
+
+
+def test_zero_adv_per_step_assigns_groups_by_finish_time() -> None:
+    trace = build([
+        span("trainer.step", 0, 10, step=1), span("trainer.step", 10, 20, step=2),
+        ("rollout.group", "point", {"t0": 5.0, "value": 0.0, "step": 7}),
+        ("rollout.group", "point", {"t0": 10.0, "value": 0.5}),  # a step's end belongs to it
+        ("rollout.group", "point", {"t0": 12.0, "value": 0.0}),
+        ("rollout.group", "point", {"t0": 25.0, "value": 0.0}),  # after the last step: not counted
+    ])  # fmt: skip
+    result = series.zero_adv_per_step(trace)
+    assert result.source == "rollout.group rows by finish time"
+    assert result.frame.to_dict("list") == {"step": [1, 2], "groups": [2, 1], "zero_adv": [1, 1]}
+
+
+def test_zero_adv_per_step_by_step_column_without_times() -> None:
+    trace = build([
+        ("rollout.group", "point", {"step": 3, "value": 0.0}),
+        ("rollout.group", "point", {"step": 3, "value": 0.4}),
+        ("rollout.group", "point", {"step": -1, "value": 0.0}),
+    ])  # fmt: skip
+    result = series.zero_adv_per_step(trace)
+    assert result.source == "rollout.group rows by their step"
+    assert result.frame.to_dict("list") == {"step": [3], "groups": [2], "zero_adv": [1]}
+
+
+def test_zero_adv_per_step_from_agg_counters() -> None:
+    trace = build([
+        agg("groups.finished", 1, 8), agg("groups.finished", 2, 4), agg("groups.zero_adv", 1, 2),
+        agg("groups.zero_adv", 2, 0),
+    ])  # fmt: skip
+    result = series.zero_adv_per_step(trace)
+    assert result.source == "groups.finished / groups.zero_adv agg rows"
+    assert result.frame.to_dict("list") == {"step": [1, 2], "groups": [8, 4], "zero_adv": [2, 0]}
+    assert len(series.zero_adv_per_step(build([agg("trainer.step", 1, 1.0)])).frame) == 0
+
+
+def test_timeline_rows_first_steps_slots_in_natural_order_clipped() -> None:
+    trace = build([
+        *(span("trainer.step", 10 * k, 10 * (k + 1), step=k + 1) for k in range(4)),
+        span("trainer.compute", 5, 10, step=1), span("trainer.compute", 15, 20, step=2),
+        span("trainer.compute", 25, 30, step=3),
+        span("generator.paused", 18, 22),
+        span("rollout", 0, 5, actor="slot/0", status="ok"),
+        span("rollout", 5, 25, actor="slot/0", status="aborted"),
+        span("rollout", 1, 3, actor="slot/10", status="ok"),
+        span("rollout", 15, 18, actor="slot/2", status="ok"),
+        span("rollout", 30, 35, actor="slot/1", status="ok"),
+    ])  # fmt: skip
+    rows = series.timeline_rows(trace, steps=2, max_lanes=2)
+    rollouts = rows[rows["key"] == "rollout"]
+    assert rollouts[["lane", "t0", "t1", "status"]].values.tolist() == [
+        ["slot/0", 0.0, 5.0, "ok"], ["slot/0", 5.0, 20.0, "aborted"], ["slot/2", 15.0, 18.0, "ok"],
+    ]  # fmt: skip
+    trainer = rows[rows["lane"] == "trainer"]
+    assert trainer[["t0", "t1"]].values.tolist() == [[5.0, 10.0], [15.0, 20.0]]
+    assert rows.loc[rows["lane"] == "generator.paused", ["t0", "t1"]].values.tolist() == [[18.0, 20.0]]
+
+
+def test_timeline_rows_packs_lanes_when_actors_are_unknown() -> None:
+    trace = build([span("rollout", t0, t1, status="ok") for t0, t1 in [(0, 5), (1, 3), (3, 6), (5, 8)]])
+    rows = series.timeline_rows(trace)
+    assert rows["lane"].tolist() == ["lane/0", "lane/1", "lane/1", "lane/0"]
+    assert len(series.timeline_rows(build([agg("trainer.step", 1, 1.0)]))) == 0
+
+
+def test_series_agree_with_metrics_on_a_simulated_run(sim_pair: tuple[object, Trace]) -> None:
+    record, trace = sim_pair
+    metrics = record.metrics
+    values = series.staleness_values(trace, warmup_steps=1)
+    assert values.mean() == pytest.approx(metrics["staleness_mean"].value)
+    assert values.max() == metrics["staleness_max"].value
+    frame = series.step_breakdown(trace).frame
+    window = frame[frame["step"] > 1]
+    assert window["wait"].sum() / window["step_s"].sum() == pytest.approx(metrics["trainer_idle_ratio"].value)
+    running = series.running_rollouts(trace, bins=50)
+    spans = trace.of("rollout")
+    area = (running["running"] * (running["t1"] - running["t0"])).sum()
+    assert area == pytest.approx((spans["t1"] - spans["t0"]).sum())
+    groups = series.zero_adv_per_step(trace).frame
+    in_window = groups[groups["step"] > 1]
+    fraction = in_window["zero_adv"].sum() / in_window["groups"].sum()
+    assert fraction == pytest.approx(metrics["zero_adv_group_fraction"].value)

@@ -1,15 +1,77 @@
-"""Fixtures for report tests."""
+"""Report test fixtures: small simulated runs with their records, and hand-built traces (as fixtures, so the
+helpers work under any pytest import mode)."""
 
 from __future__ import annotations
 
-import pytest
-from report_helpers import sim_run
+from collections.abc import Callable
+from typing import Any
 
-from benchbed.record import RunRecord
-from benchbed.trace import Trace
+import pytest
+
+from benchbed.metrics import compute_metrics
+from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord
+from benchbed.sim import simulate_spec
+from benchbed.spec import build_spec
+from benchbed.trace import Trace, TraceBuilder, TraceMeta
+
+MACHINE = MachineInfo(name="test", host="test", os="Linux", cpu="cpu", cpu_count=1, python="3.11")
+
+
+def _make_record(
+    trace: Trace, metrics: dict[str, MetricValue], name: str = "run", status: str = "succeeded", **fields: Any
+) -> RunRecord:
+    """A RunRecord for `trace` with the given metrics (fixed machine, so tests do not probe the host)."""
+    return RunRecord(
+        status=status,
+        spec={"name": name, "adapter": trace.meta.adapter, "warmup_steps": 1},
+        spec_id=f"{name}-0000",
+        adapter=AdapterInfo(name=trace.meta.adapter, framework=trace.meta.framework, mode=trace.meta.mode),
+        benchbed=BenchbedInfo(version="0.1.0"),
+        machine=MACHINE,
+        metrics=metrics,
+        trace_events=len(trace.events),
+        **fields,
+    )
+
+
+def _sim_run(name: str = "sim", steps: int = 8, **sim: Any) -> tuple[RunRecord, Trace]:
+    """A small simulated async run with its computed metrics."""
+    table = {"mode": "async", "concurrency": 64, "latency": {"dist": "lognormal", "mean": 30.0, "cv": 0.5},
+             "train_step_time": 10.0, "pass_rate": {"dist": "beta", "a": 0.5, "b": 0.5}, **sim}  # fmt: skip
+    workload = {"prompts_per_step": 2, "group_size": 8, "steps": steps, "max_staleness": 1}
+    spec = build_spec({"name": name, "adapter": "sim", "workload": workload, "sim": table})
+    trace = simulate_spec(spec)
+    record = _make_record(trace, compute_metrics(trace), name=name)
+    return record.model_copy(update={"spec": spec.model_dump(mode="json"), "spec_id": spec.spec_id}), trace
+
+
+def _build(rows: list[tuple[str, str, dict[str, Any]]], **meta: Any) -> Trace:
+    """A trace from (key, kind, fields) rows; kind is span/point/agg as in TraceBuilder."""
+    builder = TraceBuilder()
+    for key, kind, fields in rows:
+        builder.add(key, kind, **fields)
+    return builder.build(TraceMeta(adapter=meta.pop("adapter", "test"), **meta)).validate()
 
 
 @pytest.fixture(scope="session")
 def sim_pair() -> tuple[RunRecord, Trace]:
     """A small simulated async run and its record (computed once per session)."""
-    return sim_run()
+    return _sim_run()
+
+
+@pytest.fixture
+def build() -> Callable[..., Trace]:
+    """Build a trace from (key, kind, fields) rows."""
+    return _build
+
+
+@pytest.fixture
+def make_record() -> Callable[..., RunRecord]:
+    """Make a RunRecord for a trace and metrics."""
+    return _make_record
+
+
+@pytest.fixture
+def sim_run() -> Callable[..., tuple[RunRecord, Trace]]:
+    """Simulate a small run: sim_run(name, steps, **sim_table)."""
+    return _sim_run

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from report_helpers import build, make_record, sim_run
 
 from benchbed.record import ErrorInfo, MetricValue, RunRecord
 from benchbed.report import render, sections, write_report
@@ -59,7 +59,9 @@ def test_report_references_no_network_resources(sim_pair: tuple[RunRecord, Trace
     assert RESOURCE_REF.search('<img src="https://example.com/x.png">')  # the pattern does catch references
 
 
-def test_agg_only_trace_degrades_sections_with_reasons(tmp_path: Path) -> None:
+def test_agg_only_trace_degrades_sections_with_reasons(
+    build: Callable[..., Trace], make_record: Callable[..., RunRecord], tmp_path: Path
+) -> None:
     rows = []
     for step in (1, 2, 3):
         rows += [("trainer.step", "agg", {"step": step, "value": 10.0}),
@@ -80,7 +82,9 @@ def test_agg_only_trace_degrades_sections_with_reasons(tmp_path: Path) -> None:
     assert '<span class="tag">agg</span>' in html
 
 
-def test_sandbox_only_trace_renders_with_every_plot_unavailable(tmp_path: Path) -> None:
+def test_sandbox_only_trace_renders_with_every_plot_unavailable(
+    build: Callable[..., Trace], make_record: Callable[..., RunRecord], tmp_path: Path
+) -> None:
     trace = build([
         ("sandbox.start", "span", {"t0": 0.0, "t1": 2.0, "status": "ok", "actor": "sandbox/0"}),
         ("sandbox.start", "span", {"t0": 0.5, "t1": 9.0, "status": "rate_limited", "actor": "sandbox/1"}),
@@ -95,7 +99,7 @@ def test_sandbox_only_trace_renders_with_every_plot_unavailable(tmp_path: Path) 
 
 
 def test_failed_and_partial_runs_are_marked_with_error_warnings_and_redacted_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    build: Callable[..., Trace], make_record: Callable[..., RunRecord], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WANDB_API_KEY", "sekrit-token-123")
     trace = build([("trainer.step", "agg", {"step": 1, "value": 3.0})], partial=True, warnings=["log.txt:7: bad"])
@@ -115,7 +119,9 @@ def test_failed_and_partial_runs_are_marked_with_error_warnings_and_redacted_log
     assert "the trace is marked partial" in html and "(partial trace)" in html
 
 
-def test_several_runs_get_one_column_each_and_framework_values_beside_ours(tmp_path: Path) -> None:
+def test_several_runs_get_one_column_each_and_framework_values_beside_ours(
+    sim_run: Callable[..., tuple[RunRecord, Trace]], tmp_path: Path
+) -> None:
     first, second = sim_run("alpha", steps=4), sim_run("beta", steps=4, mode="sync")
     metrics = dict(second[0].metrics)
     metrics["framework_trainer_idle_ratio"] = ratio(0.123, "framework")
@@ -132,7 +138,9 @@ def test_several_runs_get_one_column_each_and_framework_values_beside_ours(tmp_p
     assert html.count('<section class="plot"') == 2 * len(SECTION_KEYS)
 
 
-def test_metric_absent_from_one_run_is_a_dash_and_unknown_metrics_go_to_other() -> None:
+def test_metric_absent_from_one_run_is_a_dash_and_unknown_metrics_go_to_other(
+    build: Callable[..., Trace], make_record: Callable[..., RunRecord]
+) -> None:
     trace = build([("trainer.step", "agg", {"step": 1, "value": 3.0})])
     one = make_record(trace, {"trainer_idle_ratio": ratio(0.25), "custom_thing": MetricValue(value=7, unit="x")})
     two = make_record(trace, {"trainer_idle_ratio": ratio(0.5)})

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pytest
-from report_helpers import build
 
 from benchbed.metrics import series
 from benchbed.trace import Trace
@@ -19,7 +20,7 @@ def agg(key: str, step: int, value: float) -> tuple[str, str, dict[str, object]]
     return key, "agg", {"step": step, "value": value}
 
 
-def test_step_breakdown_from_spans_other_is_unexplained_rest() -> None:
+def test_step_breakdown_from_spans_other_is_unexplained_rest(build: Callable[..., Trace]) -> None:
     trace = build([
         span("trainer.step", 0, 10, step=1), span("trainer.wait", 0, 4, step=1),
         span("trainer.compute", 4, 9, step=1), span("trainer.weight_sync", 9, 9.5, step=1),
@@ -36,7 +37,7 @@ def test_step_breakdown_from_spans_other_is_unexplained_rest() -> None:
     pd.testing.assert_frame_equal(result.frame, expected)
 
 
-def test_step_breakdown_from_agg_uses_logged_other_without_step_total() -> None:
+def test_step_breakdown_from_agg_uses_logged_other_without_step_total(build: Callable[..., Trace]) -> None:
     trace = build([
         agg("trainer.step", 1, 10.0), agg("trainer.wait", 1, 3.0), agg("trainer.compute", 1, 6.0),
         agg("trainer.other", 1, 5.0),  # inconsistent with the step total: the rest of the step (1 s) wins
@@ -51,13 +52,13 @@ def test_step_breakdown_from_agg_uses_logged_other_without_step_total() -> None:
     assert frame["wait"].tolist() == [3.0, 0.0, 3.0]
 
 
-def test_step_breakdown_empty_without_components() -> None:
+def test_step_breakdown_empty_without_components(build: Callable[..., Trace]) -> None:
     result = series.step_breakdown(build([span("rollout", 0, 1, status="ok")]))
     assert result.source == "" and len(result.frame) == 0
     assert list(result.frame.columns) == ["step", *series.COMPONENTS, "step_s"]
 
 
-def test_staleness_values_trained_samples_with_known_versions_after_warmup() -> None:
+def test_staleness_values_trained_samples_with_known_versions_after_warmup(build: Callable[..., Trace]) -> None:
     trace = build([
         span("rollout", 0, 1, status="ok", v_start=0, v_train=2, step=3),
         span("rollout", 0, 1, status="ok", v_start=1, v_train=2, step=3),
@@ -69,7 +70,7 @@ def test_staleness_values_trained_samples_with_known_versions_after_warmup() -> 
     assert sorted(series.staleness_values(trace, warmup_steps=1).tolist()) == [1, 2]
 
 
-def test_running_rollouts_time_average_per_bin() -> None:
+def test_running_rollouts_time_average_per_bin(build: Callable[..., Trace]) -> None:
     rows = [span("rollout", 0, 4, status="ok"), span("rollout", 2, 6, status="ok"), span("rollout", 2, 3, status="ok")]
     frame = series.running_rollouts(build(rows, concurrency=4), bins=3)
     # bins [0,2] [2,4] [4,6]: 2 s of one rollout; 2 + 2 + 1 rollout-seconds over 2 s; 2 s of one rollout.
@@ -82,7 +83,7 @@ def test_running_rollouts_time_average_per_bin() -> None:
     assert len(series.running_rollouts(build([agg("trainer.step", 1, 1.0)]))) == 0
 
 
-def test_zero_adv_per_step_assigns_groups_by_finish_time() -> None:
+def test_zero_adv_per_step_assigns_groups_by_finish_time(build: Callable[..., Trace]) -> None:
     trace = build([
         span("trainer.step", 0, 10, step=1), span("trainer.step", 10, 20, step=2),
         ("rollout.group", "point", {"t0": 5.0, "value": 0.0, "step": 7}),
@@ -95,7 +96,7 @@ def test_zero_adv_per_step_assigns_groups_by_finish_time() -> None:
     assert result.frame.to_dict("list") == {"step": [1, 2], "groups": [2, 1], "zero_adv": [1, 1]}
 
 
-def test_zero_adv_per_step_by_step_column_without_times() -> None:
+def test_zero_adv_per_step_by_step_column_without_times(build: Callable[..., Trace]) -> None:
     trace = build([
         ("rollout.group", "point", {"step": 3, "value": 0.0}),
         ("rollout.group", "point", {"step": 3, "value": 0.4}),
@@ -106,7 +107,7 @@ def test_zero_adv_per_step_by_step_column_without_times() -> None:
     assert result.frame.to_dict("list") == {"step": [3], "groups": [2], "zero_adv": [1]}
 
 
-def test_zero_adv_per_step_from_agg_counters() -> None:
+def test_zero_adv_per_step_from_agg_counters(build: Callable[..., Trace]) -> None:
     trace = build([
         agg("groups.finished", 1, 8), agg("groups.finished", 2, 4), agg("groups.zero_adv", 1, 2),
         agg("groups.zero_adv", 2, 0),
@@ -117,7 +118,7 @@ def test_zero_adv_per_step_from_agg_counters() -> None:
     assert len(series.zero_adv_per_step(build([agg("trainer.step", 1, 1.0)])).frame) == 0
 
 
-def test_timeline_rows_first_steps_slots_in_natural_order_clipped() -> None:
+def test_timeline_rows_first_steps_slots_in_natural_order_clipped(build: Callable[..., Trace]) -> None:
     trace = build([
         *(span("trainer.step", 10 * k, 10 * (k + 1), step=k + 1) for k in range(4)),
         span("trainer.compute", 5, 10, step=1), span("trainer.compute", 15, 20, step=2),
@@ -139,7 +140,7 @@ def test_timeline_rows_first_steps_slots_in_natural_order_clipped() -> None:
     assert rows.loc[rows["lane"] == "generator.paused", ["t0", "t1"]].values.tolist() == [[18.0, 20.0]]
 
 
-def test_timeline_rows_packs_lanes_when_actors_are_unknown() -> None:
+def test_timeline_rows_packs_lanes_when_actors_are_unknown(build: Callable[..., Trace]) -> None:
     trace = build([span("rollout", t0, t1, status="ok") for t0, t1 in [(0, 5), (1, 3), (3, 6), (5, 8)]])
     rows = series.timeline_rows(trace)
     assert rows["lane"].tolist() == ["lane/0", "lane/1", "lane/1", "lane/0"]

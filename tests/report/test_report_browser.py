@@ -1,0 +1,86 @@
+"""End to end: the report opens in headless Chromium without console errors or network fetches.
+
+Skipped only when Chromium is not installed and CI is not set; in CI a missing browser is a failure.
+Debian packages: chromium, chromium-driver.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchbed.record import RunRecord
+from benchbed.report import write_report
+from benchbed.trace import Trace
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1280,2000",
+)  # fmt: skip
+
+
+def _browser_paths() -> tuple[str, str]:
+    browser = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    driver = shutil.which("chromedriver")
+    if browser and driver:
+        return browser, driver
+    missing = "chromium" if not browser else "chromedriver"
+    message = f"{missing} is not installed (apt-get install -y chromium chromium-driver)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}; CI must run the browser test")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[object]:
+    browser, chromedriver = _browser_paths()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="benchbed-chromium-")
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    chrome = webdriver.Chrome(options=options, service=Service(chromedriver))
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_report_loads_without_errors_and_shows_the_metric_table(
+    driver: object, sim_pair: tuple[RunRecord, Trace], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    record, trace = sim_pair
+    page = tmp_path / "report.html"
+    write_report([(record, trace)], page)
+    driver.get(page.as_uri())
+
+    assert driver.title.startswith("benchbed report")
+    table = driver.find_element(By.ID, "metrics")
+    row = table.find_element(By.CSS_SELECTOR, 'tr[data-metric="trainer_idle_ratio"]')
+    cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[:3] == ["trainer_idle_ratio", f"{record.metrics['trainer_idle_ratio'].value:.4g}", "ratio"]
+    figures = driver.find_elements(By.CSS_SELECTOR, "section.plot figure svg")
+    assert len(figures) == 5
+    assert all(svg.size["width"] > 300 and svg.size["height"] > 100 for svg in figures)
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched == []
+
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
+    assert errors == []
+    driver.execute_script("console.error('benchbed-probe')")  # the console channel really reports errors
+    assert any("benchbed-probe" in entry["message"] for entry in driver.get_log("browser"))

@@ -1,0 +1,242 @@
+"""Turn what was read from a prime-rl run (RunData) into canonical trace events."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from benchbed.adapters.prime_rl.model import Episode, RunData
+from benchbed.adapters.prime_rl.sandbox import failure_reason
+
+from benchbed import keys as K
+from benchbed.secrets import redact
+from benchbed.trace import TraceBuilder, attrs_json
+
+# prime-rl's own per-step figures for benchbed metric names (DESIGN §4), reported as framework_<name>.
+FRAMEWORK_METRICS: dict[str, str] = {
+    "off_policy/mean": "framework.staleness_mean",
+    "off_policy/max": "framework.staleness_max",
+    "off_policy/in_flight/mean": "framework.staleness_in_flight_mean",
+    "off_policy/in_queue/mean": "framework.staleness_in_queue_mean",
+    "off_policy_level/all/mean": "framework.staleness_mean",
+    "off_policy_level/all/max": "framework.staleness_max",
+}
+PAUSE_KEYS = ("time/wait_for_policy", "time/wait_for_ckpt")
+NEGATIVE_TOLERANCE_S = 1e-3
+
+
+@dataclass
+class Shape:
+    """Run settings the statuses depend on (from the resolved configs, when the run directory has them)."""
+
+    max_off_policy_steps: int | None = None
+    partial: bool = False
+
+
+def time_origin(data: RunData) -> float:
+    """Earliest known instant of the run (epoch or log-clock seconds); event times are relative to it."""
+    starts: list[float] = []
+    starts += [s.t_end - s.step_s for s in data.trainer.values() if math.isfinite(s.t_end) and math.isfinite(s.step_s)]
+    starts += [e.t0 for e in data.episodes if math.isfinite(e.t0)]
+    starts += [b.t0 for e in data.episodes for b in e.boots]
+    starts += [p[0] for p in data.pauses]
+    return min(starts) if starts else 0.0
+
+
+def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str]) -> None:
+    """Per-step agg rows: trainer.step and the five components, which sum to the step."""
+    clamped: list[str] = []
+    off = data.step_offset
+    for step in sorted(data.trainer):
+        s = data.trainer[step]
+        k = step + off
+        b.agg(K.TRAINER_STEP, k, s.step_s, actor="trainer")
+        if math.isnan(s.compute_s):
+            # Console logs: only the step time and (at debug level) the wait are known.
+            if not math.isnan(s.wait_s):
+                b.agg(K.TRAINER_WAIT, k, min(s.wait_s, s.step_s), actor="trainer")
+            continue
+        parts = {
+            K.TRAINER_WAIT: _z(s.wait_s),
+            K.TRAINER_COMPUTE: _z(s.compute_s),
+            K.TRAINER_WEIGHT_SYNC: _z(s.weight_sync_s),
+            K.TRAINER_CHECKPOINT: _z(s.checkpoint_s),
+        }
+        other = s.step_s - sum(parts.values())
+        if other < -NEGATIVE_TOLERANCE_S:
+            clamped.append(f"{s.source} (step {step}: components exceed time/step by {-other:.3f}s)")
+        parts[K.TRAINER_OTHER] = max(0.0, other)
+        for key, value in parts.items():
+            b.agg(key, k, value, actor="trainer")
+        for name, value in s.native.items():
+            b.agg(f"native.trainer.{name}", k, value, actor="trainer")
+    if clamped:
+        warnings.append(f"trainer.other clamped to 0 in {len(clamped)} step(s), e.g. {clamped[0]}")
+
+
+def _z(value: float) -> float:
+    return 0.0 if math.isnan(value) else value
+
+
+def emit_orchestrator(b: TraceBuilder, data: RunData, counters_from_episodes: bool) -> None:
+    """Per-step agg rows: generator.paused, framework staleness figures, native orchestrator figures."""
+    off = data.step_offset
+    for step in sorted(data.orchestrator):
+        k = step + off
+        values = data.orchestrator[step].values
+        for key in PAUSE_KEYS:
+            if key in values:
+                b.agg(K.GENERATOR_PAUSED, k, values[key], actor="orchestrator")
+                break
+        for key, value in values.items():
+            if key in FRAMEWORK_METRICS:
+                b.agg(FRAMEWORK_METRICS[key], k, value, actor="orchestrator")
+            b.agg(f"native.orchestrator.{key}", k, value, actor="orchestrator")
+        if "off_policy/dropped" in values:
+            b.agg(K.SAMPLES_DROPPED_STALE, k, values["off_policy/dropped"], actor="orchestrator")
+        if not counters_from_episodes and "progress/rollouts" in values:
+            b.agg(K.SAMPLES_FINISHED, k, values["progress/rollouts"], actor="orchestrator")
+
+
+def emit_pauses(b: TraceBuilder, data: RunData, origin: float) -> None:
+    for t0, t1 in data.pauses:
+        b.span(K.GENERATOR_PAUSED, t0 - origin, max(t0, t1) - origin, actor="orchestrator")
+
+
+def rollout_status(
+    e: Episode, data: RunData, shape: Shape, zero_adv_groups: set[str], any_effective: bool, unfinished: set[int]
+) -> str:
+    """Why an episode was or was not trained on (`unfinished`: shipped steps a crashed trainer never completed)."""
+    if e.id in data.trained_at:
+        return "aborted" if data.trained_at[e.id] in unfinished else "ok"
+    if "Cancel" in e.error_type or e.stop == "cancelled":
+        return "aborted"
+    if e.error_type or not e.ok:
+        return "failed"
+    if not any_effective:
+        return "ok"
+    if e.window_step not in data.effective_steps:
+        return "aborted" if shape.partial else "discarded"
+    bound = shape.max_off_policy_steps
+    if bound is not None and e.v_start >= 0 and (e.window_step - 1) - e.v_start > bound:
+        return "dropped_stale"
+    if e.group in zero_adv_groups:
+        return "filtered_zero_adv"
+    return "discarded"
+
+
+def unfinished_steps(data: RunData, shape: Shape) -> set[int]:
+    """Steps whose batch was shipped but never trained: past the last trainer row of a crashed run."""
+    if not shape.partial or not data.trainer:
+        return set()
+    last = max(data.trainer)
+    return {s for s in data.effective_steps if s > last}
+
+
+def group_stats(episodes: list[Episode]) -> dict[str, tuple[float, int, float, int]]:
+    """group id -> (reward std over clean members, clean members, finish time, window step of the last member)."""
+    members: dict[str, list[Episode]] = defaultdict(list)
+    for e in episodes:
+        if e.group:
+            members[e.group].append(e)
+    out = {}
+    for gid, group in members.items():
+        rewards = [e.reward for e in group if e.ok and not e.error_type and math.isfinite(e.reward)]
+        ends = [e.t1 for e in group if math.isfinite(e.t1)]
+        std = float(np.std(rewards)) if rewards else math.nan
+        out[gid] = (std, len(rewards), max(ends) if ends else math.nan, max(e.window_step for e in group))
+    return out
+
+
+def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, warnings: list[str]) -> None:
+    """rollout rows, rollout.group points, sandbox.start spans, and per-step counters from the episodes."""
+    stats = group_stats(data.episodes)
+    zero_adv = {gid for gid, (std, n, _, _) in stats.items() if n >= 2 and std == 0.0}
+    any_effective = bool(data.effective_steps)
+    if data.episodes and not any_effective and any(e.window_step >= 0 for e in data.episodes):
+        warnings.append("no rollouts/step_*/train/effective/traces.jsonl: which episodes were trained on is unknown")
+    unfinished = unfinished_steps(data, shape)
+    finished: dict[int, int] = defaultdict(int)
+    trained: dict[int, int] = defaultdict(int)
+    for e in data.episodes:
+        status = rollout_status(e, data, shape, zero_adv, any_effective, unfinished)
+        trained_step = data.trained_at.get(e.id, -1) if status == "ok" else -1
+        # An untrained episode belongs to the batch window it arrived in (rollouts/step_N); v_train stays -1.
+        step = trained_step if trained_step > 0 else e.window_step
+        attrs = {"env": e.env, "reward": e.reward, "window_step": e.window_step}
+        if e.error_type:
+            attrs["error"] = e.error_type
+            attrs["message"] = redact(e.error_message)
+        if e.stop:
+            attrs["stop"] = e.stop
+        common = dict(
+            step=step,
+            actor="generator",
+            sample=e.id,
+            group=e.group,
+            v_start=e.v_start,
+            v_end=e.v_end,
+            v_train=trained_step - 1 if trained_step > 0 else -1,
+            status=status,
+            value=e.reward,
+            attrs=attrs_json(attrs),
+        )
+        if math.isfinite(e.t0) and math.isfinite(e.t1):
+            b.span(K.ROLLOUT, e.t0 - origin, max(e.t0, e.t1) - origin, **common)
+        else:
+            b.point(K.ROLLOUT, math.nan, **common)
+        if e.window_step >= 0:
+            finished[e.window_step] += 1
+        if trained_step > 0:
+            trained[trained_step] += 1
+        for boot in e.boots:
+            message = boot.message or (f"{e.error_type}: {e.error_message}" if e.error_type else "")
+            status_s = "ok" if boot.ok else failure_reason(message)
+            battrs = {"runtime": boot.runtime, "sandbox_id": boot.sandbox_id, "episode": e.id}
+            if message and not boot.ok:
+                battrs["message"] = redact(message)
+            if boot.image_cached is not None:
+                battrs["image_cached"] = boot.image_cached
+            b.span(
+                K.SANDBOX_START,
+                boot.t0 - origin,
+                max(boot.t0, boot.t1) - origin,
+                step=e.window_step,
+                actor="sandbox",
+                sample=e.id,
+                group=e.group,
+                status=status_s,
+                attrs=attrs_json(battrs),
+            )
+    groups_finished: dict[int, int] = defaultdict(int)
+    groups_zero: dict[int, int] = defaultdict(int)
+    trained_groups = {}
+    for e in data.episodes:
+        if e.group and e.id in data.trained_at and data.trained_at[e.id] not in unfinished:
+            trained_groups[e.group] = max(trained_groups.get(e.group, -1), data.trained_at[e.id])
+    for gid, (std, n, t_end, window) in stats.items():
+        if n == 0:
+            continue
+        status = "filtered_zero_adv" if gid in zero_adv else "ok"
+        b.point(
+            K.ROLLOUT_GROUP,
+            t_end - origin if math.isfinite(t_end) else math.nan,
+            step=trained_groups.get(gid, window),
+            actor="generator",
+            group=gid,
+            status=status,
+            value=std,
+            attrs=attrs_json({"clean_samples": n}),
+        )
+        if window >= 0:
+            groups_finished[window] += 1
+            groups_zero[window] += gid in zero_adv
+    for step, n in finished.items():
+        b.agg(K.SAMPLES_FINISHED, step, float(n), actor="generator")
+        b.agg(K.GROUPS_FINISHED, step, float(groups_finished.get(step, 0)), actor="generator")
+        b.agg(K.GROUPS_ZERO_ADV, step, float(groups_zero.get(step, 0)), actor="generator")
+    for step, n in trained.items():
+        b.agg(K.SAMPLES_TRAINED, step, float(n), actor="trainer")
+        b.agg(K.SAMPLES_ACCEPTED, step, float(n), actor="generator")

@@ -1,0 +1,206 @@
+"""Read per-step episode files rollouts/step_N/train/{all,effective}/traces.jsonl (verifiers `Episode.to_record()`).
+
+`all` holds every episode that arrived while batch N was being collected (errored and cancelled ones too);
+`effective` holds the episodes batch N actually shipped to the trainer, so it fixes v_train = N - 1."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
+from benchbed.adapters.prime_rl.sandbox import SANDBOX_RUNTIMES, is_provisioning_error
+
+STEP_DIR = re.compile(r"^step_(\d+)$")
+_ID_PREFIX = re.compile(rb'^\{"id":\s*"([^"]+)"')
+_PHASES = ("boot", "setup", "agent", "finalize", "scoring")
+MAX_MESSAGE = 500
+
+
+def step_dirs(run_dir: Path) -> list[tuple[int, Path]]:
+    """(N, rollouts/step_N) sorted by N."""
+    root = run_dir / "rollouts"
+    if not root.is_dir():
+        return []
+    out = []
+    for child in root.iterdir():
+        m = STEP_DIR.match(child.name)
+        if m and child.is_dir():
+            out.append((int(m.group(1)), child))
+    return sorted(out)
+
+
+def read_episode_files(run_dir: Path, data: RunData) -> int:
+    """Fill data.episodes and data.trained_at from every train episode file; returns the number of files read."""
+    n_files = 0
+    for step, folder in step_dirs(run_dir):
+        all_path = folder / "train" / "all" / "traces.jsonl"
+        eff_path = folder / "train" / "effective" / "traces.jsonl"
+        if eff_path.exists():
+            n_files += 1
+            data.effective_steps.add(step)
+            for episode_id in _read_ids(eff_path, data.warnings):
+                data.trained_at[episode_id] = step
+            data.sources.append(str(eff_path))
+        source = all_path if all_path.exists() else eff_path if eff_path.exists() else None
+        if source is None:
+            continue
+        if source is all_path:
+            n_files += 1
+            data.sources.append(str(all_path))
+        for lineno, record in _read_records(source, data.warnings):
+            episode = episode_from_record(record, step, f"{source}:{lineno}", data.warnings)
+            if episode is not None:
+                data.episodes.append(episode)
+    return n_files
+
+
+def _read_ids(path: Path, warnings: list[str]) -> list[str]:
+    """Episode ids of an effective file; the id is the first key of every record, so most lines need no parse."""
+    ids = []
+    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        m = _ID_PREFIX.match(raw)
+        if m:
+            ids.append(m.group(1).decode())
+            continue
+        try:
+            ids.append(str(json.loads(raw)["id"]))
+        except (ValueError, KeyError, TypeError):
+            warnings.append(f"{path}:{lineno}: skipped effective episode line without a readable id")
+    return ids
+
+
+def _read_records(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    lines = path.read_bytes().split(b"\n")
+    last = len(lines)
+    while last and not lines[last - 1].strip():
+        last -= 1
+    complete = path.stat().st_size == 0 or lines[-1] == b""
+    out = []
+    for i in range(last):
+        raw = lines[i]
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            kind = "truncated last line" if i == last - 1 and not complete else "line that is not JSON"
+            warnings.append(f"{path}:{i + 1}: skipped {kind} ({exc.__class__.__name__})")
+            continue
+        if isinstance(record, dict):
+            out.append((i + 1, record))
+        else:
+            warnings.append(f"{path}:{i + 1}: skipped line that is not a JSON object")
+    return out
+
+
+def _num(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def _span(timing: dict[str, Any], phase: str) -> tuple[float, float]:
+    span = timing.get(phase)
+    if not isinstance(span, dict):
+        return math.nan, math.nan
+    return _num(span.get("start", 0.0)), _num(span.get("end", 0.0))
+
+
+def episode_from_record(record: dict[str, Any], window_step: int, where: str, warnings: list[str]) -> Episode | None:
+    """The fields benchbed needs from one episode record; None (with a warning) if it is not an episode."""
+    episode_id = record.get("id")
+    if not isinstance(episode_id, str):
+        warnings.append(f"{where}: skipped record without an episode id")
+        return None
+    group = record.get("group") or {}
+    env = record.get("env") or {}
+    run = record.get("run") or {}
+    work = run.get("work") or {} if isinstance(run, dict) else {}
+    policy = work.get("policy") or {}
+    errors = record.get("errors") or []
+    traces = [t for t in record.get("traces") or [] if isinstance(t, dict)]
+    last_error = errors[-1] if errors else next((t["errors"][-1] for t in reversed(traces) if t.get("errors")), {})
+    episode = Episode(
+        id=episode_id,
+        group=str(group.get("id", "")) if isinstance(group, dict) else "",
+        window_step=window_step,
+        v_start=int(policy.get("start", -1)),
+        v_end=int(policy.get("end", -1)),
+        ok=bool(record.get("ok", False)),
+        error_type=str(last_error.get("type", "")),
+        error_message=str(last_error.get("message", ""))[:MAX_MESSAGE],
+        env=str(env.get("name") or env.get("id") or "") if isinstance(env, dict) else "",
+        source=where,
+    )
+    rewards = []
+    starts: list[float] = []
+    ends: list[float] = []
+    for trace in traces:
+        timing = trace.get("timing") or {}
+        start = _num(timing.get("start"))
+        if start > 0:
+            starts.append(start)
+        phase_ends = [e for p in _PHASES if (e := _span(timing, p)[1]) > 0]
+        ends.extend(phase_ends)
+        reward = _trace_reward(trace)
+        if reward is not None:
+            rewards.append(reward)
+        episode.stop = str(trace.get("stop_condition") or episode.stop)
+        boot = _boot(trace, timing, phase_ends, errors)
+        if boot is not None:
+            episode.boots.append(boot)
+    if rewards:
+        episode.reward = sum(rewards) / len(rewards)
+    if not math.isfinite(episode.reward) and rewards:
+        warnings.append(f"{where}: non-finite reward; kept the episode without a reward")
+        episode.reward = math.nan
+    if starts:
+        episode.t0 = min(starts)
+        episode.t1 = max(ends) if ends else episode.t0
+    return episode
+
+
+def _trace_reward(trace: dict[str, Any]) -> float | None:
+    """Sum of score × weight over the trace's named rewards (verifiers `Trace.reward`); None if none was scored."""
+    rewards = trace.get("rewards")
+    if not isinstance(rewards, dict):
+        return None
+    total = 0.0
+    scored = False
+    for reward in rewards.values():
+        if isinstance(reward, dict) and isinstance(reward.get("score"), (int, float)):
+            total += float(reward["score"]) * float(reward.get("weight", 1.0))
+            scored = True
+    return total if scored else None
+
+
+def _boot(trace: dict[str, Any], timing: dict[str, Any], phase_ends: list[float], errors: list) -> SandboxBoot | None:
+    """The sandbox start of one trace, if its runtime is a sandbox and the boot phase began."""
+    agent = trace.get("agent") or {}
+    runtime = agent.get("runtime") if isinstance(agent, dict) else None
+    if not isinstance(runtime, dict) or runtime.get("type") not in SANDBOX_RUNTIMES:
+        return None
+    t0, t1 = _span(timing, "boot")
+    if not t0 > 0:
+        return None
+    message = ""
+    for error in [*(trace.get("errors") or []), *errors]:
+        if isinstance(error, dict) and is_provisioning_error(str(error.get("type")), str(error.get("message", ""))):
+            message = str(error["message"])[:MAX_MESSAGE]
+    ok = t1 > 0 and not message
+    if not ok:
+        later = [e for e in phase_ends if e >= t0]
+        t1 = max(later) if later else t0
+    return SandboxBoot(
+        runtime=str(runtime["type"]),
+        t0=t0,
+        t1=t1,
+        ok=ok,
+        sandbox_id=str(runtime.get("id") or ""),
+        message=message,
+        image_cached=runtime.get("image_cached"),
+    )

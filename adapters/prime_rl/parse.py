@@ -1,0 +1,313 @@
+"""prime-rl run directory / metrics.jsonl / console log -> canonical Trace, with the era detected from the files."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchbed.adapters.prime_rl.console import (
+    TRACEBACK,
+    ConsoleRead,
+    looks_like_console_log,
+    read_console_log,
+)
+from benchbed.adapters.prime_rl.emit import (
+    Shape,
+    emit_episodes,
+    emit_orchestrator,
+    emit_pauses,
+    emit_trainer,
+    time_origin,
+)
+from benchbed.adapters.prime_rl.envlog import read_env_log
+from benchbed.adapters.prime_rl.episodes import read_episode_files, step_dirs
+from benchbed.adapters.prime_rl.lines import strip_ansi
+from benchbed.adapters.prime_rl.metrics_file import HEAD_MARKERS, LEGACY_MARKERS, read_metrics_file
+from benchbed.adapters.prime_rl.model import RunData
+
+from benchbed.errors import NotThisFrameworkError
+from benchbed.trace import Trace, TraceBuilder, TraceMeta
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ADAPTER = "prime_rl"
+FRAMEWORK = "prime-rl"
+METRICS_FILE = "metrics.jsonl"
+RENDERED_CONFIG = "prime_rl.toml"
+# Eras (issue 4): name -> framework_version recorded in the trace.
+ERAS = {
+    "head": "v0.8.1.dev (559b447 era: metrics.jsonl by default, per-step traces.jsonl, max_off_policy_steps)",
+    "v0.6-v0.8.0": "v0.6-v0.8.0 (file monitor opt-in; no off_policy/* metrics)",
+    "v0.6+": "v0.6 or later (console log only: step lines in the post-v0.5 format)",
+    "v0.5-": "<=v0.5 (console logs only, max_async_level)",
+}
+TRAINER_LOGS = ("trainer.log", "trainer.stdout", "trainer/node_0.log", "rl.log")
+ORCHESTRATOR_LOGS = ("orchestrator.log", "orchestrator.stdout")
+ERROR_LINE = re.compile(r"^\d{2}:\d{2}:\d{2}\s+(ERROR|CRITICAL)\s|\"level\": \"(ERROR|CRITICAL)\"", re.M)
+
+
+def parse_path(path: Path) -> Trace:
+    """Read a run directory, a metrics.jsonl, or a console log."""
+    path = Path(path)
+    if not path.exists():
+        raise NotThisFrameworkError(f"not a prime-rl run: {path} does not exist")
+    data = RunData()
+    console: list[ConsoleRead] = []
+    if path.is_dir():
+        _read_run_dir(path, data, console)
+    else:
+        _read_file(path, data, console)
+    return build_trace(data, console)
+
+
+def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
+    if path.suffix == ".jsonl" and not _is_json_console(path):
+        read_metrics_file(path, data)
+        data.config = _read_configs(path.parent)
+        return
+    if not looks_like_console_log(path):
+        raise NotThisFrameworkError(
+            f"not a prime-rl run: {path} is neither a metrics.jsonl nor a prime-rl console log "
+            "(no 'HH:mm:ss LEVEL message' loguru lines and no JSON log records)"
+        )
+    info = read_console_log(path, data)
+    if info.recognized:
+        console.append(info)
+        return
+    data.sources.remove(str(path))
+    if read_env_log(path, data):
+        return
+    raise NotThisFrameworkError(
+        f"not a prime-rl run: {path} is a loguru-style log but has no prime-rl step lines "
+        "('Step N | ... | Loss' / '| Reward'), no dispatcher lines and no env-server rollout lines"
+    )
+
+
+def _is_json_console(path: Path) -> bool:
+    with path.open("rb") as fh:
+        first = fh.readline(65536)
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and "message" in obj and "level" in obj and "timestamp" in obj
+
+
+def log_dir(run_dir: Path) -> Path | None:
+    """logs/latest, else the newest logs/attempt_N, else logs/ (<= v0.5 layout)."""
+    logs = run_dir / "logs"
+    if not logs.is_dir():
+        return None
+    if (logs / "latest").is_dir():
+        return logs / "latest"
+    attempts = [p for p in logs.glob("attempt_*") if p.name.removeprefix("attempt_").isdigit()]
+    if attempts:
+        return max(attempts, key=lambda p: int(p.name.removeprefix("attempt_")))
+    return logs
+
+
+RUN_MARKERS = (METRICS_FILE, "rollouts", "configs", "logs")
+
+
+def resolve_run_dir(path: Path) -> Path:
+    """The prime-rl run directory: `path` itself, or the `<output_dir>/<run.name>` below it that `rl` created."""
+    from benchbed.adapters.prime_rl.render import run_name
+
+    nested = path / run_name(path)
+    if nested.is_dir() and any((nested / m).exists() for m in RUN_MARKERS):
+        return nested
+    if any((path / m).exists() for m in (METRICS_FILE, "rollouts", "configs")):
+        return path
+    children = [c for c in path.iterdir() if c.is_dir() and any((c / m).exists() for m in RUN_MARKERS)]
+    return children[0] if len(children) == 1 else path
+
+
+def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> None:
+    run_dir = resolve_run_dir(run_dir)
+    data.config = _read_configs(run_dir)
+    logs = log_dir(run_dir)
+    metrics = run_dir / METRICS_FILE
+    has_rollouts = bool(step_dirs(run_dir))
+    if metrics.exists():
+        read_metrics_file(metrics, data)
+        if logs is not None:
+            console += [_scan_crash(logs / n) for n in (*TRAINER_LOGS, *ORCHESTRATOR_LOGS) if (logs / n).is_file()]
+    elif logs is not None:
+        found = [logs / name for name in (*TRAINER_LOGS, *ORCHESTRATOR_LOGS) if (logs / name).exists()]
+        for log in found:
+            info = read_console_log(log, data)
+            console.append(info)
+        if found:
+            data.warnings.append(
+                f"{run_dir}: no {METRICS_FILE}; fell back to console logs ({', '.join(p.name for p in found)}), "
+                "which carry step times but no per-phase timers unless logged at debug level"
+            )
+    if has_rollouts:
+        read_episode_files(run_dir, data)
+    elif logs is not None:
+        origin = _log_clock_offset(data)
+        env_logs = sorted((logs / "envs" / "train").glob("*.log")) if (logs / "envs" / "train").is_dir() else []
+        for env_log in env_logs:
+            read_env_log(env_log, data, origin)
+        if env_logs and data.episodes:
+            data.warnings.append(
+                f"{run_dir}: no rollouts/step_*/ episode files; episodes and sandbox starts taken from env-server "
+                "logs (start latencies paired first-in-first-out, approximate under concurrency)"
+            )
+    if not (data.trainer or data.orchestrator or data.episodes):
+        raise NotThisFrameworkError(
+            f"not a prime-rl run: {run_dir} has no {METRICS_FILE}, no rollouts/step_N/ episode files and no "
+            "prime-rl console logs (logs/latest/{trainer,orchestrator}.log)"
+        )
+
+
+def _scan_crash(log: Path) -> ConsoleRead:
+    """Only whether a log shows a crash (a traceback or an ERROR line); metrics.jsonl has the numbers."""
+    text = strip_ansi(log.read_text(errors="replace"))
+    return ConsoleRead(crashed=TRACEBACK in text or bool(ERROR_LINE.search(text)))
+
+
+def _log_clock_offset(data: RunData) -> float:
+    """Epoch of midnight UTC on the day of the first metrics row, so HH:mm:ss log times line up with epochs."""
+    ends = [s.t_end for s in data.trainer.values() if math.isfinite(s.t_end) and s.t_end > 86400 * 10]
+    if not ends:
+        return 0.0
+    day = datetime.fromtimestamp(min(ends), tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day.timestamp()
+
+
+def _read_configs(run_dir: Path) -> dict[str, Any]:
+    """Settings from the resolved configs prime-rl writes (configs/*.json) or the TOML benchbed rendered."""
+    out: dict[str, Any] = {}
+    orch: dict[str, Any] = {}
+    rl: dict[str, Any] = {}
+    for name in ("orchestrator.json", "rl.json"):
+        path = run_dir / "configs" / name
+        if path.exists():
+            try:
+                doc = json.loads(path.read_text())
+            except ValueError:
+                continue
+            if name == "rl.json":
+                rl = doc
+                orch = orch or doc.get("orchestrator") or {}
+            else:
+                orch = doc
+    rendered = run_dir / RENDERED_CONFIG
+    if not (orch or rl) and rendered.exists():
+        try:
+            rl = tomllib.loads(rendered.read_text())
+            orch = rl.get("orchestrator") or {}
+        except (tomllib.TOMLDecodeError, OSError):
+            pass
+    for key in (
+        "batch_size",
+        "group_size",
+        "max_off_policy_steps",
+        "max_async_level",
+        "rollouts_per_example",
+        "max_steps",
+        "seq_len",
+    ):
+        if isinstance(orch.get(key), int):
+            out[key] = orch[key]
+    if isinstance(rl.get("max_steps"), int):
+        out.setdefault("max_steps", rl["max_steps"])
+    conc = orch.get("concurrency")
+    if isinstance(conc, dict) and isinstance(conc.get("max_inflight"), int):
+        out["max_inflight"] = conc["max_inflight"]
+    return out
+
+
+def detect_era(data: RunData, console: list[ConsoleRead]) -> str:
+    """'head', 'v0.6-v0.8.0', 'v0.6+' (console only) or 'v0.5-' from the markers the files carry."""
+    if any(m in data.evidence for m in HEAD_MARKERS) or any(e.v_start >= 0 for e in data.episodes):
+        return "head"
+    if any(m in data.evidence for m in LEGACY_MARKERS) or any(c.legacy_format for c in console):
+        return "v0.5-"
+    if "max_async_level" in data.config:
+        return "v0.5-"
+    if any(c.records for c in console) and not any(m in data.evidence for m in ("time/wait_for_policy",)):
+        return "v0.6+"
+    return "v0.6-v0.8.0" if (data.trainer or data.orchestrator) else "head"
+
+
+def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
+    era = detect_era(data, console)
+    steps = [*data.trainer, *data.orchestrator]
+    if steps and min(steps) == 0:
+        data.step_offset = 1
+    partial = _is_partial(data, console)
+    if any("truncated last line" in w for w in data.warnings):
+        partial = True
+    shape = Shape(max_off_policy_steps=data.config.get("max_off_policy_steps"), partial=partial)
+    warnings = list(data.warnings)
+    no_wait = all(math.isnan(s.wait_s) for s in data.trainer.values())
+    if console and data.trainer and no_wait and not any(c.saw_wait for c in console):
+        warnings.append(
+            "console logs have no 'Waited for batch to arrive' lines (logged at log.level=debug only): "
+            "the trainer's wait is unknown, so trainer idle cannot be computed from this run"
+        )
+    _warn_unknown_steps(data, warnings)
+    if era == "v0.5-" or data.step_offset:
+        warnings.append(
+            "steps are numbered from 0 in this prime-rl version and were shifted by +1; its time/step excludes "
+            "the weight broadcast and checkpoint (they ran before the step timer started)"
+        )
+    origin = time_origin(data)
+    b = TraceBuilder()
+    emit_trainer(b, data, warnings)
+    emit_orchestrator(b, data, counters_from_episodes=bool(data.episodes))
+    emit_pauses(b, data, origin)
+    emit_episodes(b, data, shape, origin, warnings)
+    group_size = data.config.get("group_size") or data.config.get("rollouts_per_example")
+    extra: dict[str, Any] = {"era": era, "t0_epoch": origin if origin > 86400 * 10 else None, **data.config}
+    if data.step_offset:
+        extra["step_offset"] = data.step_offset
+    meta = TraceMeta(
+        adapter=ADAPTER,
+        framework=FRAMEWORK,
+        framework_version=ERAS[era],
+        mode="async (max_async_level)" if era == "v0.5-" else "async (max_off_policy_steps)",
+        concurrency=data.config.get("max_inflight"),
+        samples_per_step=data.config.get("batch_size"),
+        group_size=group_size,
+        sources=data.sources,
+        warnings=warnings,
+        partial=partial,
+        extra=extra,
+    )
+    return b.build(meta)
+
+
+def _is_partial(data: RunData, console: list[ConsoleRead]) -> bool:
+    """A crashed or cut-short run: a traceback in a log, or fewer trainer steps than max_steps."""
+    if any(c.crashed for c in console):
+        return True
+    max_steps = data.config.get("max_steps")
+    if isinstance(max_steps, int) and data.trainer:
+        return max(data.trainer) + data.step_offset < max_steps
+    return False
+
+
+def _warn_unknown_steps(data: RunData, warnings: list[str]) -> None:
+    """Episodes filed under or trained at steps the trainer/orchestrator never logged are kept, and said so."""
+    known = set(data.trainer) | set(data.orchestrator)
+    if not known:
+        return
+    unknown = [e for e in data.episodes if e.window_step >= 0 and e.window_step not in known]
+    unknown += [e for e in data.episodes if data.trained_at.get(e.id, 0) > 0 and data.trained_at[e.id] not in known]
+    if unknown:
+        steps = sorted({e.window_step for e in unknown})
+        warnings.append(
+            f"{len(unknown)} episode(s) reference step(s) {steps[:10]} that no metrics row has "
+            f"(kept), e.g. {unknown[0].source}"
+        )

@@ -1,0 +1,342 @@
+"""Turn the collected slime sources into the canonical trace (trainer steps, counters, samples, groups, sandboxes)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from benchbed.adapters.slime import keymap as M
+from benchbed.adapters.slime import trainer as T
+from benchbed.adapters.slime.collect import Collected
+from benchbed.adapters.slime.detect import Detected
+from benchbed.adapters.slime.dumps import DumpSample, group_reward_std
+from benchbed.adapters.slime.sandbox import START_FAILURE_ABORTS, failure_reason
+
+from benchbed import keys as K
+from benchbed.secrets import redact
+from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
+
+_SANDBOX_SPAN_WORDS = {
+    K.SANDBOX_START: ("boot", "provision", "sandbox_start", "create_sandbox"),
+    K.SANDBOX_EXEC: ("exec", "tool", "run_command", "env_step"),
+    K.SANDBOX_STOP: ("sandbox_stop", "kill", "terminate", "close_sandbox"),
+}
+
+
+def build_trace(c: Collected, d: Detected) -> Trace:
+    b = TraceBuilder()
+    warnings = list(c.warnings)
+    steps, ends = trainer_steps(c, warnings)
+    origin = run_origin(c, steps, ends)
+    emit_trainer(b, c, steps, ends, origin)
+    emit_rollout_side(b, c, warnings)
+    emit_dumps(b, c, d, origin)
+    emit_sandbox_lines(b, c, origin)
+    a = c.args
+    spp = a.rollout_batch_size * a.n_samples_per_prompt if a.rollout_batch_size and a.n_samples_per_prompt else None
+    concurrency = None
+    if a.sglang_server_concurrency and a.rollout_num_gpus and a.rollout_num_gpus_per_engine:
+        concurrency = a.sglang_server_concurrency * max(1, a.rollout_num_gpus // a.rollout_num_gpus_per_engine)
+    meta = TraceMeta(
+        adapter="slime",
+        framework="slime",
+        framework_version=d.version,
+        mode=d.mode,
+        concurrency=concurrency,
+        samples_per_step=spp,
+        group_size=a.n_samples_per_prompt,
+        sources=c.sources,
+        warnings=warnings,
+        partial=c.partial,
+        extra={
+            "placement": d.placement,
+            "update_weights_interval": d.update_weights_interval,
+            "partial_rollout": a.partial_rollout,
+            "train_script": a.train_script,
+            "pinned_commits": M.PINNED_COMMITS,
+            "detection": d.evidence,
+            "run_start_epoch_s": origin,
+            "args_sources": a.sources,
+        },
+    )
+    return b.build(meta)
+
+
+def trainer_steps(c: Collected, warnings: list[str]) -> tuple[list[T.StepParts], list[float] | None]:
+    """Decomposed trainer steps, and their end times (epoch s) when every trainer dict has a log time."""
+    steps: list[T.StepParts] = []
+    times: list[float] = []
+    carried = 0.0
+    previous = None
+    for rid in sorted(c.trainer_perf):
+        perf = c.trainer_perf[rid]
+        parts = T.decompose(rid, perf, carried if previous == rid - 1 else 0.0, warnings)
+        carried, previous = T.carried_ref_update(perf), rid
+        if parts is not None:
+            steps.append(parts)
+            times.append(perf.ts)
+    timed = bool(steps) and all(math.isfinite(t) for t in times)
+    return steps, T.step_ends(steps, times) if timed else None
+
+
+def run_origin(c: Collected, steps: list[T.StepParts], ends: list[float] | None) -> float:
+    """Run start (epoch s): the earliest log time, or the start of the first step if that is earlier."""
+    candidates = [c.first_ts] + ([ends[0] - steps[0].total] if ends else [])
+    finite = [t for t in candidates if math.isfinite(t)]
+    return min(finite) if finite else 0.0
+
+
+def emit_trainer(
+    b: TraceBuilder, c: Collected, steps: list[T.StepParts], ends: list[float] | None, origin: float
+) -> None:
+    """Trainer steps: spans when every trainer dict has a log time, else agg rows; plus per-step counters."""
+    for parts in steps:
+        rid = parts.step - 1
+        values = c.trainer_perf[rid].values
+        ratio = values.get(M.WAIT_RATIO_KEY)
+        if isinstance(ratio, (int, float)) and math.isfinite(ratio):
+            b.agg(M.FRAMEWORK_IDLE, parts.step, float(ratio), actor="trainer")
+        _native(b, parts.step, values, "trainer")
+        _train_counters(b, c, rid, parts.step)
+    if ends is not None:
+        T.emit_spans(b, steps, ends, origin)
+    else:
+        T.emit_agg(b, steps)
+
+
+def _train_counters(b: TraceBuilder, c: Collected, rid: int, step: int) -> None:
+    optimizer_steps = c.train_steps.get(rid) or []
+    trained = [s["train/global_batch_size"] for s in optimizer_steps if "train/global_batch_size" in s]
+    a = c.args
+    if trained:
+        b.agg(K.SAMPLES_TRAINED, step, float(sum(trained)), actor="trainer")
+    elif a.rollout_batch_size and a.n_samples_per_prompt:
+        b.agg(K.SAMPLES_TRAINED, step, float(a.rollout_batch_size * a.n_samples_per_prompt), actor="trainer")
+    for key in sorted({k for s in optimizer_steps for k in s}):
+        values = [s[key] for s in optimizer_steps if key in s and math.isfinite(s[key])]
+        if values:
+            b.agg(f"native.{key}", step, sum(values) / len(values), actor="trainer")
+    for key, value in (c.trainer_rollout.get(rid) or {}).items():
+        b.agg(f"native.trainer/{key}", step, value, actor="trainer")
+
+
+def emit_rollout_side(b: TraceBuilder, c: Collected, warnings: list[str]) -> None:
+    """Per-rollout counters from the RolloutManager dict; rollout k feeds trainer step k + 1."""
+    a = c.args
+    kept_groups = a.rollout_batch_size
+    if c.rollout_perf and not (a.rollout_batch_size and a.n_samples_per_prompt):
+        warnings.append(
+            "rollout_batch_size / n_samples_per_prompt unknown (no launch manifest or Megatron arguments "
+            "block): groups.finished and samples.* counters not emitted"
+        )
+    for rid in sorted(c.rollout_perf):
+        v = c.rollout_perf[rid].values
+        step = rid + 1
+        zero_kept = sum(float(x) for k, x in v.items() if k.startswith(M.ZERO_STD_PREFIX) and _num(x))
+        dropped = sum(float(x) for k, x in v.items() if k.startswith(M.DROP_PREFIX) and _num(x))
+        dropped_zero = sum(float(x) for k, x in v.items() if k.startswith(M.DROP_ZERO_STD_PREFIX) and _num(x))
+        b.agg(K.GROUPS_ZERO_ADV, step, zero_kept + dropped_zero, actor="generator")
+        if kept_groups and a.n_samples_per_prompt:
+            finished_groups = kept_groups + dropped
+            b.agg(K.GROUPS_FINISHED, step, finished_groups, actor="generator")
+            b.agg(K.SAMPLES_FINISHED, step, finished_groups * a.n_samples_per_prompt, actor="generator")
+            b.agg(K.SAMPLES_ACCEPTED, step, kept_groups * a.n_samples_per_prompt, actor="generator")
+        _native(b, step, v, "generator")
+
+
+def _native(b: TraceBuilder, step: int, values: dict[str, object], actor: str) -> None:
+    for key, value in values.items():
+        if _num(value) and math.isfinite(float(value)):  # type: ignore[arg-type]
+            b.agg(f"native.{key}", step, float(value), actor=actor)  # type: ignore[arg-type]
+
+
+def _num(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> None:
+    """One rollout row per dumped sample, one rollout.group row per group, sandbox spans from sample traces."""
+    interval = d.update_weights_interval
+    starts_from_logs = bool(c.sandbox)  # log lines also see failed attempts, which never reach a dump
+    for dump in sorted(c.dumps, key=lambda x: x.rollout_id):
+        step = dump.rollout_id + 1
+        groups: dict[str, list[DumpSample]] = defaultdict(list)
+        env_lag: list[int] = []
+        for s in dump.samples:
+            times = _sample_times(s)
+            v_start, v_end = _version(s.weight_versions[:1], interval), _version(s.weight_versions[-1:], interval)
+            attrs: dict[str, object] = {
+                "reward": s.reward,
+                "slime_status": s.status,
+                "response_length": s.response_length,
+            }
+            resumed = s.metadata.get("start_rollout_id")
+            if isinstance(resumed, int) and resumed < dump.rollout_id:
+                lag = dump.rollout_id - resumed
+                attrs.update(resumed_from_rollout=resumed, env_staleness=lag)
+                env_lag.append(lag)
+            if s.non_generation_time > 0:
+                attrs["non_generation_time_s"] = s.non_generation_time
+            reason = s.metadata.get("abort_reason")
+            if reason:
+                attrs["abort_reason"] = redact(str(reason))
+            status = _status(s)
+            fields = dict(
+                step=step,
+                actor="generator",
+                sample=f"{dump.rollout_id}:{s.index}",
+                group=s.group,
+                v_start=v_start,
+                v_end=v_end,
+                v_train=dump.rollout_id,
+                status=status,
+                value=s.reward,
+                attrs=attrs_json(attrs),
+            )
+            if times:
+                b.span(K.ROLLOUT, times[0] - origin, times[1] - origin, **fields)
+            else:
+                b.point(K.ROLLOUT, math.nan, **fields)
+            groups[s.group].append(s)
+            _sandbox_from_sample(b, s, step, origin, reason, with_starts=not starts_from_logs)
+        for gid, members in groups.items():
+            ends = [t[1] for t in (_sample_times(m) for m in members) if t]
+            std = group_reward_std([m.reward for m in members])
+            b.point(
+                K.ROLLOUT_GROUP,
+                (max(ends) - origin) if ends else math.nan,
+                step=step,
+                group=gid,
+                value=std,
+                status="ok",
+                actor="generator",
+                attrs=attrs_json({"size": len(members)}),
+            )
+        if env_lag:
+            b.agg("native.partial_rollout/resumed_samples", step, float(len(env_lag)), actor="generator")
+            b.agg("native.partial_rollout/env_staleness_mean", step, sum(env_lag) / len(env_lag), actor="generator")
+        non_gen = [s.non_generation_time for s in dump.samples if s.non_generation_time > 0]
+        if non_gen:
+            b.agg("native.sample/non_generation_time_sum_s", step, float(sum(non_gen)), actor="generator")
+
+
+def _status(s: DumpSample) -> str:
+    if s.status == "aborted":
+        return "aborted"
+    if s.status == "failed":
+        return "failed"
+    if s.remove or s.status == "pending":
+        return "discarded"
+    return "ok"
+
+
+def _version(weight_versions: list[str], interval: int) -> int:
+    """slime's weight_version counts pushes (the initial push is 1); benchbed counts trainer steps."""
+    if not weight_versions:
+        return -1
+    try:
+        pushed = int(weight_versions[0])
+    except ValueError:
+        return -1
+    return max(0, (pushed - 1) * interval)
+
+
+def _sample_times(s: DumpSample) -> tuple[float, float] | None:
+    stamps = [float(e["ts"]) for e in s.trace_events if _num(e.get("ts"))]
+    return (min(stamps), max(stamps)) if stamps else None
+
+
+def _sandbox_from_sample(
+    b: TraceBuilder, s: DumpSample, step: int, origin: float, reason: object, with_starts: bool
+) -> None:
+    """Sandbox spans from a sample's trace (span names with sandbox words) and start failures from abort reasons;
+    sandbox.start rows only when no console log reports the starts."""
+    opened: dict[str, dict] = {}
+    for e in s.trace_events:
+        kind, sid = e.get("type"), e.get("span_id")
+        if kind == "span_start" and sid:
+            opened[sid] = e
+        elif kind == "span_end" and sid in opened:
+            start = opened.pop(sid)
+            key = _sandbox_key(str(e.get("name", "")))
+            if key is None or (key == K.SANDBOX_START and not with_starts):
+                continue
+            attrs = e.get("attrs") if isinstance(e.get("attrs"), dict) else {}
+            error = attrs.get("error_type")
+            status = failure_reason(f"{error}: {attrs.get('error_message', '')}") if error else "ok"
+            b.span(
+                key,
+                float(start["ts"]) - origin,
+                float(e["ts"]) - origin,
+                step=step,
+                actor="sandbox",
+                sample=str(s.index),
+                status=status,
+                attrs=attrs_json({"name": e.get("name"), "error": redact(str(error)) if error else None}),
+            )
+    if with_starts and isinstance(reason, str) and reason in START_FAILURE_ABORTS:
+        b.point(
+            K.SANDBOX_START,
+            math.nan,
+            step=step,
+            actor="sandbox",
+            sample=str(s.index),
+            status=START_FAILURE_ABORTS[reason],
+            attrs=attrs_json({"abort_reason": reason}),
+        )
+
+
+def _sandbox_key(name: str) -> str | None:
+    lowered = name.lower()
+    for key, words in _SANDBOX_SPAN_WORDS.items():
+        if any(w in lowered for w in words):
+            return key
+    return None
+
+
+def emit_sandbox_lines(b: TraceBuilder, c: Collected, origin: float) -> None:
+    """Coding-agent log lines: each failed provision attempt is a failed sandbox.start; each sample whose agent ran
+    (finished, or aborted after boot) had one successful start; `aborted: missing_image_or_workdir` is an image error.
+
+    Log lines carry only their time, so these are points (the failure rate counts them; start latencies need spans)."""
+    exhausted: set[str] = set()
+    for line in sorted(c.sandbox, key=lambda x: x.lineno):
+        t0 = line.ts - origin
+        if line.kind == "provision_failed":
+            det = line.detail
+            text = f"{det['error_type']}: {det['message']}"
+            if det["attempt"] >= det["max_attempts"]:
+                exhausted.add(line.instance)
+            b.point(
+                K.SANDBOX_START,
+                t0,
+                actor="sandbox",
+                sample=line.instance,
+                status=failure_reason(text),
+                attrs=attrs_json(
+                    {"attempt": det["attempt"], "max_attempts": det["max_attempts"], "error": redact(text)[:300]}
+                ),
+            )
+        elif line.kind == "agent_done":
+            b.point(K.SANDBOX_START, t0, actor="sandbox", sample=line.instance, status="ok")
+        elif line.kind == "aborted":
+            reason = line.detail["reason"]
+            if reason in START_FAILURE_ABORTS:
+                b.point(
+                    K.SANDBOX_START,
+                    t0,
+                    actor="sandbox",
+                    sample=line.instance,
+                    status=START_FAILURE_ABORTS[reason],
+                    attrs=attrs_json({"abort_reason": reason}),
+                )
+            elif line.instance not in exhausted and not reason.startswith("unevaluatable"):
+                b.point(
+                    K.SANDBOX_START,
+                    t0,
+                    actor="sandbox",
+                    sample=line.instance,
+                    status="ok",
+                    attrs=attrs_json({"abort_reason_after_start": redact(reason)}),
+                )
+            exhausted.discard(line.instance)

@@ -1,0 +1,139 @@
+"""Gather what a slime run left behind (console logs, TensorBoard events, rollout dumps) into one neutral view."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchbed.adapters.slime import keymap as M
+from benchbed.adapters.slime.console import ConsoleLog, SandboxLine, TimerLine, is_trainer_perf, parse_console
+from benchbed.adapters.slime.dumps import Dump, TorchUnavailable, load_dump
+from benchbed.adapters.slime.runargs import RunArgs, from_megatron_block, read_manifest
+from benchbed.adapters.slime.tensorboard import TensorboardUnavailable, scalar_dicts, split_axes
+from benchbed.adapters.slime.trainer import Perf
+
+
+@dataclass
+class Collected:
+    """Per-rollout-id dicts from every source, joined on rollout id (never on time)."""
+
+    trainer_perf: dict[int, Perf] = field(default_factory=dict)
+    rollout_perf: dict[int, Perf] = field(default_factory=dict)
+    trainer_rollout: dict[int, dict[str, float]] = field(default_factory=dict)
+    train_steps: dict[int, list[dict[str, float]]] = field(default_factory=dict)
+    timers: list[TimerLine] = field(default_factory=list)
+    sandbox: list[SandboxLine] = field(default_factory=list)
+    fully_async_ids: set[int] = field(default_factory=set)
+    call_sites: set[tuple[str, int]] = field(default_factory=set)
+    files_seen: set[str] = field(default_factory=set)
+    dumps: list[Dump] = field(default_factory=list)
+    args: RunArgs = field(default_factory=RunArgs)
+    first_ts: float = math.inf
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False
+
+    def saw(self, ts: float) -> None:
+        if math.isfinite(ts):
+            self.first_ts = min(self.first_ts, ts)
+
+
+def add_console(c: Collected, log: ConsoleLog) -> None:
+    """Fold one console file in; `step N` dicts attach to the next trainer `perf` line (they are logged before it)."""
+    c.sources.append(log.source)
+    c.warnings.extend(log.warnings)
+    c.timers.extend(log.timers)
+    c.sandbox.extend(log.sandbox)
+    c.call_sites |= log.call_sites
+    c.files_seen |= log.files_seen
+    c.fully_async_ids |= {rid for rid, _, _ in log.fully_async}
+    if log.first_ts is not None:
+        c.saw(log.first_ts)
+    if log.args:
+        c.args = c.args.merge(from_megatron_block(log.args, f"{log.source} (Megatron arguments block)"))
+    pending: list[dict[str, float]] = []
+    duplicates = 0
+    for m in log.metrics:
+        origin = f"{log.source}:{m.lineno}"
+        if m.kind == "step":
+            pending.append(_numeric(m.values))
+        elif m.kind == "perf":
+            side = is_trainer_perf(m)
+            if side is None:
+                c.warnings.append(f"{origin}: `perf {m.id}` dict is neither trainer's nor rollout manager's; skipped")
+                continue
+            target = c.trainer_perf if side else c.rollout_perf
+            duplicates += m.id in target
+            target[m.id] = Perf(m.values, m.ts, origin)
+            if side:
+                c.train_steps[m.id] = pending
+                pending = []
+        elif m.kind == "rollout":
+            c.trainer_rollout[m.id] = _numeric(m.values)
+    if duplicates:
+        c.warnings.append(
+            f"{log.source}: {duplicates} `perf` dict(s) repeat an earlier rollout id; the last one is kept"
+        )
+
+
+def add_tensorboard(c: Collected, files: list[Path]) -> None:
+    """Fold event files in: per file and step, trainer vs rollout-manager scalars are told apart by their keys."""
+    for path in files:
+        try:
+            entries = scalar_dicts(path)
+        except TensorboardUnavailable as exc:
+            c.warnings.append(f"{exc}; TensorBoard events were not read")
+            return
+        except Exception as exc:  # noqa: BLE001 - a truncated or foreign event file must not stop the ingest
+            c.warnings.append(f"{path}: unreadable TensorBoard event file ({type(exc).__name__}: {exc}); skipped")
+            c.partial = True
+            continue
+        c.sources.append(str(path))
+        for entry in entries:
+            c.saw(entry.wall_time)
+            _, other = split_axes(entry)  # train/* scalars sit on the train/step axis; not joined to rollouts
+            if not other:
+                continue
+            origin = f"{path} (step {entry.step})"
+            if any(k in other for k in M.TRAINER_PERF_MARKERS):
+                perf = {k: v for k, v in other.items() if k.startswith("perf/")}
+                c.trainer_perf.setdefault(entry.step, Perf(perf, entry.wall_time, origin))
+                rollout_stats = {k: v for k, v in other.items() if k.startswith("rollout/")}
+                if rollout_stats:
+                    c.trainer_rollout.setdefault(entry.step, rollout_stats)
+            elif any(k in other for k in M.ROLLOUT_PERF_MARKERS):
+                c.rollout_perf.setdefault(entry.step, Perf(other, entry.wall_time, origin))
+
+
+def add_dumps(c: Collected, files: list[Path]) -> None:
+    for path in files:
+        try:
+            dump = load_dump(path)
+        except TorchUnavailable as exc:
+            c.warnings.append(f"{len(files)} rollout dump(s) found but not read: {exc}")
+            return
+        c.sources.append(str(path))
+        if dump.unsafe_load:
+            c.warnings.append(
+                f"{path}: dump holds non-tensor objects and was fully unpickled, as slime itself loads it"
+            )
+        c.dumps.append(dump)
+
+
+def add_manifest(c: Collected, path: Path) -> None:
+    args = read_manifest(path)
+    if args is None:
+        c.warnings.append(f"{path}: unreadable benchbed launch manifest; ignored")
+        return
+    c.sources.append(str(path))
+    c.args = args.merge(c.args)
+
+
+def read_console_file(c: Collected, path: Path) -> None:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        add_console(c, parse_console(fh, str(path)))
+
+
+def _numeric(values: dict[str, object]) -> dict[str, float]:
+    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

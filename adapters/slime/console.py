@@ -1,0 +1,213 @@
+"""Read slime console output (Ray-prefixed logger lines) into typed records; pure, line by line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from benchbed.adapters.slime import keymap as M
+from benchbed.adapters.slime.pyrepr import ReprError, parse_repr_dict
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[^)\s]+))?\)\s?")
+_LOGGER = re.compile(
+    r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (?P<file>[\w.-]+\.py):(?P<line>\d+) - (?P<msg>.*)$"
+)
+_METRIC = re.compile(r"^(?P<kind>perf|rollout|eval|step|critic-step|multi_turn|passrate) (?P<id>\d+): (?P<body>\{.*)$")
+_TIMER = re.compile(r"^Timer (?P<name>\S+) (?P<what>start|end)(?: \(elapsed: (?P<elapsed>[\d.]+)s\))?\s*$")
+_FULLY_ASYNC = re.compile(r"^fully-async rollout (?P<id>\d+): (?P<rest>.*)$")
+_PROVISION = re.compile(
+    r"\[coding_agent_rl\] (?P<iid>\S+): provision attempt (?P<n>\d+)/(?P<m>\d+) failed: "
+    r"(?P<etype>[\w.]+): ?(?P<emsg>.*)$"
+)
+_ABORTED = re.compile(r"\[coding_agent_rl\] (?P<iid>\S+) aborted: (?P<reason>.+)$")
+_AGENT_DONE = re.compile(r"\[coding_agent_rl\] (?P<iid>\S+): reward=(?P<reward>-?[\d.]+) applied=\S+ agent_exit_code=")
+_PARTIAL = re.compile(r"^Collected (?P<n>\d+) partial samples into the data buffer")
+_ARGS_OPEN = re.compile(r"^-{8,} arguments -{8,}$")
+_ARGS_CLOSE = re.compile(r"^-{8,} end of arguments -{8,}$")
+_ARG_LINE = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.+ (?P<value>.*)$")
+
+
+@dataclass
+class MetricLine:
+    """One `<kind> <id>: {dict}` line."""
+
+    kind: str
+    id: int
+    values: dict[str, Any]
+    ts: float
+    actor: str
+    file: str
+    line: int
+    lineno: int
+
+
+@dataclass
+class TimerLine:
+    name: str
+    what: str
+    ts: float
+    elapsed: float
+    lineno: int
+
+
+@dataclass
+class SandboxLine:
+    """A coding-agent sandbox log line: a failed provision attempt, an abort, or a finished agent run."""
+
+    kind: str  # "provision_failed" | "aborted" | "agent_done"
+    ts: float
+    instance: str
+    lineno: int
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ConsoleLog:
+    """Everything benchbed uses from one console file."""
+
+    source: str
+    metrics: list[MetricLine] = field(default_factory=list)
+    timers: list[TimerLine] = field(default_factory=list)
+    sandbox: list[SandboxLine] = field(default_factory=list)
+    fully_async: list[tuple[int, float, str]] = field(default_factory=list)
+    partial_collected: list[tuple[float, int]] = field(default_factory=list)
+    args: dict[str, str] = field(default_factory=dict)
+    call_sites: set[tuple[str, int]] = field(default_factory=set)
+    files_seen: set[str] = field(default_factory=set)
+    first_ts: float | None = None
+    lines: int = 0
+    logger_lines: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Clock:
+    """Parse 1-second-resolution logger timestamps (naive local time) to epoch seconds, memoised."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, float] = {}
+
+    def __call__(self, text: str) -> float:
+        value = self._cache.get(text)
+        if value is None:
+            value = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").timestamp()
+            self._cache[text] = value
+        return value
+
+
+def strip_prefix(raw: str) -> tuple[str, str]:
+    """(actor class, message without ANSI colours, Ray prefix and Ray's de-dup suffix)."""
+    text = _RAY_REPEAT.sub("", _ANSI.sub("", raw.rstrip("\r\n")))
+    m = _RAY_PREFIX.match(text)
+    if m:
+        return m.group("actor"), text[m.end() :]
+    return "", text
+
+
+def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
+    """Collect metric dicts, timer lines, sandbox lines and the Megatron argument block from console text."""
+    log = ConsoleLog(source=source)
+    clock = _Clock()
+    in_args = False
+    for lineno, raw in enumerate(lines, start=1):
+        log.lines += 1
+        actor, text = strip_prefix(raw)
+        if in_args or _ARGS_OPEN.match(text):
+            in_args = _read_arg_line(log, text, in_args)
+            continue
+        m = _LOGGER.match(text)
+        if m is None:
+            continue
+        log.logger_lines += 1
+        ts = clock(m.group("ts"))
+        if log.first_ts is None or ts < log.first_ts:
+            log.first_ts = ts
+        file, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
+        log.files_seen.add(file)
+        _read_message(log, actor, file, line, msg, ts, lineno)
+    return log
+
+
+def _read_arg_line(log: ConsoleLog, text: str, in_args: bool) -> bool:
+    if not in_args:
+        return True
+    if _ARGS_CLOSE.match(text):
+        return False
+    m = _ARG_LINE.match(text)
+    if m:
+        log.args.setdefault(m.group("name"), m.group("value").strip())
+        return True
+    return False
+
+
+def _read_message(log: ConsoleLog, actor: str, file: str, line: int, msg: str, ts: float, lineno: int) -> None:
+    m = _METRIC.match(msg)
+    if m:
+        try:
+            values = parse_repr_dict(m.group("body"))
+        except ReprError as exc:
+            log.warnings.append(f"{log.source}:{lineno}: skipped `{m.group('kind')} {m.group('id')}:` line: {exc}")
+            return
+        log.metrics.append(MetricLine(m.group("kind"), int(m.group("id")), values, ts, actor, file, line, lineno))
+        if m.group("kind") == "perf":
+            log.call_sites.add((file, line))
+        return
+    m = _TIMER.match(msg)
+    if m:
+        elapsed = float(m.group("elapsed")) if m.group("elapsed") else float("nan")
+        log.timers.append(TimerLine(m.group("name"), m.group("what"), ts, elapsed, lineno))
+        return
+    m = _FULLY_ASYNC.match(msg)
+    if m:
+        log.fully_async.append((int(m.group("id")), ts, m.group("rest")))
+        return
+    m = _PARTIAL.match(msg)
+    if m:
+        log.partial_collected.append((ts, int(m.group("n"))))
+        return
+    if "[coding_agent_rl]" in msg:
+        _read_sandbox(log, msg, ts, lineno)
+
+
+def _read_sandbox(log: ConsoleLog, msg: str, ts: float, lineno: int) -> None:
+    m = _PROVISION.search(msg)
+    if m:
+        detail = {
+            "attempt": int(m.group("n")),
+            "max_attempts": int(m.group("m")),
+            "error_type": m.group("etype"),
+            "message": m.group("emsg"),
+        }
+        log.sandbox.append(SandboxLine("provision_failed", ts, m.group("iid"), lineno, detail))
+        return
+    m = _ABORTED.search(msg)
+    if m:
+        log.sandbox.append(SandboxLine("aborted", ts, m.group("iid"), lineno, {"reason": m.group("reason").strip()}))
+        return
+    m = _AGENT_DONE.search(msg)
+    if m:
+        log.sandbox.append(SandboxLine("agent_done", ts, m.group("iid"), lineno, {"reward": float(m.group("reward"))}))
+
+
+def is_trainer_perf(metric: MetricLine) -> bool | None:
+    """Which process printed a `perf N:` dict: True trainer, False RolloutManager, None unknown.
+
+    Keys decide first (the two dicts share no timer keys), then the Ray actor prefix, then the file name."""
+    keys = metric.values
+    if any(k in keys for k in M.TRAINER_PERF_MARKERS):
+        return True
+    if any(k in keys for k in M.ROLLOUT_PERF_MARKERS):
+        return False
+    if metric.actor in M.TRAINER_ACTORS:
+        return True
+    if metric.actor in M.ROLLOUT_ACTORS:
+        return False
+    if metric.file == "train_metric_utils.py":
+        return True
+    if metric.file in ("rollout.py", "rollout_metrics.py"):
+        return False
+    return None

@@ -1,0 +1,75 @@
+"""Which slime version, loop (sync / one-step-off / fully async) and placement produced a run, with the evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchbed.adapters.slime import keymap as M
+from benchbed.adapters.slime.collect import Collected
+
+SYNC, ONE_STEP_OFF, FULLY_ASYNC = "sync", "one_step_off", "fully_async"
+
+
+@dataclass
+class Detected:
+    version: str = ""
+    mode: str = ""
+    placement: str = ""
+    update_weights_interval: int = 1
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+def detect_version(c: Collected) -> tuple[str, str]:
+    """(version, evidence) from the file:line of the `perf` log calls, which moved in slime #2298."""
+    exact = sorted({M.PERF_CALL_SITES[site] for site in c.call_sites if site in M.PERF_CALL_SITES})
+    if len(exact) == 1:
+        return exact[0], f"perf log call sites {sorted(c.call_sites)} match slime {exact[0]}"
+    layouts = sorted({M.LAYOUT_BY_FILE[f] for f, _ in c.call_sites if f in M.LAYOUT_BY_FILE})
+    if len(layouts) == 1:
+        return layouts[0], f"perf log call sites {sorted(c.call_sites)} (no exact pinned-commit match)"
+    if c.trainer_perf or c.rollout_perf:
+        legacy = any("perf/total_train_time" in p.values for p in c.trainer_perf.values())
+        if legacy:
+            return "pre-#629 (perf/total_train_time)", "trainer logs perf/total_train_time, renamed in slime #629"
+    return "", "no console call sites to date the run"
+
+
+def detect_mode(c: Collected) -> Detected:
+    """Loop and placement from the launch argv or Megatron's argument printout, else from the logs' shape."""
+    d = Detected()
+    d.version, d.evidence["version"] = detect_version(c)
+    a = c.args
+    interval = a.update_weights_interval or 1
+    if (a.rollout_function_path and "fully_async" in a.rollout_function_path) or c.fully_async_ids:
+        d.mode = FULLY_ASYNC
+        d.evidence["mode"] = "fully-async rollout function" + (" (log lines)" if c.fully_async_ids else " (arguments)")
+    elif a.train_script == "train_async.py":
+        d.mode, d.evidence["mode"] = ONE_STEP_OFF, "train_async.py in the launch command"
+    elif a.train_script == "train.py":
+        d.mode, d.evidence["mode"] = SYNC, "train.py in the launch command"
+    elif _rollout_ahead_of_trainer(c):
+        d.mode, d.evidence["mode"] = ONE_STEP_OFF, "rollout k+1 finished before trainer step k was logged"
+    elif a.colocate:
+        d.mode, d.evidence["mode"] = SYNC, "--colocate (train_async.py refuses colocation)"
+    elif c.trainer_perf and c.rollout_perf:
+        d.mode, d.evidence["mode"] = SYNC, "no rollout finished ahead of the trainer (inferred)"
+    d.update_weights_interval = interval if d.mode in (ONE_STEP_OFF, FULLY_ASYNC) else 1
+    if a.colocate is not None:
+        d.placement = "colocated" if a.colocate else "disaggregated"
+        d.evidence["placement"] = "--colocate " + ("set" if a.colocate else "not set") + f" ({', '.join(a.sources)})"
+    elif d.mode in (ONE_STEP_OFF, FULLY_ASYNC):
+        d.placement, d.evidence["placement"] = "disaggregated", "async loops refuse --colocate"
+    elif any(t.name in ("sleep", "wake_up") for t in c.timers) or any(
+        "perf/sleep_time" in p.values for p in c.trainer_perf.values()
+    ):
+        d.placement, d.evidence["placement"] = "colocated", "trainer offloads (sleep/wake_up timers) each step"
+    return d
+
+
+def _rollout_ahead_of_trainer(c: Collected) -> bool:
+    """In train_async.py rollout k+1 overlaps train step k, so it can finish before step k's perf line."""
+    for rid, rollout in c.rollout_perf.items():
+        trainer = c.trainer_perf.get(rid - 1)
+        if trainer is not None and rollout.ts < trainer.ts:
+            return True
+    return False

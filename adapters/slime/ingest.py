@@ -1,0 +1,90 @@
+"""parse(path): a log file, a TensorBoard directory, a dump directory or a run directory holding any of them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from benchbed.adapters.slime.build import build_trace
+from benchbed.adapters.slime.collect import (
+    Collected,
+    add_dumps,
+    add_manifest,
+    add_tensorboard,
+    read_console_file,
+)
+from benchbed.adapters.slime.detect import detect_mode
+from benchbed.adapters.slime.discover import Artifacts, discover
+from benchbed.adapters.slime.render import PREPARE_SUBDIR
+
+from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.trace import Trace
+
+# Shapes of other frameworks' output, to say what a non-slime input probably is.
+_OTHER_FRAMEWORKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"step:\d+ - \S+:"), "verl (`step:N - key:value` lines)"),
+    (re.compile(r"timing_s/|perf/throughput|actor/pg_loss"), "verl (timing_s/* or actor/* metrics)"),
+    (re.compile(r"prime.rl|orchestrator|\"step\": ?\d+.*\"progress/"), "prime-rl (orchestrator/metrics.jsonl)"),
+)
+
+
+def parse_path(path: Path) -> Trace:
+    if not path.exists():
+        raise AdapterError(
+            f"{path}: no such file or directory; give a slime log file, TensorBoard directory, rollout "
+            "dump directory or run directory"
+        )
+    found = discover(path)
+    # A trainer-only run's rollout-only phase logs are not the measured run (its dumps are the replayed data).
+    found.logs = [p for p in found.logs if PREPARE_SUBDIR not in p.parts]
+    found.events = [p for p in found.events if PREPARE_SUBDIR not in p.parts]
+    if found.empty():
+        raise NotThisFrameworkError(
+            f"not a slime run: {path} holds no console log (*.log, *.txt, *.out, *.err), "
+            "TensorBoard event file or rollout_<id>.pt dump"
+        )
+    c = Collected()
+    if found.manifest is not None:
+        add_manifest(c, found.manifest)
+    for log in found.logs:
+        read_console_file(c, log)
+    add_tensorboard(c, found.events)
+    add_dumps(c, found.dumps)
+    if not _looks_like_slime(c):
+        raise NotThisFrameworkError(f"not a slime run: {_why_not(path, found)}")
+    if found.dumps and not c.dumps and not (c.trainer_perf or c.rollout_perf or c.sandbox):
+        raise AdapterError(next(w for w in c.warnings if "rollout dump" in w))
+    return build_trace(c, detect_mode(c)).validate()
+
+
+def _looks_like_slime(c: Collected) -> bool:
+    return bool(c.trainer_perf or c.rollout_perf or c.dumps or c.fully_async_ids or c.sandbox or c.timers)
+
+
+def _why_not(path: Path, found: Artifacts) -> str:
+    parts = []
+    if found.logs:
+        hint = _guess_other(found.logs)
+        parts.append(
+            f"{len(found.logs)} log file(s) under {path} contain no slime `perf N: {{...}}`, `Timer ... end` "
+            "or `fully-async rollout` lines" + (f"; they look like {hint}" if hint else "")
+        )
+    if found.events:
+        parts.append(
+            f"{len(found.events)} TensorBoard event file(s) carry no slime perf/train_wait_time or "
+            "perf/rollout_time scalars"
+        )
+    return "; ".join(parts) or f"nothing slime wrote was found under {path}"
+
+
+def _guess_other(logs: list[Path]) -> str:
+    for log in logs[:5]:
+        try:
+            with log.open(encoding="utf-8", errors="replace") as fh:
+                head = fh.read(200_000)
+        except OSError:
+            continue
+        for pattern, name in _OTHER_FRAMEWORKS:
+            if pattern.search(head):
+                return name
+    return ""

@@ -1,0 +1,107 @@
+"""The slime arguments the parser needs (batch shape, loop, placement), from a launch argv or Megatron's printout."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MANIFEST = "slime_launch.json"
+
+
+@dataclass
+class RunArgs:
+    """Known slime arguments of a run; None where unknown. `source` says where they came from."""
+
+    rollout_batch_size: int | None = None
+    n_samples_per_prompt: int | None = None
+    global_batch_size: int | None = None
+    update_weights_interval: int | None = None
+    colocate: bool | None = None
+    partial_rollout: bool | None = None
+    train_script: str | None = None
+    rollout_function_path: str | None = None
+    over_sampling_batch_size: int | None = None
+    rollout_num_gpus: int | None = None
+    debug_rollout_only: bool | None = None
+    load_debug_rollout_data: str | None = None
+    sglang_server_concurrency: int | None = None
+    rollout_num_gpus_per_engine: int | None = None
+    sources: list[str] = field(default_factory=list)
+
+    def merge(self, other: RunArgs) -> RunArgs:
+        """Fields of self, filled from other where self does not know them."""
+        out = RunArgs(sources=self.sources + [s for s in other.sources if s not in self.sources])
+        for name in _FIELDS:
+            mine = getattr(self, name)
+            setattr(out, name, mine if mine is not None else getattr(other, name))
+        return out
+
+
+_INT = (
+    "rollout_batch_size",
+    "n_samples_per_prompt",
+    "global_batch_size",
+    "update_weights_interval",
+    "over_sampling_batch_size",
+    "rollout_num_gpus",
+    "sglang_server_concurrency",
+    "rollout_num_gpus_per_engine",
+)
+_BOOL = ("colocate", "partial_rollout", "debug_rollout_only")
+_STR = ("rollout_function_path", "load_debug_rollout_data")
+_FIELDS = _INT + _BOOL + _STR + ("train_script",)
+
+
+def from_argv(argv: list[str], source: str) -> RunArgs:
+    """Read a `python3 train.py --flag value ...` command line (as rendered by benchbed or typed by a user)."""
+    args = RunArgs(sources=[source])
+    for token in argv:
+        name = Path(token).name
+        if name in ("train.py", "train_async.py"):
+            args.train_script = name
+    for i, token in enumerate(argv):
+        if not token.startswith("--"):
+            continue
+        key = token[2:].replace("-", "_")
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if key in _BOOL:
+            setattr(args, key, True)
+        elif key in _INT and nxt is not None:
+            try:
+                setattr(args, key, int(nxt))
+            except ValueError:
+                continue
+        elif key in _STR and nxt is not None:
+            setattr(args, key, nxt)
+    return args
+
+
+def from_megatron_block(values: dict[str, str], source: str) -> RunArgs:
+    """Read Megatron's `---- arguments ----` printout (name ...... value), which includes slime's own arguments."""
+    args = RunArgs(sources=[source])
+    for key in _INT:
+        raw = values.get(key)
+        if raw is not None and raw.lstrip("-").isdigit():
+            setattr(args, key, int(raw))
+    for key in _BOOL:
+        raw = values.get(key)
+        if raw in ("True", "False"):
+            setattr(args, key, raw == "True")
+    for key in _STR:
+        raw = values.get(key)
+        if raw is not None and raw != "None":
+            setattr(args, key, raw)
+    return args
+
+
+def read_manifest(path: Path) -> RunArgs | None:
+    """The launch manifest benchbed writes next to a rendered run ({"argv": [...], ...}), if readable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    argv = data.get("argv") if isinstance(data, dict) else None
+    if not isinstance(argv, list):
+        return None
+    return from_argv([str(a) for a in argv], str(path))

@@ -1,0 +1,113 @@
+"""Trainer step decomposition from slime's per-step timer dict (the table in keymap), as agg rows or spans."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from benchbed.adapters.slime import keymap as M
+
+from benchbed import keys as K
+from benchbed.trace import TraceBuilder
+
+_ORDER_BEFORE_WAIT = (K.TRAINER_CHECKPOINT, K.TRAINER_WEIGHT_SYNC)
+_RESYNC_S = 2.0  # re-anchor a chained step end on its own log time when they drift apart by more than this
+
+
+@dataclass
+class Perf:
+    """One `perf {rollout_id}` dict and when it was logged (epoch seconds, NaN if unknown)."""
+
+    values: dict[str, Any]
+    ts: float
+    origin: str
+
+
+@dataclass
+class StepParts:
+    step: int
+    total: float
+    parts: dict[str, float]  # wait/compute/weight_sync/checkpoint/other
+    other_in_train: float
+    other_before_train: float
+
+
+def _timer(values: dict[str, Any], name: str) -> float:
+    value = values.get(f"perf/{name}_time")
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
+def decompose(rollout_id: int, perf: Perf, carried: float, warnings: list[str]) -> StepParts | None:
+    """Split one step into the five components; `carried` = ref_model_update time logged with the previous step."""
+    v = perf.values
+    if "perf/train_wait_time" in v and "perf/train_time" in v:
+        total = _timer(v, "train_wait") + _timer(v, "train")
+    else:
+        total = next((float(v[k]) for k in M.STEP_TIME_KEYS if isinstance(v.get(k), (int, float))), math.nan)
+    if not math.isfinite(total) or "perf/train_time" not in v:
+        warnings.append(f"{perf.origin}: trainer perf {rollout_id} has no train_wait/train timers; step skipped")
+        return None
+    train = _timer(v, "train")
+    compute = sum(_timer(v, name) for name in M.COMPUTE_IN_TRAIN)
+    other_in_train = train - compute
+    if other_in_train < -0.05:
+        warnings.append(
+            f"{perf.origin}: perf {rollout_id}: compute timers exceed perf/train_time by "
+            f"{-other_in_train:.2f}s; clamped"
+        )
+    other_in_train = max(0.0, other_in_train)
+    parts = {K.TRAINER_COMPUTE: compute, K.TRAINER_WEIGHT_SYNC: 0.0, K.TRAINER_CHECKPOINT: 0.0, K.TRAINER_OTHER: 0.0}
+    for name, key in M.WAIT_CONTAINED.items():
+        parts[key] += _timer(v, name)
+    other_before = parts[K.TRAINER_OTHER] + carried
+    parts[K.TRAINER_OTHER] = other_before + other_in_train
+    wait = total - sum(parts.values())
+    if wait < -0.05:
+        warnings.append(
+            f"{perf.origin}: perf {rollout_id}: timers outside the train block exceed "
+            f"perf/train_wait_time by {-wait:.2f}s; trainer.wait clamped to 0"
+        )
+    parts[K.TRAINER_WAIT] = max(0.0, wait)
+    return StepParts(rollout_id + 1, total, parts, other_in_train, other_before)
+
+
+def carried_ref_update(perf: Perf) -> float:
+    """ref_model_update time of this dict, which lies in the next step's train_wait."""
+    return sum(_timer(perf.values, name) for name in M.NEXT_STEP_WAIT_CONTAINED)
+
+
+def emit_agg(builder: TraceBuilder, steps: list[StepParts]) -> None:
+    for s in steps:
+        builder.agg(K.TRAINER_STEP, s.step, s.total, actor="trainer")
+        for key in K.TRAINER_COMPONENTS:
+            builder.agg(key, s.step, s.parts[key], actor="trainer")
+
+
+def step_ends(steps: list[StepParts], log_times: list[float]) -> list[float]:
+    """End of each step: chained by exact durations from the first log time, re-anchored where logs say otherwise.
+
+    Log times have one-second resolution; chaining keeps consecutive steps contiguous and exact in length."""
+    ends: list[float] = []
+    for s, logged in zip(steps, log_times, strict=True):
+        chained = ends[-1] + s.total if ends else logged
+        ends.append(chained if abs(chained - logged) <= _RESYNC_S else logged)
+    return ends
+
+
+def emit_spans(builder: TraceBuilder, steps: list[StepParts], ends: list[float], origin: float) -> None:
+    """Step spans plus component spans laid out in slime's loop order (checkpoint, weight sync, wait, offload/onload
+    and data fetch, then the train block: compute, then its remainder); lengths are the timers' exactly."""
+    for s, end in zip(steps, ends, strict=True):
+        t1 = end - origin
+        t0 = t1 - s.total
+        builder.span(K.TRAINER_STEP, t0, t1, step=s.step, actor="trainer")
+        cursor = t0
+        layout = [(k, s.parts[k]) for k in _ORDER_BEFORE_WAIT]
+        layout += [(K.TRAINER_WAIT, s.parts[K.TRAINER_WAIT]), (K.TRAINER_OTHER, s.other_before_train)]
+        layout += [(K.TRAINER_COMPUTE, s.parts[K.TRAINER_COMPUTE]), (K.TRAINER_OTHER, s.other_in_train)]
+        for key, seconds in layout:
+            if seconds <= 0:
+                continue
+            builder.span(key, cursor, cursor + seconds, step=s.step, actor="trainer")
+            cursor += seconds

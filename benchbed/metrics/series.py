@@ -27,12 +27,13 @@ class StepSeries:
     source: str
 
 
-def _rows(trace: Trace, key: str, kind: str | None = None) -> pd.DataFrame:
+def _rows(trace: Trace, key: str, kind: str | None, columns: list[str]) -> pd.DataFrame:
+    """Rows with this key (and kind), only the columns asked for: copying all columns of 1M rows is slow."""
     events = trace.events
     mask = events["key"] == key
     if kind is not None:
         mask &= events["kind"] == kind
-    return events[mask]
+    return events.loc[mask.to_numpy(), columns]
 
 
 def step_breakdown(trace: Trace) -> StepSeries:
@@ -44,7 +45,7 @@ def step_breakdown(trace: Trace) -> StepSeries:
     for kind in ("span", "agg"):
         parts = {}
         for key in (*_NAMED_KEYS, K.TRAINER_OTHER, K.TRAINER_STEP):
-            rows = _rows(trace, key, kind)
+            rows = _rows(trace, key, kind, ["step", "t0", "t1", "value"])
             rows = rows[rows["step"] >= 0]
             seconds = rows["t1"] - rows["t0"] if kind == "span" else rows["value"]
             parts[key] = seconds.groupby(rows["step"]).sum()
@@ -69,7 +70,7 @@ def step_breakdown(trace: Trace) -> StepSeries:
 
 def staleness_values(trace: Trace, warmup_steps: int = 0) -> np.ndarray:
     """v_train − v_start of trained rollouts (status ok, versions known) in steps after `warmup_steps`."""
-    r = _rows(trace, K.ROLLOUT)
+    r = _rows(trace, K.ROLLOUT, None, ["status", "v_start", "v_train", "step"])
     r = r[(r["status"] == "ok") & (r["v_start"] >= 0) & (r["v_train"] >= 0) & (r["step"] > warmup_steps)]
     return np.clip((r["v_train"] - r["v_start"]).to_numpy(dtype=np.int64), 0, None)
 
@@ -80,7 +81,7 @@ def running_rollouts(trace: Trace, bins: int = 400) -> pd.DataFrame:
     Columns t0, t1 (bin edges, seconds), running (mean rollouts in flight), and utilisation (running /
     meta.concurrency; NaN when the concurrency is unknown). Empty without rollout spans.
     """
-    spans = _rows(trace, K.ROLLOUT, "span")
+    spans = _rows(trace, K.ROLLOUT, "span", ["t0", "t1"])
     columns = ("t0", "t1", "running", "utilisation")
     if not len(spans):
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
@@ -108,9 +109,9 @@ def zero_adv_per_step(trace: Trace) -> StepSeries:
     whose trainer.step span contains its finish time, or in its own `step` when times are missing.
     Otherwise from the groups.finished / groups.zero_adv agg rows.
     """
-    groups = _rows(trace, K.ROLLOUT_GROUP)
+    groups = _rows(trace, K.ROLLOUT_GROUP, None, ["t0", "value", "step"])
     if len(groups):
-        steps = _rows(trace, K.TRAINER_STEP, "span").sort_values("t1")
+        steps = _rows(trace, K.TRAINER_STEP, "span", ["step", "t0", "t1"]).sort_values("t1")
         timed = groups["t0"].notna().all() and len(steps)
         step_of = _step_at(groups["t0"].to_numpy(), steps) if timed else groups["step"].to_numpy()
         zero = (groups["value"].abs() < 1e-12).to_numpy()
@@ -119,8 +120,8 @@ def zero_adv_per_step(trace: Trace) -> StepSeries:
         out = frame.groupby("step")["zero_adv"].agg(groups="size", zero_adv="sum").reset_index()
         how = "rollout.group rows by finish time" if timed else "rollout.group rows by their step"
         return StepSeries(out.astype("int64"), how)
-    finished = _rows(trace, K.GROUPS_FINISHED, "agg")
-    zero_rows = _rows(trace, K.GROUPS_ZERO_ADV, "agg")
+    finished = _rows(trace, K.GROUPS_FINISHED, "agg", ["step", "value"])
+    zero_rows = _rows(trace, K.GROUPS_ZERO_ADV, "agg", ["step", "value"])
     if len(finished) and len(zero_rows):
         out = pd.DataFrame(
             {"groups": finished.groupby("step")["value"].sum(), "zero_adv": zero_rows.groupby("step")["value"].sum()}
@@ -173,8 +174,8 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
     """
     columns = {"lane": "str", "t0": "float64", "t1": "float64", "key": "str", "status": "str"}
     empty = pd.DataFrame({c: pd.Series(dtype=d) for c, d in columns.items()})
-    step_spans = _rows(trace, K.TRAINER_STEP, "span")
-    rollouts = _rows(trace, K.ROLLOUT, "span")
+    step_spans = _rows(trace, K.TRAINER_STEP, "span", ["step", "t0", "t1"])
+    rollouts = _rows(trace, K.ROLLOUT, "span", ["t0", "t1", "actor", "status"])
     if len(step_spans):
         first = step_spans.sort_values("step").head(steps)
         w0 = min(float(first["t0"].min()), float(rollouts["t0"].min()) if len(rollouts) else np.inf)
@@ -200,7 +201,7 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
     for key, lane_name in [(k, "trainer") for k in (*_NAMED_KEYS, K.TRAINER_OTHER)] + [
         (K.GENERATOR_PAUSED, "generator.paused")
     ]:
-        s = _rows(trace, key, "span")
+        s = _rows(trace, key, "span", ["t0", "t1", "status"])
         s = s[(s["t0"] < w1) & (s["t1"] > w0)]
         if len(s):
             parts.append(pd.DataFrame({"lane": lane_name, "t0": s["t0"].to_numpy(), "t1": s["t1"].to_numpy(),

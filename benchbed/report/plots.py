@@ -29,6 +29,7 @@ STATUS_COLORS = {
 }  # fmt: skip
 TRAINER_KEY_COLORS = {f"trainer.{c}": color for c, color in COMPONENT_COLORS.items()}
 PAUSED_COLOR = "#c7c7c7"
+MAX_BUCKETS = 400  # per-step series longer than this are drawn as means over buckets of consecutive steps
 MAX_LANE_LABELS = 16  # label every k-th generator lane beyond this (tick labels dominate drawing time)
 _salt = itertools.count()
 
@@ -53,28 +54,51 @@ def _figure(height: float = 3.2, left: float = 0.8) -> tuple[Figure, matplotlib.
     return fig, ax
 
 
+def per_step_buckets(
+    frame: pd.DataFrame, columns: list[str], max_buckets: int = MAX_BUCKETS
+) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+    """Bin edges and per-step means of `columns` over buckets of k consecutive steps (k = 1 for short runs).
+
+    Keeps long runs (thousands of steps) cheap to draw and small as SVG; returns (edges, values, k).
+    """
+    steps = frame["step"].to_numpy()
+    k = max(1, -(-len(frame) // max_buckets))
+    bucket = np.arange(len(frame)) // k
+    means = frame[columns].groupby(bucket).mean()
+    first = steps[::k]
+    last = np.append(first[1:] - 1, steps[-1])
+    edges = np.append(first - 0.5, last[-1] + 0.5).astype(float)
+    return edges, {c: means[c].to_numpy() for c in columns}, k
+
+
+def _fill_steps(
+    ax: matplotlib.axes.Axes, edges: np.ndarray, low: np.ndarray, high: np.ndarray, **style: object
+) -> None:
+    """A filled step band between `low` and `high` over bins `edges` (one polygon, fast for many bins)."""
+    ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]), step="post", linewidth=0, **style)
+
+
+def _step_label(k: int) -> str:
+    return "trainer step" if k == 1 else f"trainer step (mean per step over buckets of {k} steps)"
+
+
 def step_breakdown(frame: pd.DataFrame) -> str:
-    """Stacked seconds per step by trainer component, one filled stair per component (cheap for many steps)."""
+    """Stacked seconds per step by trainer component, one filled band per component."""
     fig, ax = _figure()
-    edges = _step_edges(frame["step"].to_numpy())
     present = [c for c in COMPONENTS if frame[c].abs().sum() > 0] or ["other"]
-    bottom = np.zeros(len(frame))
+    edges, values, k = per_step_buckets(frame, present)
+    bottom = np.zeros(len(edges) - 1)
     for name in present:
-        top = bottom + frame[name].to_numpy()
-        ax.stairs(top, edges, baseline=bottom, fill=True, color=COMPONENT_COLORS[name], label=name)
+        top = bottom + values[name]
+        _fill_steps(ax, edges, bottom, top, color=COMPONENT_COLORS[name], label=name)
         bottom = top
     ax.set_xlim(edges[0], edges[-1])
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, max(float(bottom.max()) * 1.05, 1e-9))
-    ax.set_xlabel("trainer step")
+    ax.set_xlabel(_step_label(k))
     ax.set_ylabel("seconds")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=len(present), fontsize=8, frameon=False)
     return to_svg(fig)
-
-
-def _step_edges(steps: np.ndarray) -> np.ndarray:
-    """Bin edges centred on consecutive step numbers (steps are assumed sorted)."""
-    return np.append(steps - 0.5, steps[-1] + 0.5).astype(float)
 
 
 def staleness_histogram(values: np.ndarray) -> str:
@@ -95,7 +119,7 @@ def utilisation(frame: pd.DataFrame, concurrency: int | None) -> str:
     edges = np.append(frame["t0"].to_numpy(), frame["t1"].to_numpy()[-1:])
     column = "utilisation" if concurrency else "running"
     values = frame[column].to_numpy()
-    ax.stairs(values, edges, fill=True, color="#1f77b4", alpha=0.6)
+    _fill_steps(ax, edges, np.zeros(len(values)), values, color="#1f77b4", alpha=0.6)
     ax.set_xlim(edges[0], edges[-1])
     if concurrency:
         ax.set_ylim(0, max(1.05, float(values.max()) * 1.05))
@@ -109,13 +133,15 @@ def utilisation(frame: pd.DataFrame, concurrency: int | None) -> str:
 def zero_adv(frame: pd.DataFrame) -> str:
     """Finished groups per step, with the zero-advantage ones highlighted."""
     fig, ax = _figure(2.8)
-    edges = _step_edges(frame["step"].to_numpy())
-    ax.stairs(frame["groups"].to_numpy(), edges, fill=True, color="#c7c7c7", label="finished groups")
-    ax.stairs(frame["zero_adv"].to_numpy(), edges, fill=True, color="#d62728", label="zero-advantage groups")
+    edges, values, k = per_step_buckets(frame, ["groups", "zero_adv"])
+    zeros = np.zeros(len(edges) - 1)
+    _fill_steps(ax, edges, zeros, values["groups"], color="#c7c7c7", label="finished groups")
+    _fill_steps(ax, edges, zeros, values["zero_adv"], color="#d62728", label="zero-advantage groups")
     ax.set_xlim(edges[0], edges[-1])
+    ax.set_ylim(0, max(float(values["groups"].max()) * 1.05, 1.0))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("trainer step")
+    ax.set_xlabel(_step_label(k))
     ax.set_ylabel("groups")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, fontsize=8, frameon=False)
     return to_svg(fig)

@@ -28,6 +28,7 @@ READY = b"R\n"
 # The helpers (sh, unshare, setpriv, bwrap, nsenter) start with this environment only, so nothing of the
 # harness's environment (tokens, keys) can be read from /proc/<pid>/environ inside the sandbox.
 HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 # /etc entries a dynamically linked program needs; nothing else of the host's /etc is visible.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf", "hosts",
              "python3", "python3.11", "python3.12", "python3.13", "mime.types", "os-release")  # fmt: skip
@@ -44,6 +45,7 @@ class LocalState:
     cgroups: SandboxCgroups | None
     holder: Child
     sandbox_pid: int
+    payload_pid: int
     spec: SandboxSpec
     execs: list[Child] = field(default_factory=list)
     leaf: itertools.count = field(default_factory=lambda: itertools.count(1))
@@ -92,6 +94,17 @@ def resolve_command(argv: list[str], spec: SandboxSpec) -> None:
     )
 
 
+def _first_child(pid: int) -> int:
+    """The sandbox's payload (the shell that printed ready) is the only child of bwrap's pid 1."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError as exc:
+        raise SandboxFailure("internal", f"cannot find the sandbox payload under pid {pid}: {exc}") from exc
+    if not children:
+        raise SandboxFailure("lost", f"sandbox init {pid} has no payload process")
+    return int(children[0])
+
+
 def _reaped(pid: int | None) -> bool:
     """True once `pid` (a child of ours after its parent died) is gone; reaps it if it has just exited."""
     if pid is None:
@@ -114,7 +127,7 @@ class LocalBackend:
         for w in self.warnings:
             log.warning("local sandbox degraded: %s", w)
         self.live: dict[str, Handle] = {}
-        self._uid_block = UID_BASE + (os.getpid() % 100_000) * 1000
+        self._uid_block = UID_BASE + (os.getpid() % 1000) * 100_000
         self.subreaper = become_subreaper()
         if not self.subreaper:
             self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
@@ -154,7 +167,7 @@ class LocalBackend:
     async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle:
         seq = next(_seq)
         sid = f"{os.getpid()}-{seq}"
-        uid = self._uid_block + seq % 1000 if self.caps.per_sandbox_uid else os.getuid()
+        uid = self._uid_block + seq % 100_000 if self.caps.per_sandbox_uid else os.getuid()
         cgroups: SandboxCgroups | None = None
         if self.caps.cgroups.limits or self.caps.cgroups.kill:
             cgroups = SandboxCgroups(self.caps.cgroups, sid)
@@ -164,23 +177,24 @@ class LocalBackend:
             if cgroups is not None:
                 cgroups.create(memory_bytes=spec.memory_mb << 20, pids_max=spec.pids_max, cpu=spec.cpu)
             procs = cgroups.procs_files(0) if cgroups is not None else []
-            outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
             bwrap = self._bwrap_argv(spec, w)
             if self.caps.private_tmpfs:
+                outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
                 inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
                          f"exec setpriv --reuid {uid} --regid {uid} --clear-groups --no-new-privs \"$@\"")  # fmt: skip
                 outer += 'exec unshare -m --propagation private /bin/sh -c "$0" sh "$@"'
                 argv = ["/bin/sh", "-c", outer, inner, *bwrap]
             else:
-                outer += 'exec "$@"'
-                argv = ["/bin/sh", "-c", outer, "sh", *bwrap]
+                outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
+                argv = ["/bin/sh", "-c", outer + 'exec "$@"', "sh", *bwrap]
             on_step("create_sent")
             holder = Child(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)
             os.close(w)
             w = -1
             on_step("started")
             sandbox_pid = await self._wait_ready(holder, r, deadline_s)
+            payload_pid = _first_child(sandbox_pid)
         except BaseException as exc:
             if w >= 0:
                 os.close(w)
@@ -192,7 +206,8 @@ class LocalBackend:
                 raise SandboxFailure("internal", f"cannot set up sandbox {sid}: {exc}", sandbox_id=sid) from exc
             raise
         os.close(r)
-        state = LocalState(uid=uid, cgroups=cgroups, holder=holder, sandbox_pid=sandbox_pid, spec=spec)
+        state = LocalState(uid=uid, cgroups=cgroups, holder=holder, sandbox_pid=sandbox_pid, payload_pid=payload_pid,
+                           spec=spec)  # fmt: skip
         handle = Handle(id=sid, backend=self.name, key=key, state=state, warnings=self.warnings)
         loop = asyncio.get_running_loop()
         state.lifetime = loop.call_later(spec.lifetime_s, self._expire, handle)
@@ -259,10 +274,14 @@ class LocalBackend:
         before = cg.counters() if cg is not None else {}
         procs = cg.procs_files(leaf) if cg is not None else []
         spec = state.spec
-        envs = [f"{k}={v}" for k, v in {"PATH": SANDBOX_PATH, "HOME": WORKDIR, **spec.env, **(env or {})}.items()]
+        extra = {**spec.env, **(env or {})}
+        # The payload process's cwd is the working directory, so -w lands there. The program inherits the env the
+        # helpers start with; only a caller-supplied env goes through `env -i`, so no variable of the caller ever
+        # configures the host-side helpers (LD_PRELOAD and friends).
+        prefix = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in {**SANDBOX_ENV, **extra}.items())] if extra else []
         script = (f"{self._join_script(procs)}\n{self._rlimit_script(spec, timeout_s * spec.cpu + 1)}\n"
-                  f"exec nsenter -t {state.sandbox_pid} -U -m -p -n -i -u -C -r -w -S {state.uid} -G {state.uid} "
-                  f'env -i -C {WORKDIR} "$@"')  # fmt: skip
+                  f"exec {self.caps.tools['nsenter']} -t {state.payload_pid} -U -m -p -n -i -u -C -r -w "
+                  f'-S {state.uid} -G {state.uid} "$@"')  # fmt: skip
         overflow = {"hit": False}
         child_ref: list[Child] = []
 
@@ -272,8 +291,8 @@ class LocalBackend:
                 child_ref[0].kill()
 
         t0 = time.perf_counter()
-        child = Child(["/bin/sh", "-c", script, "sh", *envs, *argv], cap=spec.output_limit_bytes,
-                      on_overflow=on_overflow, env=HOST_ENV)  # fmt: skip
+        child = Child(["/bin/sh", "-c", script, "sh", *prefix, *argv], cap=spec.output_limit_bytes,
+                      on_overflow=on_overflow, env=SANDBOX_ENV)  # fmt: skip
         child_ref.append(child)
         state.execs.append(child)
         timed_out = False

@@ -69,13 +69,17 @@ class SandboxPool:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    async def shutdown(self) -> None:
-        """Close whatever is still open (even if the caller was cancelled), then sweep and stop the backend."""
+    async def close_all(self) -> None:
+        """Close whatever is still open (even if the caller was cancelled) and wait for late creates to land."""
         for handle in list(self._live.values()):
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._close(handle))
         if self._late:
             await asyncio.wait(self._late, timeout=self.config.start_timeout_s + self.config.stop_timeout_s)
+
+    async def shutdown(self) -> None:
+        """close_all, then sweep orphans and stop the backend."""
+        await self.close_all()
         self.swept += await self.backend.sweep(final=True)
         await self.backend.shutdown()
 

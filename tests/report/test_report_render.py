@@ -165,3 +165,18 @@ def test_a_section_that_fails_to_draw_says_so(
 def test_no_runs_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one"):
         write_report([], tmp_path / "r.html")
+
+
+def test_rollout_points_without_times_give_staleness_but_no_utilisation(
+    build: Callable[..., Trace], make_record: Callable[..., RunRecord]
+) -> None:
+    rows = [("trainer.step", "agg", {"step": s, "value": 5.0}) for s in (1, 2, 3)]
+    rows += [
+        ("rollout", "point", {"step": 3, "status": "ok", "v_start": 0, "v_train": 2}),
+        ("rollout", "point", {"step": 3, "status": "ok", "v_start": 1, "v_train": 2}),
+    ]
+    trace = build(rows)
+    html = render.render_html([(make_record(trace, {}), trace)])
+    assert "<svg" in section_html(html, "staleness") and "of 2 trained samples" in section_html(html, "staleness")
+    assert "Not available in this trace (rollouts have no start/end times)." in section_html(html, "utilisation")
+    assert "Not available in this trace" in section_html(html, "breakdown")

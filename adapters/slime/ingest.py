@@ -50,10 +50,11 @@ def parse_path(path: Path) -> Trace:
         read_console_file(c, log)
     add_tensorboard(c, found.events)
     add_dumps(c, found.dumps)
+    unread_dumps = [w for w in c.warnings if "rollout dump(s) found but not read" in w]
+    if unread_dumps and not _looks_like_slime(c):
+        raise AdapterError(unread_dumps[0])
     if not _looks_like_slime(c):
         raise NotThisFrameworkError(f"not a slime run: {_why_not(path, found)}")
-    if found.dumps and not c.dumps and not (c.trainer_perf or c.rollout_perf or c.sandbox):
-        raise AdapterError(next(w for w in c.warnings if "rollout dump" in w))
     return build_trace(c, detect_mode(c)).validate()
 
 

@@ -1,0 +1,203 @@
+"""End-to-end parse of slime runs (fixtures under tests/fixtures/slime, made by make_fixtures.py) and the metrics."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from benchbed.adapters.base import get_adapter
+from benchbed.adapters.slime import SlimeAdapter
+
+from benchbed import keys as K
+from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.metrics import compute_metrics
+
+FIX = Path(__file__).parents[2] / "fixtures" / "slime"
+
+
+def parse(name: str):
+    return SlimeAdapter().parse(FIX / name)
+
+
+def agg(trace, key: str) -> dict[int, float]:
+    rows = trace.events[(trace.events["key"] == key) & (trace.events["kind"] == "agg")]
+    return dict(zip(rows["step"], rows["value"], strict=True))
+
+
+def span_seconds(trace, key: str) -> dict[int, float]:
+    rows = trace.events[(trace.events["key"] == key) & (trace.events["kind"] == "span")]
+    return (rows["t1"] - rows["t0"]).groupby(rows["step"]).sum().to_dict()
+
+
+def value(metrics, name: str) -> float:
+    return metrics[name].value
+
+
+def test_entry_point_is_registered() -> None:
+    assert isinstance(get_adapter("slime"), SlimeAdapter)
+
+
+def test_sync_colocated_run_decomposes_each_step_by_the_key_map() -> None:
+    trace = parse("sync_colocated_624b824")
+    assert (trace.meta.framework_version, trace.meta.mode) == ("624b824", "sync")
+    assert trace.meta.extra["placement"] == "colocated"
+    assert (trace.meta.samples_per_step, trace.meta.group_size) == (32, 8)
+    # step 1 (rollout 0): train_wait 100 = update_weights 3 + wake_up 2 + data_preprocess 0.5 + wait 94.5
+    assert span_seconds(trace, K.TRAINER_STEP) == {1: 120.0, 2: 80.0, 3: 80.0, 4: 86.0}
+    assert span_seconds(trace, K.TRAINER_WAIT) == {1: 94.5, 2: 51.5, 3: 51.5, 4: 51.5}
+    assert span_seconds(trace, K.TRAINER_COMPUTE) == {1: 19.0, 2: 19.0, 3: 19.0, 4: 19.0}
+    assert span_seconds(trace, K.TRAINER_WEIGHT_SYNC) == {1: 3.0, 2: 2.0, 3: 2.0, 4: 2.0}
+    assert span_seconds(trace, K.TRAINER_CHECKPOINT) == {4: 6.0}
+    # other = sleep 4 + wake_up 2 + data_preprocess 0.5 + (train 20 - compute 19)
+    assert span_seconds(trace, K.TRAINER_OTHER) == {1: 3.5, 2: 7.5, 3: 7.5, 4: 7.5}
+    steps = trace.events[trace.events["key"] == K.TRAINER_STEP].sort_values("step")
+    assert steps["t0"].tolist() == [5.0, 125.0, 205.0, 285.0]  # contiguous, starting at `Timer train_wait start`
+    assert agg(trace, K.GROUPS_ZERO_ADV) == {1: 1.0, 2: 1.0, 3: 2.0, 4: 0.0}
+    assert agg(trace, K.SAMPLES_TRAINED) == {1: 32.0, 2: 32.0, 3: 32.0, 4: 32.0}
+    assert agg(trace, "native.train/grad_norm") == {1: 0.21, 3: 0.21, 4: 0.21}  # nan at step 2 is not kept
+    assert any(w.endswith("run.log:32: skipped `perf 9:` line: not a Python dict: unterminated string literal "
+                          "(detected at line 1) at column 28") for w in trace.meta.warnings)  # fmt: skip
+
+
+def test_sync_metrics_follow_the_definitions_and_keep_slimes_own_ratio() -> None:
+    metrics = compute_metrics(parse("sync_colocated_624b824"), warmup_steps=1)
+    assert value(metrics, "trainer_idle_ratio") == pytest.approx(154.5 / 246)
+    assert value(metrics, "trainer_checkpoint_ratio") == pytest.approx(6 / 246)
+    assert value(metrics, "step_time_mean_s") == pytest.approx(82.0)
+    assert value(metrics, "startup_s") == pytest.approx(5.0)
+    assert value(metrics, "zero_adv_group_fraction") == pytest.approx(3 / 12)
+    assert value(metrics, "framework_trainer_idle_ratio") == pytest.approx((0.75 + 0.75 + 66 / 86) / 3)
+
+
+def test_tensorboard_only_gives_the_same_steps_as_the_console() -> None:
+    console, tb = parse("sync_colocated_624b824"), parse("tb_only_sync")
+    for key in K.TRAINER_COMPONENTS + (K.TRAINER_STEP,):
+        assert span_seconds(tb, key) == pytest.approx(span_seconds(console, key))
+    assert agg(tb, K.GROUPS_ZERO_ADV) == agg(console, K.GROUPS_ZERO_ADV)
+    assert tb.meta.mode == "sync" and tb.meta.extra["placement"] == "colocated"
+    assert any("rollout_batch_size / n_samples_per_prompt unknown" in w for w in tb.meta.warnings)
+    assert len(tb.meta.sources) == 2 and all("events.out.tfevents" in s for s in tb.meta.sources)
+
+
+def test_async_v031_run_is_detected_and_joined_on_rollout_id() -> None:
+    trace = parse("async_v031")
+    assert trace.meta.framework_version == "v0.3.1"
+    assert trace.meta.mode == "one_step_off"
+    assert trace.meta.extra["placement"] == "disaggregated"
+    assert span_seconds(trace, K.TRAINER_WAIT) == {1: 28.0, 2: 8.0, 3: 8.0, 4: 8.0, 5: 8.0}
+    # rollout k+1 is printed during trainer step k, yet its counters belong to step k+2 (join on id, not time)
+    assert agg(trace, "native.perf/rollout_time") == {1: 29.0, 2: 45.0, 3: 45.0, 4: 45.0, 5: 45.0, 6: 45.0}
+    assert agg(trace, K.GROUPS_ZERO_ADV) == {s: 3.0 for s in range(1, 7)}  # 3 groups dropped for zero std
+    metrics = compute_metrics(trace, warmup_steps=1)
+    assert value(metrics, "trainer_idle_ratio") == pytest.approx(32 / 152)
+    assert value(metrics, "framework_trainer_idle_ratio") == pytest.approx(10 / 38)
+
+
+def test_fully_async_run_with_dumps_versions_partial_rollouts_and_failures() -> None:
+    trace = parse("fully_async_swe")
+    assert (trace.meta.mode, trace.meta.framework_version) == ("fully_async", "624b824")
+    assert trace.meta.extra["update_weights_interval"] == 2 and trace.meta.extra["partial_rollout"] is True
+    assert trace.meta.concurrency == 64 * 2
+    r = trace.events[trace.events["key"] == K.ROLLOUT]
+    assert len(r) == 24 and set(r["kind"]) == {"span"}
+    last = r[r["v_train"] == 2]
+    # weight_versions ["1", "2"] with a push every 2 steps: slime v1 -> benchbed 0, slime v2 -> benchbed 2
+    assert set(last["v_start"]) == {0} and set(last["v_end"]) == {2} and set(last["step"]) == {3}
+    resumed = [json.loads(a) for a in r["attrs"] if "resumed_from_rollout" in a]
+    assert resumed == [{"reward": 1.0, "slime_status": "completed", "response_length": 2, "resumed_from_rollout": 0,
+                        "env_staleness": 2, "non_generation_time_s": 2.5}]  # fmt: skip
+    assert agg(trace, "native.partial_rollout/env_staleness_mean") == {3: 2.0}
+    aborted = r[r["status"] == "aborted"]
+    assert len(aborted) == 1 and json.loads(aborted["attrs"].iloc[0])["abort_reason"] == "missing_image_or_workdir"
+    groups = trace.events[trace.events["key"] == K.ROLLOUT_GROUP]
+    assert len(groups) == 6 and sorted(groups["value"].round(3)) == [0.0, 0.0, 0.0, 0.5, 0.5, 0.5]
+    starts = trace.events[trace.events["key"] == K.SANDBOX_START]
+    assert sorted(starts["status"]) == ["image_error", "ok", "ok", "ok", "ok", "rate_limited", "start_timeout",
+                                        "start_timeout"]  # fmt: skip
+    assert len(trace.events[trace.events["key"] == K.SANDBOX_EXEC]) == 24
+    metrics = compute_metrics(trace, warmup_steps=1)
+    assert value(metrics, "sandbox_init_failure_rate") == pytest.approx(0.5)
+    assert value(metrics, "staleness_max") == 2
+    assert value(metrics, "zero_adv_group_fraction") == pytest.approx(0.5)
+
+
+def test_secrets_in_log_lines_never_reach_the_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("E2B_API_KEY", "sk-SECRETSECRET")
+    trace = parse("fully_async_swe")
+    assert not trace.events["attrs"].str.contains("SECRETSECRET").any()
+    assert trace.events["attrs"].str.contains(r"\*\*\*").any()
+
+
+def test_real_trainer_line_agrees_with_wait_time_ratio_where_definitions_coincide(tmp_path: Path) -> None:
+    # PR #1102 (colocated, offload): slime counts offload + weight sync as waiting; benchbed splits them out.
+    pr1102 = (
+        "(MegatronTrainRayActor pid=38610) [2026-01-05 12:20:29] train_metric_utils.py:44 - perf 2: "
+        "{'perf/sleep_time': 4.04, 'perf/update_weights_time': 0.34, 'perf/wake_up_time': 1.94, "
+        "'perf/data_preprocess_time': 0.002, 'perf/train_wait_time': 11.33, 'perf/ref_log_probs_time': 1.40, "
+        "'perf/log_probs_time': 0.11, 'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, "
+        "'perf/log_probs_tflops': 11.65, 'perf/ref_log_probs_tflops': 0.90, 'perf/actor_train_tflops': 3.72, "
+        "'perf/actor_train_tok_per_s': 2355.6, 'perf/step_time': 14.18, 'perf/wait_time_ratio': 0.799}"
+    )
+    # The same trainer with nothing running outside the train block: the two definitions coincide.
+    bare = (
+        "(MegatronTrainRayActor pid=1) [2026-01-05 12:21:29] train_metric_utils.py:401 - perf 3: "
+        "{'perf/train_wait_time': 6.0, 'perf/actor_train_time': 2.0, 'perf/train_time': 2.0, "
+        "'perf/step_time': 8.0, 'perf/wait_time_ratio': 0.75}"
+    )
+    (tmp_path / "run.log").write_text(pr1102 + "\n" + bare + "\n")
+    trace = SlimeAdapter().parse(tmp_path / "run.log")
+    waits, steps = span_seconds(trace, K.TRAINER_WAIT), span_seconds(trace, K.TRAINER_STEP)
+    assert waits[4] / steps[4] == pytest.approx(agg(trace, "framework.trainer_idle_ratio")[4]) == 0.75
+    outside = 4.04 + 0.34 + 1.94 + 0.002
+    assert waits[3] == pytest.approx(11.33 - outside)
+    assert (waits[3] + outside) / steps[3] == pytest.approx(0.799, abs=1e-3)
+
+
+def test_other_framework_output_is_refused_with_a_reason() -> None:
+    with pytest.raises(NotThisFrameworkError, match=r"^not a slime run: .*look like verl"):
+        SlimeAdapter().parse(FIX / "other_verl")
+    with pytest.raises(NotThisFrameworkError, match=r"^not a slime run: .*not a slime rollout dump"):
+        SlimeAdapter().parse(FIX / "foreign_pt")
+
+
+def test_dump_from_incompatible_version_names_the_missing_fields() -> None:
+    with pytest.raises(AdapterError, match=r"incompatible slime version: samples lack field\(s\) \['metadata', "
+                                           r"'weight_versions'\]"):  # fmt: skip
+        SlimeAdapter().parse(FIX / "bad_dump_version")
+
+
+def test_without_torch_dumps_are_reported_and_the_rest_is_ingested(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    shutil.copytree(FIX / "fully_async_swe", tmp_path / "run")
+    real_import = builtins.__import__
+
+    def no_torch(name: str, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    trace = SlimeAdapter().parse(tmp_path / "run")
+    assert any("3 rollout dump(s) found but not read" in w and "benchbed[local]" in w for w in trace.meta.warnings)
+    assert len(trace.events[trace.events["key"] == K.ROLLOUT]) == 0
+    assert len(trace.events[trace.events["key"] == K.TRAINER_STEP]) == 3
+    with pytest.raises(AdapterError, match=r"benchbed\[local\]"):
+        SlimeAdapter().parse(tmp_path / "run" / "rollout_dumps")
+
+
+def test_empty_or_missing_paths(tmp_path: Path) -> None:
+    with pytest.raises(NotThisFrameworkError, match="^not a slime run: .* holds no console log"):
+        SlimeAdapter().parse(tmp_path)
+    with pytest.raises(AdapterError, match="no such file"):
+        SlimeAdapter().parse(tmp_path / "nope")
+
+
+def test_single_files_are_accepted(tmp_path: Path) -> None:
+    trace = SlimeAdapter().parse(FIX / "fully_async_swe" / "rollout_dumps" / "rollout_2.pt")
+    assert len(trace.events[trace.events["key"] == K.ROLLOUT]) == 8
+    event_file = next((FIX / "tb_only_sync" / "tensorboard").glob("*.trainer"))
+    assert len(SlimeAdapter().parse(event_file).of(K.TRAINER_STEP)) == 4

@@ -303,8 +303,12 @@ def _warn_unknown_steps(data: RunData, warnings: list[str]) -> None:
     known = set(data.trainer) | set(data.orchestrator)
     if not known:
         return
-    unknown = [e for e in data.episodes if e.window_step >= 0 and e.window_step not in known]
-    unknown += [e for e in data.episodes if data.trained_at.get(e.id, 0) > 0 and data.trained_at[e.id] not in known]
+    known_or_none = known | {0}
+    unknown = [
+        e
+        for e in data.episodes
+        if (e.window_step >= 0 and e.window_step not in known) or data.trained_at.get(e.id, 0) not in known_or_none
+    ]
     if unknown:
         steps = sorted({e.window_step for e in unknown})
         warnings.append(

@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
+from benchbed.adapters.prime_rl import PrimeRLAdapter
 
 from benchbed import keys as K
-from benchbed.adapters.prime_rl import PrimeRLAdapter
 from benchbed.errors import NotThisFrameworkError
 from benchbed.metrics import compute_metrics
 
@@ -49,7 +49,9 @@ def test_components_map_and_sum_to_the_step(head, gen) -> None:
     for k, (w, load, fb, bw, ck) in enumerate(gen.HEAD_TIMERS, start=1):
         assert (wait[k], compute[k], sync[k], ckpt[k]) == pytest.approx((w, fb, bw, ck))
         assert other[k] == pytest.approx(load + gen.LOOP_OVERHEAD)
-        assert wait[k] + compute[k] + sync[k] + ckpt[k] + other[k] == pytest.approx(gen.step_time(gen.HEAD_TIMERS[k - 1]))
+        assert wait[k] + compute[k] + sync[k] + ckpt[k] + other[k] == pytest.approx(
+            gen.step_time(gen.HEAD_TIMERS[k - 1])
+        )
 
 
 def test_trainer_idle_ratio_skips_step_one(head, gen) -> None:
@@ -127,8 +129,16 @@ def test_truncated_last_line_is_skipped_and_marks_partial(fixtures: Path) -> Non
 
 
 def test_components_exceeding_the_step_are_clamped_and_warned(tmp_path: Path) -> None:
-    row = {"step": 1, "time": 1.0e9, "time/step": 10.0, "time/wait_for_batch": 6.0, "time/load_data": 0.0,
-           "time/forward_backward": 5.0, "time/broadcast_weights": 0.0, "time/save_ckpt": 0.0}  # fmt: skip
+    row = {
+        "step": 1,
+        "time": 1.0e9,
+        "time/step": 10.0,
+        "time/wait_for_batch": 6.0,
+        "time/load_data": 0.0,
+        "time/forward_backward": 5.0,
+        "time/broadcast_weights": 0.0,
+        "time/save_ckpt": 0.0,
+    }
     path = tmp_path / "metrics.jsonl"
     path.write_text(json.dumps(row) + "\n")
     trace = PrimeRLAdapter().parse(path)
@@ -138,8 +148,10 @@ def test_components_exceeding_the_step_are_clamped_and_warned(tmp_path: Path) ->
 
 def test_other_frameworks_metrics_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "metrics.jsonl"
-    rows = [{"step": 1, "timing_s/gen": 12.0, "timing_s/update_actor": 8.0, "actor/pg_loss": 0.1},
-            {"step": 2, "timing_s/gen": 11.0, "timing_s/update_actor": 8.5, "actor/pg_loss": 0.1}]  # fmt: skip
+    rows = [
+        {"step": 1, "timing_s/gen": 12.0, "timing_s/update_actor": 8.0, "actor/pg_loss": 0.1},
+        {"step": 2, "timing_s/gen": 11.0, "timing_s/update_actor": 8.5, "actor/pg_loss": 0.1},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(NotThisFrameworkError, match=r"^not a prime-rl run: .*none with prime-rl trainer keys"):
         PrimeRLAdapter().parse(path)

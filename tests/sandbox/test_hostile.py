@@ -70,8 +70,9 @@ def test_fork_bomb_hits_pids_cap_and_host_stays_responsive(local_caps):
 
 def test_shell_fork_bomb(local_caps):
     bad, _, _ = run_hostile(local_caps, ["/bin/sh", "-c", "f() { f | f & }; f; sleep 5"], timeout_s=2)
-    assert bad.result.reason == "exec_timeout"
-    assert "process cap" in bad.result.message
+    # Either the deadline ends it or the top shell itself gives up ("Cannot fork"); the pids cap fired either way.
+    assert bad.result.limit in ("wall", "pids")
+    assert "process cap 64 reached" in bad.result.message
 
 
 def test_unbounded_memory_is_oom_killed(local_caps):

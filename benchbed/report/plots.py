@@ -29,6 +29,7 @@ STATUS_COLORS = {
 }  # fmt: skip
 TRAINER_KEY_COLORS = {f"trainer.{c}": color for c, color in COMPONENT_COLORS.items()}
 PAUSED_COLOR = "#c7c7c7"
+MIN_STALENESS_BINS = 4
 MAX_BUCKETS = 400  # per-step series longer than this are drawn as means over buckets of consecutive steps
 MAX_LANE_LABELS = 16  # label every k-th generator lane beyond this (tick labels dominate drawing time)
 _salt = itertools.count()
@@ -106,8 +107,8 @@ def staleness_histogram(values: np.ndarray) -> str:
     fig, ax = _figure(2.8)
     counts = np.bincount(values)
     ax.bar(np.arange(len(counts)), counts, color="#1f77b4", width=0.8)
-    ax.set_xticks(np.arange(len(counts)) if len(counts) <= 30 else ax.get_xticks())
-    ax.set_xlim(-0.6, len(counts) - 0.4)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(-0.6, max(len(counts), MIN_STALENESS_BINS) - 0.4)  # a lone bar must not fill the axis
     ax.set_xlabel("staleness v_train − v_start (versions)")
     ax.set_ylabel("trained samples")
     return to_svg(fig)

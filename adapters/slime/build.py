@@ -52,6 +52,7 @@ def build_trace(c: Collected, d: Detected) -> Trace:
             "placement": d.placement,
             "update_weights_interval": d.update_weights_interval,
             "partial_rollout": a.partial_rollout,
+            "trainer_only_replay": bool(a.load_debug_rollout_data),
             "train_script": a.train_script,
             "pinned_commits": M.PINNED_COMMITS,
             "detection": d.evidence,

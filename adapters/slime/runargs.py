@@ -60,6 +60,9 @@ def from_argv(argv: list[str], source: str) -> RunArgs:
         name = Path(token).name
         if name in ("train.py", "train_async.py"):
             args.train_script = name
+    if args.train_script is not None:  # a whole command line: an absent flag is off
+        for key in _BOOL:
+            setattr(args, key, f"--{key.replace('_', '-')}" in argv)
     for i, token in enumerate(argv):
         if not token.startswith("--"):
             continue

@@ -11,7 +11,7 @@ from benchbed.errors import SpecError
 from benchbed.spec import format_validation_error
 
 PINNED_COMMIT = "559b447"
-PresetName = Literal[tuple(p.name for p in PRESETS)]  # type: ignore[valid-type]
+PresetName = Literal[(*(p.name for p in PRESETS), "none")]  # type: ignore[valid-type]
 
 
 class PrimeRLOptions(BaseModel):
@@ -21,7 +21,7 @@ class PrimeRLOptions(BaseModel):
 
     checkout: str | None = Field(None, description="prime-rl checkout to run in; else $PRIME_RL_DIR")
     commit: Literal["559b447"] = Field(PINNED_COMMIT, description="prime-rl commit the rendered config targets")
-    preset: PresetName | Literal["none"] | None = Field(None, description="MoE preset; None = by model name")
+    preset: PresetName | None = Field(None, description="MoE preset; None = by model name, 'none' = no preset")
     source_name: str = Field("train", min_length=1, description="name of the [[orchestrator.train.source]]")
     taskset: str | None = Field(None, description="verifiers taskset id; default from workload.task")
     harness: str | None = Field(None, description="agent harness id (e.g. bash, mini_swe_agent)")

@@ -66,10 +66,10 @@ def render_config(spec: ExperimentSpec) -> dict[str, Any]:
             "set workload.max_staleness >= 1 (it becomes orchestrator.max_off_policy_steps)"
         )
     preset = resolve_preset(spec, opts)
+    generation_model = preset.generation_model if preset is not None else None
     cfg: dict[str, Any] = {
         "max_steps": w.steps,
         "seq_len": w.max_seq_len or w.max_response_tokens,
-        "model": {"name": w.model},
         "orchestrator": {
             "batch_size": w.samples_per_step,
             "group_size": w.group_size,
@@ -79,18 +79,23 @@ def render_config(spec: ExperimentSpec) -> dict[str, Any]:
                 "source": [_train_source(spec, opts)],
             },
         },
+        "inference": {},  # present so that `rl` starts the inference server
     }
+    if generation_model:
+        # prime-rl requires orchestrator.model.name == inference.vllm.model; the trainer keeps the BF16 model,
+        # so the shared [model] table is left out (it would conflict with the per-component names).
+        cfg = deep_merge(
+            cfg,
+            {
+                "trainer": {"model": {"name": w.model}},
+                "orchestrator": {"model": {"name": generation_model}},
+                "inference": {"vllm": {"model": generation_model}},
+            },
+        )
+    else:
+        cfg["model"] = {"name": w.model}
     if preset is not None:
         cfg = deep_merge(cfg, preset.config)
-        if preset.generation_model:
-            cfg = deep_merge(
-                cfg,
-                {
-                    "inference": {"vllm": {"model": preset.generation_model}},
-                    "orchestrator": {"model": {"name": preset.generation_model}},
-                    "trainer": {"model": {"name": w.model}},
-                },
-            )
     cfg = deep_merge(cfg, _deployment(spec, opts, preset))
     if opts.weight_broadcast:
         cfg["weight_broadcast"] = {"type": opts.weight_broadcast}

@@ -83,7 +83,7 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
         console.print(f"[red]{record.error.message}[/]", highlight=False)
         if record.error.log_tail:
             console.print(record.error.log_tail[-1500:], highlight=False, markup=False)
-    console.print(f"run directory: {outcome.run_dir}", highlight=False)
+    console.print(f"run directory: {outcome.run_dir}", highlight=False, soft_wrap=True)
 
 
 def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None) -> list[RunOutcome]:
@@ -206,11 +206,11 @@ def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
     else:
         table = Table(title=f"runs in {store_dir}", title_justify="left")
         for header in _LS_COLUMNS.values():
-            table.add_column(header, overflow="fold")
+            table.add_column(header, no_wrap=True)
         for row in frame.to_dict(orient="records"):
             row["started_at"] = str(row["started_at"])[:16].replace("T", " ")
             table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
-        Console().print(table)
+        Console(width=None if sys.stdout.isatty() else 200).print(table)
     for error in errors:
         err_console.print(f"[bold red]benchbed: error:[/] {error}", highlight=False)
     if errors:
@@ -248,4 +248,4 @@ def demo(store_dir: Path) -> None:
     write_report([(outcome.record, outcome.trace)], html)
     console = Console()
     console.print(_metric_table(outcome.record, HEADLINE_METRICS))
-    console.print(f"report: {html.resolve()}", highlight=False)
+    console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)

@@ -143,19 +143,24 @@ def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -
     queued_samples = 0
     version = 0
     batch_version = 0
-    started = finished = 0
+    started = finished = discarded = 0
+    discarded_since_step = 0
+    max_discarded_per_step = 1000 * B
     steps_done = 0
     paused_since = -1.0
     trainer_waiting = True
     step_started_at = 0.0
     trainer_event_t = math.inf
     trainer_phase = 0  # 1 = compute, 2 = weight sync
+    purged_at_version = 0
 
     def admitted() -> bool:
-        if started + G > (lookahead + version + 1) * B:
+        # Filtered or dropped groups do not count against admission: they are replaced (dynamic sampling).
+        counted = started - discarded
+        if counted + G > (lookahead + version + 1) * B:
             return False
         # Batch modes: a new batch starts only after every sample of the previous one has finished.
-        return not (batch_mode and started % B == 0 and finished < started)
+        return not (batch_mode and counted % B == 0 and finished < started)
 
     def dispatch(now: float) -> None:
         nonlocal started, paused_since, batch_version
@@ -168,7 +173,7 @@ def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -
                 if now > paused_since:
                     paused.append((paused_since, now))
                 paused_since = -1.0
-            if batch_mode and started % B == 0:
+            if batch_mode and (started - discarded) % B == 0:
                 batch_version = version
             group = len(g_t0)
             g_t0.append(now)
@@ -195,12 +200,18 @@ def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -
 
     def take_batch(now: float) -> None:
         nonlocal queued_samples, trainer_waiting, trainer_event_t, trainer_phase
-        if drop_stale:
-            while queue and version - g_v_start[queue[0]] > max_staleness:
-                dropped = queue.popleft()
+        nonlocal purged_at_version, discarded
+        if drop_stale and purged_at_version != version:
+            # Staleness only grows when the version does: purge the whole queue once per version.
+            purged_at_version = version
+            kept = [g for g in queue if version - g_v_start[g] <= max_staleness]
+            for dropped in set(queue).difference(kept):
                 g_status[dropped] = DROPPED_STALE
                 g_step[dropped] = steps_done + 1
-                queued_samples -= G
+                discarded += G
+            queued_samples = len(kept) * G
+            queue.clear()
+            queue.extend(kept)
         if queued_samples < B:
             return
         for _ in range(B // G):
@@ -229,6 +240,7 @@ def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -
                     trainer_event_t = now + sync_time
                     continue
             st_end.append(now)
+            discarded_since_step = 0
             steps_done += 1
             version += 1
             if progress is not None:
@@ -250,9 +262,21 @@ def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -
         g_remaining[group] -= 1
         if g_remaining[group] == 0:
             g_done[group] = now
+            rejected = -1
             if filter_zero_adv and g_std[group] == 0.0:
-                g_status[group] = FILTERED_ZERO_ADV
+                rejected = FILTERED_ZERO_ADV
+            elif drop_stale and version - g_v_start[group] > max_staleness:
+                rejected = DROPPED_STALE
+            if rejected >= 0:
+                g_status[group] = rejected
                 g_step[group] = steps_done + 1
+                discarded += G
+                discarded_since_step += G
+                if discarded_since_step > max_discarded_per_step:
+                    raise ValueError(
+                        f"no trainable groups: {discarded_since_step} samples in a row were filtered or dropped "
+                        "before one training step; check sim.pass_rate, filter_zero_adv and max_staleness"
+                    )
             else:
                 queue.append(group)
                 queued_samples += G

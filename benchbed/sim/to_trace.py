@@ -1,78 +1,96 @@
-"""Turn a SimOutcome into the canonical trace, column-wise (no per-row Python work)."""
+"""Turn a SimOutcome into the canonical trace, column-wise (no per-row Python work).
+
+Categorical columns share one category list per column across all blocks, and string columns are built as
+Arrow strings, so concatenating a million-sample trace costs no conversions."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 import benchbed
 from benchbed import keys as K
 from benchbed.sim.engine import ABORTED, OK, STATUS_NAMES, SimOutcome, SimParams
 from benchbed.trace import COLUMNS, Trace, TraceMeta
 
-_ROLLOUT_STATUS = (*STATUS_NAMES, "failed")
+_KEYS = [K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_STEP, K.GENERATOR_PAUSED,
+         K.ROLLOUT_GROUP, K.ROLLOUT]  # fmt: skip
+_KINDS = ["span", "point"]
+_STATUSES = ["", *STATUS_NAMES]
 
 
-def _frame(n: int, **columns: object) -> pd.DataFrame:
-    """A block of events with defaults for the columns not given."""
-    defaults: dict[str, object] = {
-        "step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "actor": "", "sample": "", "group": "",
-        "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "",
-    }  # fmt: skip
-    data = {}
-    for col in COLUMNS:
-        value = columns.get(col, defaults.get(col))
-        data[col] = value if isinstance(value, np.ndarray | pd.Series | pd.Categorical) else np.full(n, value)
-    return pd.DataFrame(data)
+class _Blocks:
+    """Builds event blocks whose categorical columns all use the same categories."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.actors = ["trainer", "generator", *(f"slot/{i}" for i in range(concurrency))]
+
+    def frame(self, n: int, key: str, kind: str, actor: str | np.ndarray, status: np.ndarray | None = None,
+              **columns: np.ndarray) -> pd.DataFrame:  # fmt: skip
+        """A block of n events; `actor` is a name or an array of codes into self.actors."""
+        actor_codes = np.full(n, self.actors.index(actor), dtype=np.int32) if isinstance(actor, str) else actor
+        data: dict[str, object] = {
+            "key": pd.Categorical.from_codes(np.full(n, _KEYS.index(key), dtype=np.int8), _KEYS),
+            "kind": pd.Categorical.from_codes(np.full(n, _KINDS.index(kind), dtype=np.int8), _KINDS),
+            "actor": pd.Categorical.from_codes(actor_codes, self.actors),
+            "status": pd.Categorical.from_codes(
+                np.zeros(n, dtype=np.int8) if status is None else status + 1, _STATUSES
+            ),
+        }
+        defaults = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start": -1, "v_end": -1, "v_train": -1}
+        for col in COLUMNS:
+            if col in data:
+                continue
+            if col in columns:
+                data[col] = columns[col]
+            elif col in defaults:
+                data[col] = np.full(n, defaults[col])
+            else:
+                data[col] = _strings(pa.nulls(n, pa.string()).fill_null(""))
+        return pd.DataFrame(data)
 
 
-def _rollouts(out: SimOutcome, params: SimParams) -> pd.DataFrame:
-    G = params.group_size
+def _strings(array: pa.Array) -> pd.api.extensions.ExtensionArray:
+    return pd.array(array, dtype="str")
+
+
+def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    return _strings(pa.array(values).cast(pa.string()))
+
+
+def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFrame:
     n = len(out.sample_t1)
-    group = np.arange(n) // G
+    group = np.arange(n) // params.group_size
     in_flight = np.isnan(out.sample_t1)
-    group_status = out.group_status[group]
-    status = np.where(in_flight, ABORTED, group_status).astype(np.int8)
-    t1 = np.where(in_flight, out.end_time, out.sample_t1)
+    status = np.where(in_flight, ABORTED, out.group_status[group]).astype(np.int8)
     v_train = out.group_v_train[group]
-    slot_names = [f"slot/{i}" for i in range(params.config.concurrency)]
-    return _frame(
-        n,
-        key=pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), [K.ROLLOUT]),
-        kind=pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["span"]),
+    return blocks.frame(
+        n, K.ROLLOUT, "span",
+        actor=out.sample_slot + 2,  # slot i is actor "slot/i", after "trainer" and "generator"
+        status=status,
         step=np.where(status == OK, np.where(v_train >= 0, v_train + 1, -1), out.group_step[group]),
         t0=out.group_t0[group],
-        t1=t1,
+        t1=np.where(in_flight, out.end_time, out.sample_t1),
         value=out.sample_reward,
-        actor=pd.Categorical.from_codes(out.sample_slot, slot_names),
-        sample=pd.Series(np.arange(n)).astype(str).to_numpy(),
-        group=pd.Series(group).astype(str).to_numpy(),
+        sample=_ids(np.arange(n)),
+        group=_ids(group),
         v_start=out.group_v_start[group],
         v_end=np.where(in_flight, -1, out.sample_v_end),
         v_train=v_train,
-        status=pd.Categorical.from_codes(status, list(_ROLLOUT_STATUS)),
-    )
+    )  # fmt: skip
 
 
-def _groups(out: SimOutcome) -> pd.DataFrame:
+def _groups(out: SimOutcome, blocks: _Blocks) -> pd.DataFrame:
     done = np.flatnonzero(~np.isnan(out.group_done_t))
-    n = len(done)
-    return _frame(
-        n,
-        key=K.ROLLOUT_GROUP,
-        kind="point",
-        step=out.group_step[done],
-        t0=out.group_done_t[done],
-        value=out.group_reward_std[done],
-        actor="generator",
-        group=pd.Series(done).astype(str).to_numpy(),
-        v_start=out.group_v_start[done],
-        v_train=out.group_v_train[done],
-        status=pd.Categorical.from_codes(out.group_status[done], list(_ROLLOUT_STATUS)),
-    )
+    return blocks.frame(
+        len(done), K.ROLLOUT_GROUP, "point", actor="generator", status=out.group_status[done],
+        step=out.group_step[done], t0=out.group_done_t[done], value=out.group_reward_std[done], group=_ids(done),
+        v_start=out.group_v_start[done], v_train=out.group_v_train[done],
+    )  # fmt: skip
 
 
-def _trainer(out: SimOutcome) -> pd.DataFrame:
+def _trainer(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
     n = len(out.step_end)
     steps = np.arange(1, n + 1)
     phases = [
@@ -81,33 +99,26 @@ def _trainer(out: SimOutcome) -> pd.DataFrame:
         (K.TRAINER_WEIGHT_SYNC, out.step_compute_end, out.step_end),
         (K.TRAINER_STEP, out.step_start, out.step_end),
     ]
-    return pd.concat(
-        [_frame(n, key=key, kind="span", step=steps, t0=t0, t1=t1, actor="trainer") for key, t0, t1 in phases],
-        ignore_index=True,
-    )
+    return [blocks.frame(n, key, "span", actor="trainer", step=steps, t0=t0, t1=t1) for key, t0, t1 in phases]
 
 
-def _paused(out: SimOutcome) -> pd.DataFrame:
+def _paused(out: SimOutcome, blocks: _Blocks) -> pd.DataFrame:
     spans = np.asarray(out.paused, dtype=float).reshape(-1, 2)
-    return _frame(len(spans), key=K.GENERATOR_PAUSED, kind="span", t0=spans[:, 0], t1=spans[:, 1], actor="generator")
+    return blocks.frame(len(spans), K.GENERATOR_PAUSED, "span", actor="generator", t0=spans[:, 0], t1=spans[:, 1])
 
 
 def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
     cfg = params.config
-    mode = cfg.mode if cfg.mode != "async" else f"async/{cfg.staleness_policy}"
-    frames = [_trainer(out), _paused(out), _groups(out), _rollouts(out, params)]
-    events = pd.concat(frames, ignore_index=True)
-    for col in ("key", "kind", "actor", "status"):
-        if not isinstance(events[col].dtype, pd.CategoricalDtype):
-            events[col] = events[col].astype("category")
+    blocks = _Blocks(cfg.concurrency)
+    frames = [*_trainer(out, blocks), _paused(out, blocks), _groups(out, blocks), _rollouts(out, params, blocks)]
     meta = TraceMeta(
         adapter="sim",
         framework="benchbed-sim",
         framework_version=benchbed.__version__,
-        mode=mode,
+        mode=cfg.mode if cfg.mode != "async" else f"async/{cfg.staleness_policy}",
         concurrency=cfg.concurrency,
         samples_per_step=params.samples_per_step,
         group_size=params.group_size,
         extra={"end_time_s": out.end_time, "seed": cfg.seed},
     )
-    return Trace(events, meta)
+    return Trace(pd.concat(frames, ignore_index=True), meta)

@@ -1,0 +1,48 @@
+# benchbed: `make demo` sets up .venv and runs the quickstart; `make test` sets up everything the tests need
+# (system packages, all extras) and runs lint plus the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+APT_PACKAGES := chromium chromium-driver bubblewrap
+
+.PHONY: demo test setup setup-test system-packages lint bench clean
+
+demo: setup
+	$(BIN)/benchbed demo
+
+test: setup-test lint
+	$(BIN)/pytest -q
+
+setup: $(VENV)/.core-installed
+
+$(VENV)/.core-installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+setup-test: system-packages $(VENV)/.test-installed
+
+# torch comes first, pinned to the CPU build that lies on disk, so no extra can pull a CUDA build.
+$(VENV)/.test-installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev,local,verl,modal,prime]'
+	touch $(VENV)/.core-installed $@
+
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing system packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+lint: setup-test
+	$(BIN)/ruff check .
+
+bench: setup
+	$(BIN)/python benchmarks/sim_speed.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,106 @@
+"""The canonical trace: schema, parquet round trip, validation messages naming row and column."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from benchbed.errors import TraceError
+from benchbed.trace import COLUMNS, Trace, TraceBuilder, TraceMeta, read_trace
+
+
+def small_trace() -> Trace:
+    b = TraceBuilder()
+    b.span("trainer.step", 0.0, 10.0, step=1, actor="trainer")
+    b.span("rollout", 1.0, 4.0, step=1, sample="s0", group="g0", v_start=0, v_end=0, v_train=0, status="ok", value=1)
+    b.agg("framework.trainer_idle_ratio", 1, 0.25)
+    return b.build(TraceMeta(adapter="test", concurrency=4))
+
+
+def test_parquet_round_trip_keeps_events_and_meta(tmp_path):
+    trace = small_trace()
+    path = trace.write(tmp_path)
+    back = read_trace(path)
+    assert list(back.events.columns) == list(COLUMNS)
+    assert back.meta == trace.meta
+    pd.testing.assert_frame_equal(back.events, trace.events, check_categorical=False)
+    assert back.events.loc[1, "v_train"] == 0 and back.events.loc[1, "value"] == 1.0
+    assert math.isnan(back.events.loc[2, "t0"])
+
+
+def test_defaults_fill_optional_columns():
+    trace = Trace(
+        pd.DataFrame({"key": ["trainer.step"], "kind": ["span"], "t0": [0.0], "t1": [1.0]}), TraceMeta(adapter="x")
+    )
+    row = trace.events.iloc[0]
+    assert row["step"] == -1 and row["v_start"] == -1 and row["actor"] == "" and math.isnan(row["value"])
+
+
+def test_unknown_key_names_row_and_column():
+    b = TraceBuilder()
+    b.span("trainer.step", 0, 1, step=1)
+    b.span("trainer.stepp", 1, 2, step=2)
+    with pytest.raises(TraceError, match=r"row 1, column 'key': unknown event key 'trainer.stepp'"):
+        b.build(TraceMeta(adapter="x")).validate()
+
+
+def test_end_before_start_is_rejected():
+    b = TraceBuilder()
+    b.span("rollout", 0, 1)
+    b.span("rollout", 5, 4)
+    with pytest.raises(TraceError, match=r"row 1, column 't1': t1=4.0 is before t0=5.0"):
+        b.build(TraceMeta(adapter="x")).validate()
+
+
+def test_span_without_times_is_rejected():
+    b = TraceBuilder()
+    b.add("trainer.wait", "span", step=1)
+    with pytest.raises(TraceError, match=r"row 0, column 't0': a span needs finite t0 and t1"):
+        b.build(TraceMeta(adapter="x")).validate()
+
+
+def test_missing_required_column():
+    with pytest.raises(TraceError, match=r"missing required column\(s\) \['kind'\]"):
+        Trace(pd.DataFrame({"key": ["rollout"]}), TraceMeta(adapter="x"))
+
+
+def test_wrong_type_names_column_and_row():
+    frame = pd.DataFrame({"key": ["rollout", "rollout"], "kind": ["point", "point"], "t0": [1.0, "soon"]})
+    with pytest.raises(TraceError, match=r"column 't0', row 1: value 'soon'"):
+        Trace(frame, TraceMeta(adapter="x"))
+
+
+def test_unknown_kind_is_rejected():
+    b = TraceBuilder()
+    b.add("rollout", "interval", t0=0.0, t1=1.0)
+    with pytest.raises(TraceError, match=r"row 0, column 'kind': 'interval' is not one of"):
+        b.build(TraceMeta(adapter="x")).validate()
+
+
+def test_truncated_parquet_gives_clear_error(tmp_path):
+    path = small_trace().write(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError, match=r"trace.parquet: not a readable parquet trace .*corrupt or truncated"):
+        read_trace(tmp_path)
+
+
+def test_garbage_file_gives_clear_error(tmp_path):
+    (tmp_path / "trace.parquet").write_text("not parquet at all")
+    with pytest.raises(TraceError, match="not a readable parquet trace"):
+        read_trace(tmp_path)
+
+
+def test_newer_schema_version_is_refused(tmp_path):
+    trace = small_trace()
+    trace.meta.schema_version = 99
+    trace.write(tmp_path)
+    with pytest.raises(TraceError, match="schema version 99 is newer"):
+        read_trace(tmp_path)
+
+
+def test_missing_trace_file(tmp_path):
+    with pytest.raises(TraceError, match="no trace file here"):
+        read_trace(tmp_path)

@@ -6,6 +6,7 @@ and they never plot. Each returns an empty result when the trace lacks the data;
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 
@@ -149,17 +150,29 @@ def _natural_key(name: str) -> tuple[str, int]:
     return (match.group(1), int(match.group(2))) if match else (name, -1)
 
 
+def _overlaps_within(actor: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> bool:
+    """True if two spans of the same actor overlap in time (the actor is then not a generator slot)."""
+    order = np.lexsort((t0, actor))
+    a, s, e = actor[order], t0[order], t1[order]
+    same = a[1:] == a[:-1]
+    return bool((same & (s[1:] < e[:-1])).any())
+
+
 def _pack_lanes(t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """Greedy interval packing: each span (in start order) takes the lowest lane that is free by then."""
-    lane_end: list[float] = []
+    """Greedy interval packing: each span (in start order) takes the lowest lane free by its start; O(n log n)."""
     lanes = np.empty(len(t0), dtype=np.int64)
+    busy: list[tuple[float, int]] = []  # (end, lane) of spans still running
+    free: list[int] = []
+    opened = 0
     for i in np.argsort(t0, kind="stable"):
-        free = next((j for j, end in enumerate(lane_end) if end <= t0[i]), len(lane_end))
-        if free == len(lane_end):
-            lane_end.append(t1[i])
+        while busy and busy[0][0] <= t0[i]:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
         else:
-            lane_end[free] = t1[i]
-        lanes[i] = free
+            lane, opened = opened, opened + 1
+        heapq.heappush(busy, (float(t1[i]), lane))
+        lanes[i] = lane
     return lanes
 
 
@@ -167,7 +180,8 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
     """Spans of the first `steps` trainer steps for a lane chart: rollouts by generator slot, trainer parts.
 
     Columns lane, t0, t1, key, status. Rollout lanes are the rollout's `actor` (e.g. "slot/3"), or packed
-    lanes ("lane/N") when actors are not recorded; only the first `max_lanes` lanes are kept. The trainer's
+    lanes ("lane/N") when actors are missing or are not slots (one actor's rollouts overlap in time); only
+    the first `max_lanes` lanes are kept. The trainer's
     component spans form lane "trainer", generator.paused spans lane "generator.paused". Spans are clipped
     to the window [first step start, end of step `steps`]; without trainer spans the window ends where the
     first `max_rollouts` rollouts have started.
@@ -189,10 +203,12 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
     parts = []
     if len(rollouts):
         r = rollouts[(rollouts["t0"] < w1) & (rollouts["t1"] > w0)]
-        if (r["actor"].astype(str) != "").all():
-            lane = r["actor"].astype(str).to_numpy()
+        actor = r["actor"].astype(str).to_numpy()
+        t0, t1 = r["t0"].to_numpy(dtype=float), r["t1"].to_numpy(dtype=float)
+        if (actor != "").all() and not _overlaps_within(actor, t0, t1):
+            lane = actor
         else:
-            lane = np.char.add("lane/", _pack_lanes(r["t0"].to_numpy(), r["t1"].to_numpy()).astype(str))
+            lane = np.char.add("lane/", _pack_lanes(t0, t1).astype(str))
         kept = sorted(set(lane), key=_natural_key)[:max_lanes]
         keep = np.isin(lane, kept)
         r = r[keep]

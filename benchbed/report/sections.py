@@ -111,7 +111,7 @@ def timeline_section(record: RunRecord, trace: Trace) -> Section:
     slots = int((rows["key"] == K.ROLLOUT).sum())
     lanes = rows.loc[rows["key"] == K.ROLLOUT, "lane"].nunique()
     caption = (
-        f"{slots} rollout spans on {lanes} generator lanes (first lanes only), trainer components and "
+        f"{slots} rollout spans on {lanes} generator lane(s) (the first lanes only), trainer components and "
         f"generator pauses, {np.ptp(rows[['t0', 't1']].to_numpy()):.4g} s."
     )
     return Section(key, title, plots.timeline(rows), caption)

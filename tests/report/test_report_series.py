@@ -140,8 +140,10 @@ def test_timeline_rows_first_steps_slots_in_natural_order_clipped(build: Callabl
     assert rows.loc[rows["lane"] == "generator.paused", ["t0", "t1"]].values.tolist() == [[18.0, 20.0]]
 
 
-def test_timeline_rows_packs_lanes_when_actors_are_unknown(build: Callable[..., Trace]) -> None:
-    trace = build([span("rollout", t0, t1, status="ok") for t0, t1 in [(0, 5), (1, 3), (3, 6), (5, 8)]])
+@pytest.mark.parametrize("actor", ["", "generator"])  # unknown, or one actor whose rollouts overlap
+def test_timeline_rows_packs_lanes_when_actors_are_not_slots(build: Callable[..., Trace], actor: str) -> None:
+    intervals = [(0, 5), (1, 3), (3, 6), (5, 8)]
+    trace = build([span("rollout", t0, t1, status="ok", actor=actor) for t0, t1 in intervals])
     rows = series.timeline_rows(trace)
     assert rows["lane"].tolist() == ["lane/0", "lane/1", "lane/1", "lane/0"]
     assert len(series.timeline_rows(build([agg("trainer.step", 1, 1.0)]))) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import click
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchbed.cli.console import err_console
@@ -26,7 +28,7 @@ TAIL = 4096
 
 
 def _fail(message: str) -> None:
-    err_console.print(f"[bold red]benchbed: error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]benchbed: error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(2)
 
 
@@ -179,9 +181,11 @@ def sandbox_bench(backend: str, concurrency: str, per_level: int | None, max_sta
         _fail(f"--per-level must be positive (got {per_level})")
     if max_starting is not None and max_starting <= 0:
         _fail(f"--max-starting must be positive (got {max_starting})")
+    argv = shlex.split(program) if program else None
+    if argv == []:
+        _fail("--program is empty; give a command such as '/usr/bin/python3 -c \"print(1)\"'")
     config = BenchConfig(backend=backend, levels=levels, per_level=per_level, max_starting=max_starting,
-                         start_timeout_s=start_timeout_s, baseline=baseline,
-                         **({"program": program} if program else {}))  # fmt: skip
+                         start_timeout_s=start_timeout_s, baseline=baseline, **({"program": argv} if argv else {}))
     try:
         record, run_dir, summary = run_bench(config, store_dir, progress=not as_json)
     except BenchbedError as exc:

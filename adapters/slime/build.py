@@ -29,6 +29,8 @@ def build_trace(c: Collected, d: Detected) -> Trace:
     steps, ends = trainer_steps(c, warnings)
     origin = run_origin(c, steps, ends)
     emit_trainer(b, c, steps, ends, origin)
+    rollout_ends = {rid: p.ts for rid, p in c.rollout_perf.items() if math.isfinite(p.ts)}
+    T.emit_generator_pauses(b, steps, ends, origin, d.mode, rollout_ends)
     emit_rollout_side(b, c, warnings)
     emit_dumps(b, c, d, origin)
     emit_sandbox_lines(b, c, origin)
@@ -37,6 +39,11 @@ def build_trace(c: Collected, d: Detected) -> Trace:
     concurrency = None
     if a.sglang_server_concurrency and a.rollout_num_gpus and a.rollout_num_gpus_per_engine:
         concurrency = a.sglang_server_concurrency * max(1, a.rollout_num_gpus // a.rollout_num_gpus_per_engine)
+    partial = truncation(c, steps)
+    if partial:
+        warnings.append(f"run is partial: {partial}")
+    for (kind, rid), values in sorted(c.other_dicts.items()):
+        _native(b, rid + 1, values, "trainer" if kind != "eval" else "generator")
     meta = TraceMeta(
         adapter="slime",
         framework="slime",
@@ -47,12 +54,13 @@ def build_trace(c: Collected, d: Detected) -> Trace:
         group_size=a.n_samples_per_prompt,
         sources=c.sources,
         warnings=warnings,
-        partial=c.partial,
+        partial=c.partial or bool(partial),
         extra={
             "placement": d.placement,
             "update_weights_interval": d.update_weights_interval,
             "partial_rollout": a.partial_rollout,
             "trainer_only_replay": bool(a.load_debug_rollout_data),
+            "structural_staleness": STRUCTURAL_STALENESS.get(d.mode, "unknown").format(n=d.update_weights_interval),
             "train_script": a.train_script,
             "pinned_commits": M.PINNED_COMMITS,
             "detection": d.evidence,
@@ -85,6 +93,27 @@ def run_origin(c: Collected, steps: list[T.StepParts], ends: list[float] | None)
     candidates = [c.first_ts] + ([ends[0] - steps[0].total] if ends else [])
     finite = [t for t in candidates if math.isfinite(t)]
     return min(finite) if finite else 0.0
+
+
+STRUCTURAL_STALENESS = {
+    "sync": "0 (train.py generates every batch with the latest weights)",
+    "one_step_off": "<= {n} versions (one batch generated ahead; weights pushed every {n} steps)",
+    "fully_async": "unbounded by slime (queued and partial groups can predate several pushes; pushes every {n} steps)",
+}
+
+
+def truncation(c: Collected, steps: list[T.StepParts]) -> str:
+    """Why the run looks crashed or cut short ('' if it does not): a failed Ray job, a train block that started
+    after the last logged step, or fewer steps than --num-rollout."""
+    if c.job_failed:
+        return c.job_failed[0]
+    last_end = max((p.ts for p in c.trainer_perf.values() if math.isfinite(p.ts)), default=math.nan)
+    started = [t for t in c.timers if t.name == "train" and t.what == "start"]
+    if started and math.isfinite(last_end) and max(t.ts for t in started) > last_end:
+        return f"a train block started after the last logged step (line {started[-1].lineno})"
+    if c.args.num_rollout and steps and steps[-1].step < c.args.num_rollout:
+        return f"{steps[-1].step} of --num-rollout {c.args.num_rollout} steps logged"
+    return ""
 
 
 def emit_trainer(

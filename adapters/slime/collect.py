@@ -21,6 +21,8 @@ class Collected:
     trainer_perf: dict[int, Perf] = field(default_factory=dict)
     rollout_perf: dict[int, Perf] = field(default_factory=dict)
     trainer_rollout: dict[int, dict[str, float]] = field(default_factory=dict)
+    other_dicts: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)  # eval, passrate, multi_turn
+    job_failed: list[str] = field(default_factory=list)
     train_steps: dict[int, list[dict[str, float]]] = field(default_factory=dict)
     timers: list[TimerLine] = field(default_factory=list)
     sandbox: list[SandboxLine] = field(default_factory=list)
@@ -48,6 +50,8 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
     c.call_sites |= log.call_sites
     c.files_seen |= log.files_seen
     c.fully_async_ids |= {rid for rid, _, _ in log.fully_async}
+    if log.job_failed:
+        c.job_failed.append(log.job_failed)
     if log.first_ts is not None:
         c.saw(log.first_ts)
     if log.args:
@@ -71,6 +75,8 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
                 pending = []
         elif m.kind == "rollout":
             c.trainer_rollout[m.id] = _numeric(m.values)
+        elif m.kind in ("eval", "passrate", "multi_turn"):
+            c.other_dicts[(m.kind, m.id)] = _numeric(m.values)
     if duplicates:
         c.warnings.append(
             f"{log.source}: {duplicates} `perf` dict(s) repeat an earlier rollout id; the last one is kept"

@@ -30,6 +30,7 @@ _PARTIAL = re.compile(r"^Collected (?P<n>\d+) partial samples into the data buff
 _ARGS_OPEN = re.compile(r"^-{8,} arguments -{8,}$")
 _ARGS_CLOSE = re.compile(r"^-{8,} end of arguments -{8,}$")
 _ARG_LINE = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.+ (?P<value>.*)$")
+_JOB_FAILED = re.compile(r"^Job '[^']+' failed|^Status message: Job entrypoint command failed")
 
 
 @dataclass
@@ -80,6 +81,7 @@ class ConsoleLog:
     call_sites: set[tuple[str, int]] = field(default_factory=set)
     files_seen: set[str] = field(default_factory=set)
     first_ts: float | None = None
+    job_failed: str = ""
     lines: int = 0
     logger_lines: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -121,6 +123,8 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             continue
         m = _LOGGER.match(text)
         if m is None:
+            if not log.job_failed and _JOB_FAILED.match(text):
+                log.job_failed = f"{source}:{lineno}: {text.strip()}"
             continue
         log.logger_lines += 1
         ts = clock(m.group("ts"))

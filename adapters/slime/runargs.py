@@ -13,6 +13,7 @@ MANIFEST = "slime_launch.json"
 class RunArgs:
     """Known slime arguments of a run; None where unknown. `source` says where they came from."""
 
+    num_rollout: int | None = None
     rollout_batch_size: int | None = None
     n_samples_per_prompt: int | None = None
     global_batch_size: int | None = None
@@ -39,6 +40,7 @@ class RunArgs:
 
 
 _INT = (
+    "num_rollout",
     "rollout_batch_size",
     "n_samples_per_prompt",
     "global_batch_size",

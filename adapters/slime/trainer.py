@@ -111,3 +111,62 @@ def emit_spans(builder: TraceBuilder, steps: list[StepParts], ends: list[float],
                 continue
             builder.span(key, cursor, cursor + seconds, step=s.step, actor="trainer")
             cursor += seconds
+
+
+def emit_generator_pauses(
+    builder: TraceBuilder,
+    steps: list[StepParts],
+    ends: list[float] | None,
+    origin: float,
+    mode: str,
+    rollout_ends: dict[int, float],
+) -> None:
+    """When slime's loop keeps the generator from admitting work (derived from the loop structure):
+
+    - every mode: weight updates pause generation (SGLang pause_generation, or engines released when colocated);
+    - sync (train.py): generation runs only while the trainer waits, so the rest of each step is paused;
+    - one_step_off (train_async.py): once rollout k+1 is done the generator idles until train step k ends and the
+      driver launches rollout k+2.
+    Spans when step times are known (rollout_ends: rollout id -> log time, epoch s), else per-step agg seconds."""
+    for i, s in enumerate(steps):
+        paused = s.total - s.parts[K.TRAINER_WAIT] if mode == "sync" else s.parts[K.TRAINER_WEIGHT_SYNC]
+        if ends is None:
+            if paused > 0:
+                builder.agg(K.GENERATOR_PAUSED, s.step, paused, actor="generator")
+            continue
+        t1 = ends[i] - origin
+        t0 = t1 - s.total
+        if mode == "sync":
+            wait_start = t0 + s.parts[K.TRAINER_CHECKPOINT] + s.parts[K.TRAINER_WEIGHT_SYNC]
+            wait_end = wait_start + s.parts[K.TRAINER_WAIT]
+            for a, b in ((t0, wait_start), (wait_end, t1)):
+                if b > a:
+                    builder.span(
+                        K.GENERATOR_PAUSED,
+                        a,
+                        b,
+                        step=s.step,
+                        actor="generator",
+                        attrs='{"reason":"sync loop: trainer busy"}',
+                    )
+            continue
+        sync_start = t0 + s.parts[K.TRAINER_CHECKPOINT]
+        if s.parts[K.TRAINER_WEIGHT_SYNC] > 0:
+            builder.span(
+                K.GENERATOR_PAUSED,
+                sync_start,
+                sync_start + s.parts[K.TRAINER_WEIGHT_SYNC],
+                step=s.step,
+                actor="generator",
+                attrs='{"reason":"weight update"}',
+            )
+        next_done = rollout_ends.get(s.step)  # rollout k+1 for step k+1 (= slime rollout id s.step)
+        if mode == "one_step_off" and next_done is not None and next_done - origin < t1:
+            builder.span(
+                K.GENERATOR_PAUSED,
+                max(t0, next_done - origin),
+                t1,
+                step=s.step,
+                actor="generator",
+                attrs='{"reason":"one-step-off: next batch done, trainer busy"}',
+            )

@@ -201,3 +201,34 @@ def test_single_files_are_accepted(tmp_path: Path) -> None:
     assert len(trace.events[trace.events["key"] == K.ROLLOUT]) == 8
     event_file = next((FIX / "tb_only_sync" / "tensorboard").glob("*.trainer"))
     assert len(SlimeAdapter().parse(event_file).of(K.TRAINER_STEP)) == 4
+
+
+def test_generator_pauses_follow_the_loop() -> None:
+    sync = parse("sync_colocated_624b824")
+    # train.py: the generator only works while the trainer waits; everything else in a step is a pause
+    paused = span_seconds(sync, K.GENERATOR_PAUSED)
+    assert paused == pytest.approx({1: 25.5, 2: 28.5, 3: 28.5, 4: 34.5})
+    metrics = compute_metrics(sync, warmup_steps=1)
+    assert value(metrics, "generator_paused_ratio") == pytest.approx((28.5 + 28.5 + 34.5) / 246)
+    one_off = parse("async_v031")
+    # train_async.py: weight update (1.5 s) plus the gap from rollout k+1 done (20 s before step k ends) to step end
+    assert span_seconds(one_off, K.GENERATOR_PAUSED) == pytest.approx({s: 21.5 for s in range(1, 6)})
+
+
+def test_truncated_and_failed_runs_are_partial(tmp_path: Path) -> None:
+    log = (FIX / "sync_colocated_624b824" / "run.log").read_text().splitlines()
+    cut = log + ["(MegatronTrainRayActor pid=38610) [2026-04-15 07:56:40] timer.py:24 - Timer train start"]
+    (tmp_path / "cut.log").write_text("\n".join(cut) + "\n")
+    trace = SlimeAdapter().parse(tmp_path / "cut.log")
+    assert trace.meta.partial and any("train block started after the last logged step" in w for w in
+                                      trace.meta.warnings)  # fmt: skip
+    (tmp_path / "failed.log").write_text("\n".join(log + ["Job 'raysubmit_abc' failed"]) + "\n")
+    assert SlimeAdapter().parse(tmp_path / "failed.log").meta.partial
+    assert not parse("sync_colocated_624b824").meta.partial
+
+
+def test_eval_dicts_are_kept_as_native_figures(tmp_path: Path) -> None:
+    line = "(RolloutManager pid=5) [2026-04-15 07:50:00] rollout_metrics.py:247 - eval 3: {'eval/aime': 0.42}"
+    log = (FIX / "sync_colocated_624b824" / "run.log").read_text() + line + "\n"
+    (tmp_path / "run.log").write_text(log)
+    assert agg(SlimeAdapter().parse(tmp_path / "run.log"), "native.eval/aime") == {4: 0.42}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -31,6 +32,7 @@ TRAINER_KEY_COLORS = {f"trainer.{c}": color for c, color in COMPONENT_COLORS.ite
 PAUSED_COLOR = "#c7c7c7"
 MIN_STALENESS_BINS = 4
 MAX_BUCKETS = 400  # per-step series longer than this are drawn as means over buckets of consecutive steps
+MAX_BARS = 100  # beyond this many buckets, per-step bars become a filled step band
 MAX_LANE_LABELS = 16  # label every k-th generator lane beyond this (tick labels dominate drawing time)
 _salt = itertools.count()
 
@@ -72,11 +74,15 @@ def per_step_buckets(
     return edges, {c: means[c].to_numpy() for c in columns}, k
 
 
-def _fill_steps(
-    ax: matplotlib.axes.Axes, edges: np.ndarray, low: np.ndarray, high: np.ndarray, **style: object
-) -> None:
-    """A filled step band between `low` and `high` over bins `edges` (one polygon, fast for many bins)."""
-    ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]), step="post", linewidth=0, **style)
+def _bands(ax: matplotlib.axes.Axes, edges: np.ndarray, low: np.ndarray, high: np.ndarray, **style: Any) -> None:
+    """Bars from `low` to `high` over bins `edges` as one collection; a filled step band when bars get too thin."""
+    if len(edges) - 1 > MAX_BARS:
+        ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]), step="post", linewidth=0, **style)
+        return
+    gap = 0.1 * np.diff(edges)
+    x0, x1 = edges[:-1] + gap, edges[1:] - gap
+    verts = np.stack([np.column_stack(p) for p in ((x0, low), (x0, high), (x1, high), (x1, low))], axis=1)
+    ax.add_collection(PolyCollection(verts, linewidths=0, **style))
 
 
 def _step_label(k: int) -> str:
@@ -91,7 +97,7 @@ def step_breakdown(frame: pd.DataFrame) -> str:
     bottom = np.zeros(len(edges) - 1)
     for name in present:
         top = bottom + values[name]
-        _fill_steps(ax, edges, bottom, top, color=COMPONENT_COLORS[name], label=name)
+        _bands(ax, edges, bottom, top, color=COMPONENT_COLORS[name], label=name)
         bottom = top
     ax.set_xlim(edges[0], edges[-1])
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -120,7 +126,7 @@ def utilisation(frame: pd.DataFrame, concurrency: int | None) -> str:
     edges = np.append(frame["t0"].to_numpy(), frame["t1"].to_numpy()[-1:])
     column = "utilisation" if concurrency else "running"
     values = frame[column].to_numpy()
-    _fill_steps(ax, edges, np.zeros(len(values)), values, color="#1f77b4", alpha=0.6)
+    ax.fill_between(edges, 0, np.append(values, values[-1]), step="post", linewidth=0, color="#1f77b4", alpha=0.6)
     ax.set_xlim(edges[0], edges[-1])
     if concurrency:
         ax.set_ylim(0, max(1.05, float(values.max()) * 1.05))
@@ -136,8 +142,8 @@ def zero_adv(frame: pd.DataFrame) -> str:
     fig, ax = _figure(2.8)
     edges, values, k = per_step_buckets(frame, ["groups", "zero_adv"])
     zeros = np.zeros(len(edges) - 1)
-    _fill_steps(ax, edges, zeros, values["groups"], color="#c7c7c7", label="finished groups")
-    _fill_steps(ax, edges, zeros, values["zero_adv"], color="#d62728", label="zero-advantage groups")
+    _bands(ax, edges, zeros, values["groups"], color="#c7c7c7", label="finished groups")
+    _bands(ax, edges, zeros, values["zero_adv"], color="#d62728", label="zero-advantage groups")
     ax.set_xlim(edges[0], edges[-1])
     ax.set_ylim(0, max(float(values["groups"].max()) * 1.05, 1.0))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

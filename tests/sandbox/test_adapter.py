@@ -1,0 +1,53 @@
+"""The `sandbox` adapter: the case-study specs render into a sandbox-bench launch whose trace it parses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from benchbed.adapters.base import get_adapter
+
+from benchbed.errors import NotThisFrameworkError, SpecError
+from benchbed.metrics import compute_metrics
+from benchbed.sandbox.adapter import CONFIG_FILE, bench_config
+from benchbed.sandbox.bench import BenchConfig, main
+from benchbed.spec import ExperimentSpec, expand, load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("name", "backend"), [("sandbox-scaling.toml", "local"),
+                                               ("sandbox-scaling-modal.toml", "modal")])  # fmt: skip
+def test_case_study_specs_render(name, backend, tmp_path):
+    specs = expand(load_spec(ROOT / "experiments" / name))
+    assert len(specs) == 2
+    for spec in specs:
+        plan = get_adapter("sandbox").render(spec, tmp_path)
+        cfg = BenchConfig.model_validate_json(plan.files[CONFIG_FILE])
+        assert cfg.backend == backend and cfg.levels == [1, 32, 96, 256, 960]
+        assert cfg.max_starting == spec.sandbox.max_starting
+        assert plan.argv[1:3] == ["-m", "benchbed.sandbox.bench"]
+
+
+def test_spec_without_backend_is_refused():
+    with pytest.raises(SpecError, match="backend"):
+        bench_config(ExperimentSpec(name="x", adapter="sandbox"))
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_launch_writes_a_trace_the_adapter_parses(tmp_path):
+    cfg = BenchConfig(levels=[1, 3], program=["/bin/echo", "x"], baseline=False)
+    (tmp_path / CONFIG_FILE).write_text(cfg.model_dump_json())
+    assert main(["--config", str(tmp_path / CONFIG_FILE), "--out", str(tmp_path)]) == 0
+    trace = get_adapter("sandbox").parse(tmp_path)
+    starts = trace.of("sandbox.start")
+    assert sorted(json.loads(a)["level"] for a in starts["attrs"]) == [1, 3, 3, 3]
+    metrics = compute_metrics(trace, warmup_steps=0)
+    assert metrics["sandbox_init_failure_rate"].value == 0.0
+    assert trace.meta.extra["sandbox_bench"]["levels"][1]["n"] == 3
+
+
+def test_parse_refuses_other_inputs(tmp_path):
+    with pytest.raises(NotThisFrameworkError):
+        get_adapter("sandbox").parse(tmp_path)

@@ -32,7 +32,7 @@ class RunView:
 
 
 def _run_view(record: RunRecord, trace: Trace) -> RunView:
-    warnings = list(dict.fromkeys([*record.warnings, *trace.meta.warnings]))
+    warnings = [redact(w) for w in dict.fromkeys([*record.warnings, *trace.meta.warnings])]
     partial_trace = trace.meta.partial and record.status != "partial"
     if partial_trace:
         warnings.insert(0, "the trace is marked partial (the run crashed or its logs are truncated)")

@@ -67,10 +67,7 @@ def staleness_section(record: RunRecord, trace: Trace) -> Section:
         return _unavailable(
             key, title, f"no trained rollouts with known v_start and v_train after warmup step {warmup}"
         )
-    caption = (
-        f"v_train − v_start of {len(values)} trained samples in steps after warmup step {warmup}; "
-        f"mean {values.mean():.3g}, max {values.max()} versions."
-    )
+    caption = f"v_train − v_start of {len(values)} trained samples in the steps after warmup step {warmup}."
     return Section(key, title, plots.staleness_histogram(values), caption)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from benchbed.metrics import METRICS
 from benchbed.record import MetricValue, RunRecord
+from benchbed.secrets import redact
 
 FRAMEWORK_PREFIX = "framework_"
 
@@ -100,14 +101,14 @@ def run_label(record: RunRecord) -> str:
 
 
 def status_line(record: RunRecord) -> str:
-    """One line on how the run ended; failed and partial runs say so first."""
+    """One line on how the run ended (secrets redacted); failed and partial runs say so first."""
     adapter = record.adapter
     origin = " ".join(p for p in (adapter.name, adapter.framework, adapter.version, adapter.mode) if p)
     line = f"status: {record.status.upper() if record.status != 'succeeded' else record.status} — {origin}"
     if record.error is not None:
         code = f" (exit code {record.error.exit_code})" if record.error.exit_code is not None else ""
         line += f" — error{code}: {record.error.message}"
-    return line
+    return redact(line)
 
 
 def _md_cell(text: str) -> str:
@@ -120,7 +121,7 @@ def markdown_summary(records: list[RunRecord]) -> str:
     for record in records:
         lines.append(f"## {_md_cell(run_label(record))}")
         lines.append(status_line(record))
-        lines.extend(f"- warning: {_md_cell(w)}" for w in record.warnings)
+        lines.extend(f"- warning: {_md_cell(redact(w))}" for w in record.warnings)
         lines.append("")
     rows = metric_rows(records)
     if not rows:

@@ -104,7 +104,8 @@ def test_failed_and_partial_runs_are_marked_with_error_warnings_and_redacted_log
     monkeypatch.setenv("WANDB_API_KEY", "sekrit-token-123")
     trace = build([("trainer.step", "agg", {"step": 1, "value": 3.0})], partial=True, warnings=["log.txt:7: bad"])
     error = ErrorInfo(message="trainer crashed", exit_code=3, log_tail="Traceback\nkey=sekrit-token-123")
-    record = make_record(trace, {}, status="failed", error=error, warnings=["ran out of memory"])
+    warnings = ["ran out of memory", "env had sekrit-token-123"]
+    record = make_record(trace, {}, status="failed", error=error, warnings=warnings)
     markdown = write_report([(record, trace)], tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()
     assert '<div class="status problem">status: FAILED' in html
@@ -113,6 +114,7 @@ def test_failed_and_partial_runs_are_marked_with_error_warnings_and_redacted_log
     assert "Traceback" in html and "sekrit-token-123" not in html
     assert "No metrics in this record." in html
     assert "status: FAILED" in markdown and "- warning: ran out of memory" in markdown
+    assert "sekrit-token-123" not in markdown
 
     partial_ok = make_record(trace, {}, status="succeeded")
     html = render.render_html([(partial_ok, trace)])

@@ -145,6 +145,12 @@ def _step_at(times: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
     return np.where(inside, steps["step"].to_numpy()[idx_c], -1)
 
 
+_OTHER_LANES: tuple[tuple[str, str], ...] = (
+    *((key, "trainer") for key in (*_NAMED_KEYS, K.TRAINER_OTHER)),
+    (K.GENERATOR_PAUSED, "generator.paused"),
+)
+
+
 def _natural_key(name: str) -> tuple[str, int]:
     match = re.match(r"^(.*?)(\d+)$", name)
     return (match.group(1), int(match.group(2))) if match else (name, -1)
@@ -181,10 +187,9 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
 
     Columns lane, t0, t1, key, status. Rollout lanes are the rollout's `actor` (e.g. "slot/3"), or packed
     lanes ("lane/N") when actors are missing or are not slots (one actor's rollouts overlap in time); only
-    the first `max_lanes` lanes are kept. The trainer's
-    component spans form lane "trainer", generator.paused spans lane "generator.paused". Spans are clipped
-    to the window [first step start, end of step `steps`]; without trainer spans the window ends where the
-    first `max_rollouts` rollouts have started.
+    the first `max_lanes` lanes are kept. The trainer's component spans form lane "trainer", generator.paused
+    spans lane "generator.paused". Spans are clipped to the window [first step start, end of step `steps`];
+    without trainer spans the window ends where the first `max_rollouts` rollouts have started.
     """
     columns = {"lane": "str", "t0": "float64", "t1": "float64", "key": "str", "status": "str"}
     empty = pd.DataFrame({c: pd.Series(dtype=d) for c, d in columns.items()})
@@ -214,9 +219,7 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
         r = r[keep]
         parts.append(pd.DataFrame({"lane": lane[keep], "t0": r["t0"].to_numpy(), "t1": r["t1"].to_numpy(),
                                    "key": K.ROLLOUT, "status": r["status"].astype(str).to_numpy()}))  # fmt: skip
-    for key, lane_name in [(k, "trainer") for k in (*_NAMED_KEYS, K.TRAINER_OTHER)] + [
-        (K.GENERATOR_PAUSED, "generator.paused")
-    ]:
+    for key, lane_name in _OTHER_LANES:
         s = _rows(trace, key, "span", ["t0", "t1", "status"])
         s = s[(s["t0"] < w1) & (s["t1"] > w0)]
         if len(s):

@@ -90,7 +90,7 @@ def _step_label(k: int) -> str:
 
 
 def step_breakdown(frame: pd.DataFrame) -> str:
-    """Stacked seconds per step by trainer component, one filled band per component."""
+    """Seconds per step stacked by trainer component: bars, or filled bands for long runs."""
     fig, ax = _figure()
     present = [c for c in COMPONENTS if frame[c].abs().sum() > 0] or ["other"]
     edges, values, k = per_step_buckets(frame, present)

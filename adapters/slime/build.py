@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime import trainer as T
-from benchbed.adapters.slime.collect import Collected
+from benchbed.adapters.slime.collect import Collected, clock_shift
 from benchbed.adapters.slime.detect import Detected
 from benchbed.adapters.slime.dumps import DumpSample, group_reward_std
 from benchbed.adapters.slime.sandbox import START_FAILURE_ABORTS, failure_reason
@@ -32,7 +32,7 @@ def build_trace(c: Collected, d: Detected) -> Trace:
     rollout_ends = {rid: p.ts for rid, p in c.rollout_perf.items() if math.isfinite(p.ts)}
     T.emit_generator_pauses(b, steps, ends, origin, d.mode, rollout_ends)
     emit_rollout_side(b, c, warnings)
-    emit_dumps(b, c, d, origin)
+    emit_dumps(b, c, d, origin - clock_shift(c))
     emit_sandbox_lines(b, c, origin)
     a = c.args
     spp = a.rollout_batch_size * a.n_samples_per_prompt if a.rollout_batch_size and a.n_samples_per_prompt else None

@@ -23,6 +23,7 @@ class Collected:
     trainer_rollout: dict[int, dict[str, float]] = field(default_factory=dict)
     other_dicts: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)  # eval, passrate, multi_turn
     job_failed: list[str] = field(default_factory=list)
+    epoch_rollout_times: dict[int, float] = field(default_factory=dict)  # rollout id -> TensorBoard wall time
     train_steps: dict[int, list[dict[str, float]]] = field(default_factory=dict)
     timers: list[TimerLine] = field(default_factory=list)
     sandbox: list[SandboxLine] = field(default_factory=list)
@@ -84,7 +85,14 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
 
 
 def add_tensorboard(c: Collected, files: list[Path]) -> None:
-    """Fold event files in: per file and step, trainer vs rollout-manager scalars are told apart by their keys."""
+    """Fold event files in: per file and step, trainer vs rollout-manager scalars are told apart by their keys.
+
+    Console dicts, when present, win: their times are on the console's clock (naive local time), TensorBoard's on
+    the epoch, so one side of the run is never assembled from both. TensorBoard rollout times are kept to align
+    the two clocks (see clock_shift)."""
+    trainer: dict[int, Perf] = {}
+    rollout: dict[int, Perf] = {}
+    stats: dict[int, dict[str, float]] = {}
     for path in files:
         try:
             entries = scalar_dicts(path)
@@ -97,19 +105,25 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
             continue
         c.sources.append(str(path))
         for entry in entries:
-            c.saw(entry.wall_time)
             _, other = split_axes(entry)  # train/* scalars sit on the train/step axis; not joined to rollouts
-            if not other:
-                continue
             origin = f"{path} (step {entry.step})"
             if any(k in other for k in M.TRAINER_PERF_MARKERS):
                 perf = {k: v for k, v in other.items() if k.startswith("perf/")}
-                c.trainer_perf.setdefault(entry.step, Perf(perf, entry.wall_time, origin))
+                trainer.setdefault(entry.step, Perf(perf, entry.wall_time, origin, "epoch"))
                 rollout_stats = {k: v for k, v in other.items() if k.startswith("rollout/")}
                 if rollout_stats:
-                    c.trainer_rollout.setdefault(entry.step, rollout_stats)
+                    stats.setdefault(entry.step, rollout_stats)
             elif any(k in other for k in M.ROLLOUT_PERF_MARKERS):
-                c.rollout_perf.setdefault(entry.step, Perf(other, entry.wall_time, origin))
+                rollout.setdefault(entry.step, Perf(other, entry.wall_time, origin, "epoch"))
+    c.epoch_rollout_times.update({rid: p.ts for rid, p in rollout.items()})
+    console_clock = bool(c.trainer_perf or c.rollout_perf)
+    if not c.trainer_perf:
+        c.trainer_perf, c.trainer_rollout = trainer, stats or c.trainer_rollout
+    if not c.rollout_perf:
+        c.rollout_perf = rollout
+    if not console_clock:
+        for p in [*trainer.values(), *rollout.values()]:
+            c.saw(p.ts)
 
 
 def add_dumps(c: Collected, files: list[Path]) -> None:
@@ -143,3 +157,20 @@ def read_console_file(c: Collected, path: Path) -> None:
 
 def _numeric(values: dict[str, object]) -> dict[str, float]:
     return {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def clock_shift(c: Collected) -> float:
+    """Seconds to add to epoch times (dump traces, TensorBoard) to put them on the console's clock.
+
+    Console timestamps are naive local time of the machine that ran slime; the shift is the time-zone offset,
+    estimated from rollouts seen on both clocks and rounded to 15 minutes (0 when there is no console clock)."""
+    console = {rid: p.ts for rid, p in c.rollout_perf.items() if p.clock == "console"}
+    epoch = dict(c.epoch_rollout_times)
+    for dump in c.dumps:
+        ends = [float(e["ts"]) for s in dump.samples for e in s.trace_events if isinstance(e.get("ts"), (int, float))]
+        if ends:
+            epoch.setdefault(dump.rollout_id, max(ends))
+    diffs = sorted(console[r] - epoch[r] for r in console.keys() & epoch.keys())
+    if not diffs:
+        return 0.0
+    return 900.0 * round(diffs[len(diffs) // 2] / 900.0)

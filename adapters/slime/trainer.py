@@ -22,6 +22,7 @@ class Perf:
     values: dict[str, Any]
     ts: float
     origin: str
+    clock: str = "console"  # "console" (naive local log time) or "epoch" (TensorBoard wall time)
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,19 @@ def test_eval_dicts_are_kept_as_native_figures(tmp_path: Path) -> None:
     log = (FIX / "sync_colocated_624b824" / "run.log").read_text() + line + "\n"
     (tmp_path / "run.log").write_text(log)
     assert agg(SlimeAdapter().parse(tmp_path / "run.log"), "native.eval/aime") == {4: 0.42}
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai", "America/New_York"])
+def test_dump_times_are_aligned_with_the_console_clock(monkeypatch: pytest.MonkeyPatch, tz: str) -> None:
+    # Console times are naive local time; dump trace times are epoch seconds. Whatever the ingesting machine's
+    # zone, rollout k's samples must end just before slime logged `perf k` (T0 + 15 + 50k in the fixture).
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    try:
+        trace = parse("fully_async_swe")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    r = trace.events[trace.events["key"] == K.ROLLOUT]
+    ends = r.groupby("v_train")["t1"].max().to_dict()
+    assert ends == pytest.approx({0: 13.5, 1: 63.5, 2: 113.5})  # origin = first console line at T0 + 1

@@ -60,6 +60,7 @@ def build_trace(c: Collected, d: Detected) -> Trace:
             "update_weights_interval": d.update_weights_interval,
             "partial_rollout": a.partial_rollout,
             "trainer_only_replay": bool(a.load_debug_rollout_data),
+            "unmapped_timers": unmapped_timers(c),
             "structural_staleness": STRUCTURAL_STALENESS.get(d.mode, "unknown").format(n=d.update_weights_interval),
             "train_script": a.train_script,
             "pinned_commits": M.PINNED_COMMITS,
@@ -100,6 +101,15 @@ STRUCTURAL_STALENESS = {
     "one_step_off": "<= {n} versions (one batch generated ahead; weights pushed every {n} steps)",
     "fully_async": "unbounded by slime (queued and partial groups can predate several pushes; pushes every {n} steps)",
 }
+
+
+def unmapped_timers(c: Collected) -> list[str]:
+    """Trainer timers the key map does not name (e.g. perf/cp_seq_kl_prep_time): their time stays where it ran,
+    in trainer.other when inside the train block, in trainer.wait when outside it."""
+    known = {"train", "train_wait", *M.WAIT_CONTAINED, *M.NEXT_STEP_WAIT_CONTAINED, *M.COMPUTE_IN_TRAIN}
+    keys = {k for p in c.trainer_perf.values() for k in p.values if k.startswith("perf/") and k.endswith("_time")}
+    names = {k[len("perf/") : -len("_time")] for k in keys - set(M.STEP_TIME_KEYS)}
+    return sorted(names - known)
 
 
 def truncation(c: Collected, steps: list[T.StepParts]) -> str:

@@ -138,7 +138,8 @@ def test_real_trainer_line_agrees_with_wait_time_ratio_where_definitions_coincid
         "(MegatronTrainRayActor pid=38610) [2026-01-05 12:20:29] train_metric_utils.py:44 - perf 2: "
         "{'perf/sleep_time': 4.04, 'perf/update_weights_time': 0.34, 'perf/wake_up_time': 1.94, "
         "'perf/data_preprocess_time': 0.002, 'perf/train_wait_time': 11.33, 'perf/ref_log_probs_time': 1.40, "
-        "'perf/log_probs_time': 0.11, 'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, "
+        "'perf/log_probs_time': 0.11, 'perf/cp_seq_kl_prep_time': 0.0009074211120605469, "
+        "'perf/actor_train_time': 1.02, 'perf/train_time': 2.84, "
         "'perf/log_probs_tflops': 11.65, 'perf/ref_log_probs_tflops': 0.90, 'perf/actor_train_tflops': 3.72, "
         "'perf/actor_train_tok_per_s': 2355.6, 'perf/step_time': 14.18, 'perf/wait_time_ratio': 0.799}"
     )
@@ -155,6 +156,7 @@ def test_real_trainer_line_agrees_with_wait_time_ratio_where_definitions_coincid
     outside = 4.04 + 0.34 + 1.94 + 0.002
     assert waits[3] == pytest.approx(11.33 - outside)
     assert (waits[3] + outside) / steps[3] == pytest.approx(0.799, abs=1e-3)
+    assert trace.meta.extra["unmapped_timers"] == ["cp_seq_kl_prep"]  # a timer newer than the key map: reported
 
 
 def test_other_framework_output_is_refused_with_a_reason() -> None:

@@ -33,6 +33,7 @@ PAUSED_COLOR = "#c7c7c7"
 MIN_STALENESS_BINS = 4
 MAX_BUCKETS = 400  # per-step series longer than this are drawn as means over buckets of consecutive steps
 MAX_BARS = 100  # beyond this many buckets, per-step bars become a filled step band
+SPECIAL_LANES = ("trainer", "generator.paused")  # drawn first, always labelled
 MAX_LANE_LABELS = 16  # label every k-th generator lane beyond this (tick labels dominate drawing time)
 _salt = itertools.count()
 
@@ -157,7 +158,7 @@ def zero_adv(frame: pd.DataFrame) -> str:
 def _lane_order(lanes: list[str]) -> list[str]:
     def key(name: str) -> tuple[int, str, int]:
         match = re.match(r"^(.*?)(\d+)$", name)
-        special = 0 if name == "trainer" else 1 if name == "generator.paused" else 2
+        special = SPECIAL_LANES.index(name) if name in SPECIAL_LANES else len(SPECIAL_LANES)
         return (special, match.group(1), int(match.group(2))) if match else (special, name, -1)
 
     return sorted(lanes, key=key)
@@ -178,8 +179,9 @@ def timeline(rows: pd.DataFrame) -> str:
                       np.column_stack([t1, y + 0.4]), np.column_stack([t1, y - 0.4])], axis=1)  # fmt: skip
     ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="white", linewidths=0.3))
     ax.set_xlim(float(t0.min()), float(t1.max()))
-    every = max(1, len(lanes) // MAX_LANE_LABELS)
-    shown = [i for i, lane in enumerate(lanes) if i % every == 0 or not lane[-1].isdigit()]
+    fixed = [i for i, lane in enumerate(lanes) if lane in SPECIAL_LANES]
+    generator = [i for i, lane in enumerate(lanes) if lane not in SPECIAL_LANES]
+    shown = fixed + generator[:: max(1, len(generator) // MAX_LANE_LABELS)]
     ax.set_yticks(shown, [lanes[i] for i in shown], fontsize=8)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_xlabel("time since run start (s)")

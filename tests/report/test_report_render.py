@@ -182,3 +182,25 @@ def test_rollout_points_without_times_give_staleness_but_no_utilisation(
     assert "<svg" in section_html(html, "staleness") and "of 2 trained samples" in section_html(html, "staleness")
     assert "Not available in this trace (rollouts have no start/end times)." in section_html(html, "utilisation")
     assert "Not available in this trace" in section_html(html, "breakdown")
+
+
+def test_long_runs_are_drawn_over_step_buckets(
+    build: Callable[..., Trace], make_record: Callable[..., RunRecord]
+) -> None:
+    rows = []
+    for step in range(1, 1001):
+        rows += [("trainer.step", "agg", {"step": step, "value": 10.0}),
+                 ("trainer.wait", "agg", {"step": step, "value": 4.0}),
+                 ("groups.finished", "agg", {"step": step, "value": 4}),
+                 ("groups.zero_adv", "agg", {"step": step, "value": 1})]  # fmt: skip
+    trace = build(rows)
+    html = render.render_html([(make_record(trace, {}), trace)])
+    for key in ("breakdown", "zero_adv"):
+        assert "trainer step (mean per step over buckets of 3 steps)" in section_html(html, key), key
+
+
+def test_timeline_keeps_the_first_48_of_64_busy_slots(sim_run: Callable[..., tuple[RunRecord, Trace]]) -> None:
+    run = sim_run("drop", steps=4, staleness_policy="drop")  # no admission bound: all 64 slots busy at once
+    timeline = section_html(render.render_html([run]), "timeline")
+    assert "on 48 generator lane(s)" in timeline
+    assert ">slot/0<" in timeline and ">slot/45<" in timeline and ">slot/48<" not in timeline

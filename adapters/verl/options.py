@@ -1,0 +1,58 @@
+"""The `[verl]` table of a spec: verl-specific choices and passthrough Hydra overrides, validated strictly."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from benchbed.errors import SpecError
+from benchbed.spec import format_validation_error
+
+Mode = Literal["v1_sync", "v1_colocate_async", "v1_separate_async", "v0", "fully_async", "one_step_off"]
+
+ENTRY_MODULES: dict[str, str] = {
+    "v1_sync": "verl.trainer.main_ppo",
+    "v1_colocate_async": "verl.trainer.main_ppo",
+    "v1_separate_async": "verl.trainer.main_ppo",
+    "v0": "verl.trainer.main_ppo",
+    "fully_async": "verl.experimental.fully_async_policy.fully_async_main",
+    "one_step_off": "verl.experimental.one_step_off_policy.main_ppo",
+}
+SEPARATE_POOL_MODES = ("v1_separate_async", "fully_async", "one_step_off")
+
+
+class VerlOptions(BaseModel):
+    """What a verl launch needs beyond the framework-neutral spec."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Mode | None = Field(
+        None, description="trainer path; default: v1_sync/v1_colocate_async when colocated, else v1_separate_async"
+    )
+    rollout_backend: Literal["vllm", "sglang"] = "vllm"
+    preset: str | None = Field(None, description="Megatron preset in presets.toml; default: matched from the model")
+    engine: Literal["megatron", "fsdp"] | None = Field(None, description="default: megatron with a preset, else fsdp")
+    ppo_mini_batch_size: int | None = Field(None, gt=0, description="prompts per optimizer step")
+    trigger_parameter_sync_step: int = Field(4, gt=0, description="fully_async: local steps per weight sync")
+    concurrency: int | None = Field(None, gt=0, description="concurrent rollouts across all rollout replicas")
+    tool_config: str | None = Field(None, description="verl tool YAML (multi-turn tool agent); needed with a sandbox")
+    train_files: str | None = None
+    val_files: str | None = None
+    loggers: list[str] = Field(default_factory=lambda: ["console", "file"], description="`file` is always added")
+    save_freq: int = -1
+    test_freq: int = -1
+    val_before_train: bool = False
+    python: str = "python3"
+    env: dict[str, str] = Field(default_factory=dict)
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Hydra overrides passed through last, e.g. {'actor_rollout_ref.actor.optim.lr' = 1e-6}",
+    )
+
+
+def load_options(table: dict[str, Any]) -> VerlOptions:
+    try:
+        return VerlOptions.model_validate(table)
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, "[verl]")) from None

@@ -1,0 +1,208 @@
+"""parse(path): a verl file-logger JSONL, console log or run directory -> the canonical trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchbed.adapters.verl.artifacts import Artifacts, discover, read_hydra_config
+from benchbed.adapters.verl.detect import detect, version_from_files
+from benchbed.adapters.verl.keymap import mode_map
+from benchbed.adapters.verl.records import (
+    Reading,
+    Record,
+    is_file_logger_jsonl,
+    looks_like_console,
+    read_console,
+    read_jsonl,
+)
+from benchbed.adapters.verl.rollouts import read_rollout_dumps
+from benchbed.adapters.verl.steps import emit_steps, segments_of
+from benchbed.adapters.verl.worker_logs import might_hold_failures, scan_worker_logs
+
+from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
+
+EXPECTED_TIMERS = ("timing_s/step", "timing_s/gen", "timing_s/update_actor", "timing_s/old_log_prob")
+_OTHER_FRAMEWORKS = {b"slime": "slime", b"prime_rl": "prime-rl", b"prime-rl": "prime-rl", b"areal": "AReaL"}
+
+
+def _other_framework(path: Path) -> str:
+    with path.open("rb") as fh:
+        head = fh.read(200_000).lower()
+    for needle, name in _OTHER_FRAMEWORKS.items():
+        if needle in head:
+            return f"; it mentions {name}"
+    return ""
+
+
+def _single_file(path: Path) -> Artifacts:
+    found = Artifacts()
+    if is_file_logger_jsonl(path):  # raises NotThisFrameworkError for JSON lines of another shape
+        found.jsonl.append(path)
+        return found
+    if looks_like_console(path):
+        found.console.append(path)
+    if might_hold_failures(path):
+        found.worker_logs.append(path)
+    if not found.console and not found.worker_logs:
+        raise NotThisFrameworkError(
+            f'not a verl log: {path}: no file-logger lines ({{"step": N, "data": {{...}}}}), no console step '
+            f"lines (step:N - key:value - ...) and no verl tool-failure lines{_other_framework(path)}"
+        )
+    return found
+
+
+def _int(cfg: dict[str, Any] | None, *path: str) -> int | None:
+    node: Any = cfg
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, int) and not isinstance(node, bool) and node > 0 else None
+
+
+def _sizes(
+    mode: str, cfg: dict[str, Any] | None, plan: dict[str, Any] | None
+) -> tuple[int | None, int | None, int | None]:
+    """(samples per benchbed step, samples per fully_async local step, group size) from config or plan."""
+    plan = plan or {}
+    group = _int(cfg, "actor_rollout_ref", "rollout", "n") or plan.get("group_size")
+    if mode == "fully_async":
+        mini = _int(cfg, "actor_rollout_ref", "actor", "ppo_mini_batch_size")
+        require = _int(cfg, "async_training", "require_batches") or 1
+        trigger = _int(cfg, "async_training", "trigger_parameter_sync_step")
+        local = mini * require * group if mini and group else plan.get("samples_per_local_step")
+        per_step = local * trigger if local and trigger else plan.get("samples_per_step")
+        return per_step, local, group
+    prompts = _int(cfg, "data", "train_batch_size")
+    per_step = prompts * group if prompts and group else plan.get("samples_per_step")
+    return per_step, None, group
+
+
+def parse_path(path: Path) -> Trace:
+    """Read a verl run (directory, JSONL or console log) into a validated Trace."""
+    path = Path(path)
+    if not path.exists():
+        raise AdapterError(f"{path}: no such file or directory; pass a verl run directory, JSONL or console log")
+    warnings: list[str] = []
+    found = discover(path) if path.is_dir() else _single_file(path)
+    if not (found.jsonl or found.console or found.worker_logs):
+        why = "; ".join(found.rejected[:3])
+        raise NotThisFrameworkError(
+            f"not a verl log: {path}: no file-logger JSONL, console log with step lines or worker log found"
+            + (f" ({why})" if why else "")
+        )
+    readings = [read_jsonl(p) for p in found.jsonl]
+    consoles = [read_console(p) for p in found.console]
+    records: list[Record] = [r for reading in readings for r in reading.records]
+    primary: list[Reading] = readings
+    if not records and consoles:
+        best = max(consoles, key=lambda c: len(c.records))
+        records, primary = best.records, [best]
+        if found.jsonl:
+            warnings.append(f"{found.jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
+    for reading in readings + consoles:
+        warnings.extend(reading.warnings)
+    config = next((c.config for c in consoles if c.config), None)
+    if config is None and found.hydra_config is not None:
+        config = read_hydra_config(found.hydra_config)
+    actors = {a for c in consoles for a in c.actors}
+    explicit = version_from_files(path) if path.is_dir() else None
+    if explicit is None:
+        hints = [
+            (h, c.records[0].source if c.records else str(found.console[0])) for c in consoles for h in c.text_hints
+        ]
+        explicit = hints[0] if hints else None
+    keys = {k for r in records for k in r.data} if len(records) < 2000 else _sampled_keys(records)
+    det = detect(keys, config, actors, explicit, (found.plan or {}).get("mode"), warnings)
+    builder = TraceBuilder()
+    per_step, per_local, group = _sizes(det.mode, config, found.plan)
+    rollout_counts = read_rollout_dumps(found.rollout_dumps, det.mode, builder, warnings) if found.rollout_dumps else {}
+    mm = mode_map(det.keymap, det.mode)
+
+    def samples_for(step: int, local_steps: int) -> float | None:
+        if step in rollout_counts:
+            return float(rollout_counts[step])
+        if per_local:
+            return float(per_local * local_steps)
+        return float(per_step) if per_step else None
+
+    segments = segments_of(records, warnings)
+    summary = emit_steps(segments, mm, builder, samples_for)
+    _timing_warnings(summary, records, found, warnings)
+    failures = scan_worker_logs(found.worker_logs) if found.worker_logs else None
+    if failures is not None:
+        for (source, tool, reason), count in sorted(failures.counts.items()):
+            builder.agg(
+                "native.tool_failures", -1, float(count), status=reason, actor=source,
+                attrs=attrs_json({"tool": tool, "example": failures.examples.get(reason, "")}),
+            )  # fmt: skip
+    crashed = any(r.crashed for r in consoles)
+    truncated = any(r.truncated for r in primary)
+    total = _int(config, "trainer", "total_training_steps")
+    stopped_early = total is not None and summary.steps and summary.last_step < total and det.mode != "fully_async"
+    if crashed:
+        warnings.append(
+            f"{found.console[0]}: the console shows a crash (traceback or RayTaskError); the run is partial"
+        )
+    if stopped_early:
+        warnings.append(f"the run stopped at step {summary.last_step} of trainer.total_training_steps={total}")
+    extra: dict[str, Any] = {
+        "keymap": det.keymap, "version_source": det.version_source, "mode_source": det.mode_source,
+        "segments": summary.segments, "steps": summary.steps,
+    }  # fmt: skip
+    if det.mode == "fully_async":
+        extra["step_unit"] = "parameter-sync cycle (verl logs step = parameter version)"
+        extra["local_steps_per_step"] = summary.local_steps
+    if failures is not None:
+        extra["tool_failures"] = {
+            "total": failures.total,
+            "by_reason": _by(failures.counts, 2),
+            "by_tool": _by(failures.counts, 1),
+            "files": failures.files,
+        }
+    meta = TraceMeta(
+        adapter="verl",
+        framework="verl",
+        framework_version=det.version,
+        mode=det.mode,
+        concurrency=(found.plan or {}).get("concurrency"),
+        samples_per_step=per_step,
+        group_size=group,
+        sources=[str(p) for p in found.jsonl + found.console + found.rollout_dumps[:1] + found.worker_logs],
+        warnings=warnings,
+        partial=bool(crashed or truncated or stopped_early),
+        extra=extra,
+    )
+    return builder.build(meta).validate()
+
+
+def _by(counts: Any, index: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, count in counts.items():
+        out[key[index] or key[0]] = out.get(key[index] or key[0], 0) + count
+    return out
+
+
+def _sampled_keys(records: list[Record]) -> set[str]:
+    """Keys of a long run from a spread of records (first, last, and every 500th)."""
+    picks = records[:50] + records[-50:] + records[::500]
+    return {k for r in picks for k in r.data}
+
+
+def _timing_warnings(summary: Any, records: list[Record], found: Artifacts, warnings: list[str]) -> None:
+    source = str((found.jsonl or found.console or [Path("?")])[0])
+    if records and not summary.timing_keys:
+        warnings.append(
+            f"{source}: no verl timing keys ({', '.join(EXPECTED_TIMERS)} ...): trainer step time, idle ratio and "
+            "the step breakdown cannot be computed; the trace keeps the figures that exist"
+        )
+    elif records and summary.steps == 0:
+        warnings.append(f"{source}: timers are logged but timing_s/step is missing; no trainer.step rows")
+    if summary.clamped:
+        shown = ", ".join(map(str, summary.clamped[:10]))
+        warnings.append(
+            f"{source}: at step(s) {shown}{' ...' if len(summary.clamped) > 10 else ''} the named timers add up to "
+            "more than the step; trainer.other was clamped to 0"
+        )

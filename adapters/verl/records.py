@@ -1,0 +1,269 @@
+"""Read verl's per-step metric records from the `file` logger JSONL (primary) or a console log (fallback)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbed.errors import NotThisFrameworkError
+
+
+@dataclass
+class Record:
+    """One `Tracking.log(data, step)` call: where it came from and its numeric values."""
+
+    step: int
+    data: dict[str, Any]
+    source: str
+    line: int
+
+
+@dataclass
+class Reading:
+    """Records read from one file, plus what the file said about the run beyond its metrics."""
+
+    records: list[Record] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    truncated: bool = False
+    crashed: bool = False
+    config: dict[str, Any] | None = None
+    actors: set[str] = field(default_factory=set)
+    text_hints: list[str] = field(default_factory=list)
+
+
+def first_content_line(path: Path, limit: int = 65536) -> bytes:
+    with path.open("rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                return raw[:limit]
+            limit -= len(raw)
+            if limit <= 0:
+                break
+    return b""
+
+
+def is_file_logger_jsonl(path: Path) -> bool:
+    """True for verl's file-logger JSONL; NotThisFrameworkError for JSON lines of another shape."""
+    head = first_content_line(path).strip()
+    if not head.startswith(b"{"):
+        return False
+    try:
+        obj = json.loads(head)
+    except ValueError:
+        return head.startswith(b'{"step":') and b'"data":' in head[:64]
+    if isinstance(obj, dict) and "step" in obj and isinstance(obj.get("data"), dict):
+        return True
+    shown = sorted(obj)[:8] if isinstance(obj, dict) else type(obj).__name__
+    raise NotThisFrameworkError(
+        f"not a verl log: {path}: line 1 is JSON without verl's file-logger shape "
+        f'{{"step": N, "data": {{...}}}} (keys: {shown})'
+    )
+
+
+def read_jsonl(path: Path) -> Reading:
+    """Parse every `{"step": N, "data": {...}}` line; a cut-off last line is dropped with a warning."""
+    out = Reading()
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    last = len(lines) - (1 if raw.endswith(b"\n") else 0)
+    loads = json.loads
+    records = out.records
+    for number, line in enumerate(lines, 1):
+        if not line or line.isspace():
+            continue
+        try:
+            obj = loads(line)
+            step, data = obj["step"], obj["data"]
+        except (ValueError, KeyError, TypeError):
+            if number == last and not raw.endswith(b"\n"):
+                out.truncated = True
+                out.warnings.append(
+                    f"{path}:{number}: last line is cut off ({len(line)} bytes, no closing newline); "
+                    "the run stopped while writing it, so that step is left out"
+                )
+            else:
+                out.warnings.append(
+                    f'{path}:{number}: not a file-logger record; expected {{"step": N, "data": {{...}}}}'
+                )
+            continue
+        if not isinstance(data, dict) or isinstance(step, bool) or not isinstance(step, int):
+            out.warnings.append(f"{path}:{number}: step {step!r} or data is malformed; skipped")
+            continue
+        records.append(Record(step, data, str(path), number))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- console
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.]*)(?: pid=\d+)?(?:, ip=[\w.:-]+)?\)\s?")
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+_STEP = re.compile(r"(?:^|[\s\r|\]])step:(?P<step>-?\d+) - ")
+_WRAPPED = re.compile(r"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((?P<inner>[^,)]*)")
+_CRASH_MARKERS = ("Traceback (most recent call last)", "RayTaskError", "Error executing job with overrides")
+_VERSION_HINT = re.compile(r"(?i)\bverl(?:==|\s+version\s*[:=]?\s*|\s*:\s*v?)(\d+\.\d+(?:\.\d+)?(?:[.\w+-]*\w)?)")
+
+
+_MAX_CONFIG_LINES = 5000
+_AFTER_CONFIG = ("Creating file logger", "Training Progress", "Dumped generations", "[validate_config]", "ray init")
+
+
+def _ends_config(line: str) -> bool:
+    """A trainer line that cannot be part of the pprinted config: the dump is over."""
+    return line.startswith(_AFTER_CONFIG) or ("step:" in line and _STEP.search(line) is not None)
+
+
+def clean_console_line(line: str) -> tuple[str, str | None]:
+    """(text, Ray actor) with ANSI colours, Ray's `(Actor pid=N)` prefix and dedup suffix removed."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    actor = None
+    match = _RAY_PREFIX.match(line)
+    if match:
+        actor = match.group("actor")
+        line = line[match.end() :]
+    if line.endswith("across cluster]"):
+        line = _RAY_REPEAT.sub("", line)
+    return line, actor
+
+
+def console_value(text: str) -> float | None:
+    """A console value: 0.25, np.float64(0.25), np.float32(1e-06), tensor(3.), True; None if not a number."""
+    text = text.strip()
+    wrapped = _WRAPPED.match(text)
+    if wrapped:
+        text = wrapped.group("inner")
+    if text in ("True", "False"):
+        return 1.0 if text == "True" else 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_step_line(payload: str) -> tuple[dict[str, float], int]:
+    """`k1:v1 - k2:v2 ...` -> ({k: v}, number of pairs that could not be read)."""
+    payload = payload.split("\r", 1)[0].rstrip()
+    data: dict[str, float] = {}
+    bad = 0
+    for pair in payload.split(" - "):
+        key, sep, raw = pair.rpartition(":")
+        value = console_value(raw) if sep and key else None
+        if value is None:
+            bad += 1
+            continue
+        data[key.strip()] = value
+    return data, bad
+
+
+def looks_like_console(path: Path, max_lines: int = 20000) -> bool:
+    with path.open("r", errors="replace") as fh:
+        for i, line in enumerate(fh):
+            if i >= max_lines:
+                return False
+            if "step:" in line and _STEP.search(clean_console_line(line)[0]):
+                return True
+    return False
+
+
+def read_console(path: Path) -> Reading:
+    """Step lines, the pprinted config, Ray actor names, crash markers and version hints from a console log."""
+    out = Reading()
+    with path.open("r", errors="replace", newline="") as fh:  # keep tqdm's \r inside lines: numbers match grep -n
+        text = fh.read()
+    lines = text.split("\n")
+    last = len(lines) - (1 if text.endswith("\n") else 0)
+    config_lines: list[str] | None = None
+    config_actor: str | None = None
+    bad_pairs = 0
+    for number, raw in enumerate(lines, 1):
+        line, actor = clean_console_line(raw)
+        if actor:
+            out.actors.add(actor)
+        if config_lines is not None:
+            if actor != config_actor:
+                continue  # another process's line landed inside the dump
+            if not _ends_config(line) and len(config_lines) < _MAX_CONFIG_LINES:
+                config_lines.append(line)  # Ray may split a long line: fragments need not be indented
+                continue
+            out.config = config_from_lines(config_lines, path, number, out.warnings)
+            config_lines = None
+        if out.config is None and line.startswith("{'") and "':" in line:
+            config_lines, config_actor = [line], actor
+            continue
+        if any(marker in line for marker in _CRASH_MARKERS):
+            out.crashed = True
+        if "verl" in line.lower():
+            hint = _VERSION_HINT.search(line)
+            if hint:
+                out.text_hints.append(hint.group(1))
+        match = _STEP.search(line) if "step:" in line else None
+        if match is None:
+            continue
+        data, bad = parse_step_line(line[match.end() :])
+        if number == last and not text.endswith("\n"):
+            out.truncated = True
+            out.warnings.append(f"{path}:{number}: last line is cut off (no closing newline); read its complete pairs")
+        bad_pairs += bad
+        if data:
+            out.records.append(Record(int(match.group("step")), data, str(path), number))
+    if config_lines is not None:
+        out.config = config_from_lines(config_lines, path, len(lines), out.warnings)
+    if bad_pairs:
+        out.warnings.append(
+            f"{path}: {bad_pairs} key:value pair(s) on step lines were not numbers or were cut; skipped"
+        )
+    return out
+
+
+# Fields read from a printed config that Ray's log de-duplication made unreadable as a whole.
+_CONFIG_FIELDS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (path, re.compile(pattern, re.MULTILINE))
+    for path, pattern in (
+        (("trainer", "use_v1"), r"'use_v1': (True|False)"),
+        (("trainer", "v1", "trainer_mode"), r"'trainer_mode': '(\w+)'"),
+        (("trainer", "total_training_steps"), r"'total_training_steps': (\d+)"),
+        (("data", "train_batch_size"), r"'train_batch_size': (\d+)"),
+        (("actor_rollout_ref", "actor", "ppo_mini_batch_size"), r"'ppo_mini_batch_size': (\d+)"),
+        # the rollout's n sits just before n_gpus_per_node (sorted keys); val_kwargs' n does not
+        (("actor_rollout_ref", "rollout", "n"), r"'n': (\d+),\s*\n\s*'n_gpus_per_node'"),
+        (("async_training", "trigger_parameter_sync_step"), r"'trigger_parameter_sync_step': (\d+)"),
+        (("async_training", "require_batches"), r"'require_batches': (\d+)"),
+        (("rollout", "nnodes"), r"^ 'rollout': \{'n(?:nodes|_gpus_per_node)': (\d+)"),
+    )
+)
+
+
+def config_from_lines(lines: list[str], path: Path, number: int, warnings: list[str]) -> dict[str, Any] | None:
+    """The pprinted config as a dict; if Ray de-duplicated some of its lines, the fields benchbed needs."""
+    text = "\n".join(lines)
+    try:
+        value = ast.literal_eval(text)
+        if isinstance(value, dict):
+            return value
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    config: dict[str, Any] = {}
+    for keys, pattern in _CONFIG_FIELDS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        raw = match.group(1)
+        node = config
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = raw == "True" if raw in ("True", "False") else (int(raw) if raw.isdigit() else raw)
+    if "'async_training': {" in text:
+        config.setdefault("async_training", {})
+    if not config:
+        warnings.append(f"{path}:{number}: the printed config could not be read; mode and batch size come from keys")
+        return None
+    warnings.append(
+        f"{path}:{number}: the printed config is incomplete (Ray de-duplicates repeated log lines; launch with "
+        "RAY_DEDUP_LOGS=0); read the fields benchbed needs from it"
+    )
+    return config

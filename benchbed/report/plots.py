@@ -186,10 +186,11 @@ def timeline(rows: pd.DataFrame) -> str:
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_xlabel("time since run start (s)")
     ax.grid(True, axis="x", alpha=0.3)
-    legend = {k.removeprefix("trainer."): c for k, c in TRAINER_KEY_COLORS.items() if (rows["key"] == k).any()}
-    if (rows["key"] == "generator.paused").any():
+    visible = rows[rows["t1"] > rows["t0"]]  # zero-length spans (e.g. no weight sync) get no legend entry
+    legend = {k.removeprefix("trainer."): c for k, c in TRAINER_KEY_COLORS.items() if (visible["key"] == k).any()}
+    if (visible["key"] == "generator.paused").any():
         legend["generator paused"] = PAUSED_COLOR
-    rollout_status = rows.loc[rows["key"] == "rollout", "status"].unique()
+    rollout_status = visible.loc[visible["key"] == "rollout", "status"].unique()
     legend.update({f"rollout {s}": STATUS_COLORS.get(s, "#17becf") for s in rollout_status})
     handles = [Patch(color=c, label=name) for name, c in legend.items()]
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=8, fontsize=8, frameon=False)

@@ -87,6 +87,26 @@ class ConsoleLog:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Pending:
+    """A metric line whose dict does not parse yet: pasted logs are often hard-wrapped, so following lines with no
+    Ray prefix and no logger header are appended (up to _MAX_WRAP lines) until the dict parses."""
+
+    kind: str
+    id: int
+    body: str
+    actor: str
+    file: str
+    line: int
+    ts: float
+    lineno: int
+    error: str
+    wraps: int = 0
+
+
+_MAX_WRAP = 200
+
+
 class _Clock:
     """Parse 1-second-resolution logger timestamps (naive local time) to epoch seconds, memoised."""
 
@@ -115,6 +135,7 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
     log = ConsoleLog(source=source)
     clock = _Clock()
     in_args = False
+    pending: _Pending | None = None
     for lineno, raw in enumerate(lines, start=1):
         log.lines += 1
         actor, text = strip_prefix(raw)
@@ -122,6 +143,12 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             in_args = _read_arg_line(log, text, in_args)
             continue
         m = _LOGGER.match(text)
+        if pending is not None:
+            if m is None and not actor and pending.wraps < _MAX_WRAP:
+                pending = _continue(log, pending, text)
+                continue
+            _abandon(log, pending)
+            pending = None
         if m is None:
             if not log.job_failed and _JOB_FAILED.match(text):
                 log.job_failed = f"{source}:{lineno}: {text.strip()}"
@@ -132,8 +159,30 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             log.first_ts = ts
         file, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
         log.files_seen.add(file)
-        _read_message(log, actor, file, line, msg, ts, lineno)
+        pending = _read_message(log, actor, file, line, msg, ts, lineno)
+    if pending is not None:
+        _abandon(log, pending)
     return log
+
+
+def _continue(log: ConsoleLog, p: _Pending, text: str) -> _Pending | None:
+    """Append one wrapped line; emit the metric once the dict parses."""
+    p.body += text
+    p.wraps += 1
+    if not p.body.rstrip().endswith("}"):
+        return p
+    try:
+        values = parse_repr_dict(p.body)
+    except ReprError:
+        return p
+    log.metrics.append(MetricLine(p.kind, p.id, values, p.ts, p.actor, p.file, p.line, p.lineno))
+    if p.kind == "perf":
+        log.call_sites.add((p.file, p.line))
+    return None
+
+
+def _abandon(log: ConsoleLog, p: _Pending) -> None:
+    log.warnings.append(f"{log.source}:{p.lineno}: skipped `{p.kind} {p.id}:` line: {p.error}")
 
 
 def _read_arg_line(log: ConsoleLog, text: str, in_args: bool) -> bool:
@@ -148,33 +197,37 @@ def _read_arg_line(log: ConsoleLog, text: str, in_args: bool) -> bool:
     return False
 
 
-def _read_message(log: ConsoleLog, actor: str, file: str, line: int, msg: str, ts: float, lineno: int) -> None:
+def _read_message(
+    log: ConsoleLog, actor: str, file: str, line: int, msg: str, ts: float, lineno: int
+) -> _Pending | None:
     m = _METRIC.match(msg)
     if m:
         try:
             values = parse_repr_dict(m.group("body"))
         except ReprError as exc:
-            log.warnings.append(f"{log.source}:{lineno}: skipped `{m.group('kind')} {m.group('id')}:` line: {exc}")
-            return
+            return _Pending(
+                m.group("kind"), int(m.group("id")), m.group("body"), actor, file, line, ts, lineno, str(exc)
+            )
         log.metrics.append(MetricLine(m.group("kind"), int(m.group("id")), values, ts, actor, file, line, lineno))
         if m.group("kind") == "perf":
             log.call_sites.add((file, line))
-        return
+        return None
     m = _TIMER.match(msg)
     if m:
         elapsed = float(m.group("elapsed")) if m.group("elapsed") else float("nan")
         log.timers.append(TimerLine(m.group("name"), m.group("what"), ts, elapsed, lineno))
-        return
+        return None
     m = _FULLY_ASYNC.match(msg)
     if m:
         log.fully_async.append((int(m.group("id")), ts, m.group("rest")))
-        return
+        return None
     m = _PARTIAL.match(msg)
     if m:
         log.partial_collected.append((ts, int(m.group("n"))))
-        return
+        return None
     if "[coding_agent_rl]" in msg:
         _read_sandbox(log, msg, ts, lineno)
+    return None
 
 
 def _read_sandbox(log: ConsoleLog, msg: str, ts: float, lineno: int) -> None:

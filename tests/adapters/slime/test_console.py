@@ -101,3 +101,20 @@ def test_timer_fully_async_sandbox_and_megatron_argument_lines() -> None:
     (sb,) = log.sandbox
     assert sb.kind == "provision_failed" and sb.instance == "a__b-1"
     assert sb.detail == {"attempt": 1, "max_attempts": 2, "error_type": "RateLimitError", "message": "slow down"}
+
+
+def test_hard_wrapped_dicts_from_pasted_logs_are_rejoined() -> None:
+    # As pasted in slime PR #1102: the terminal wrapped the dict mid-key.
+    lines = [
+        "(MegatronTrainRayActor pid=38610) [2026-01-05 12:20:29] train_metric_utils.py:44 - perf 2: {'perf/sleep_ti",
+        "me': 4.04, 'perf/train_wait_time': 11.33, 'perf/actor_train_time': 1.02, 'perf/tr",
+        "ain_time': 2.84}",
+        "(MegatronTrainRayActor pid=38610) [2026-01-05 12:20:30] timer.py:24 - Timer train_wait start",
+    ]
+    log = parse_console(lines, "pasted.log")
+    assert log.warnings == []
+    (metric,) = log.metrics
+    assert (metric.id, metric.lineno) == (2, 1)
+    assert metric.values == {"perf/sleep_time": 4.04, "perf/train_wait_time": 11.33, "perf/actor_train_time": 1.02,
+                             "perf/train_time": 2.84}  # fmt: skip
+    assert len(log.timers) == 1

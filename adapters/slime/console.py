@@ -54,6 +54,7 @@ class TimerLine:
     ts: float
     elapsed: float
     lineno: int
+    pid: str = ""
 
 
 @dataclass
@@ -121,13 +122,13 @@ class _Clock:
         return value
 
 
-def strip_prefix(raw: str) -> tuple[str, str]:
-    """(actor class, message without ANSI colours, Ray prefix and Ray's de-dup suffix)."""
+def strip_prefix(raw: str) -> tuple[str, str, str]:
+    """(actor class, pid, message without ANSI colours, Ray prefix and Ray's de-dup suffix); '' when absent."""
     text = _RAY_REPEAT.sub("", _ANSI.sub("", raw.rstrip("\r\n")))
     m = _RAY_PREFIX.match(text)
     if m:
-        return m.group("actor"), text[m.end() :]
-    return "", text
+        return m.group("actor"), m.group("pid") or "", text[m.end() :]
+    return "", "", text
 
 
 def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
@@ -138,7 +139,7 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
     pending: _Pending | None = None
     for lineno, raw in enumerate(lines, start=1):
         log.lines += 1
-        actor, text = strip_prefix(raw)
+        actor, pid, text = strip_prefix(raw)
         if in_args or _ARGS_OPEN.match(text):
             in_args = _read_arg_line(log, text, in_args)
             continue
@@ -159,7 +160,7 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             log.first_ts = ts
         file, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
         log.files_seen.add(file)
-        pending = _read_message(log, actor, file, line, msg, ts, lineno)
+        pending = _read_message(log, actor, pid, file, line, msg, ts, lineno)
     if pending is not None:
         _abandon(log, pending)
     return log
@@ -198,7 +199,7 @@ def _read_arg_line(log: ConsoleLog, text: str, in_args: bool) -> bool:
 
 
 def _read_message(
-    log: ConsoleLog, actor: str, file: str, line: int, msg: str, ts: float, lineno: int
+    log: ConsoleLog, actor: str, pid: str, file: str, line: int, msg: str, ts: float, lineno: int
 ) -> _Pending | None:
     m = _METRIC.match(msg)
     if m:
@@ -215,7 +216,7 @@ def _read_message(
     m = _TIMER.match(msg)
     if m:
         elapsed = float(m.group("elapsed")) if m.group("elapsed") else float("nan")
-        log.timers.append(TimerLine(m.group("name"), m.group("what"), ts, elapsed, lineno))
+        log.timers.append(TimerLine(m.group("name"), m.group("what"), ts, elapsed, lineno, pid))
         return None
     m = _FULLY_ASYNC.match(msg)
     if m:

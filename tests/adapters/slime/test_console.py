@@ -36,11 +36,11 @@ def test_repr_dict_refuses_anything_but_literals(text: str) -> None:
 
 
 def test_strip_prefix_handles_colours_remote_ip_and_dedup_suffix() -> None:
-    actor, text = strip_prefix(
+    actor, pid, text = strip_prefix(
         "\x1b[36m(RolloutManager pid=2211, ip=10.0.3.17)\x1b[0m [2026-01-01 00:00:00] x.py:1 - hi "
         "[repeated 3x across cluster]\n"
     )
-    assert actor == "RolloutManager"
+    assert (actor, pid) == ("RolloutManager", "2211")
     assert text == "[2026-01-01 00:00:00] x.py:1 - hi"
     assert strip_prefix("[2026-01-01 00:00:00] train.py:9 - driver")[0] == ""
 

@@ -251,3 +251,29 @@ def test_dump_times_are_aligned_with_the_console_clock(monkeypatch: pytest.Monke
     r = trace.events[trace.events["key"] == K.ROLLOUT]
     ends = r.groupby("v_train")["t1"].max().to_dict()
     assert ends == pytest.approx({0: 13.5, 1: 63.5, 2: 113.5})  # origin = first console line at T0 + 1
+
+
+def test_steps_are_rebuilt_from_timer_lines_when_perf_lines_are_missing(tmp_path: Path) -> None:
+    def timer(t: int, name: str, elapsed: float | None = None, pid: int = 7) -> str:
+        what = "start" if elapsed is None else f"end (elapsed: {elapsed:.1f}s)"
+        stamp = f"2026-01-05 12:{t // 60:02d}:{t % 60:02d}"
+        return f"(MegatronTrainRayActor pid={pid}) [{stamp}] timer.py:32 - Timer {name} {what}"
+
+    lines = [timer(0, "train_wait")]
+    t = 0
+    for k, (wait, sleep) in enumerate([(100.0, 0.0), (60.0, 4.0)]):
+        if sleep:
+            lines.append(timer(t + 4, "sleep", sleep))
+        lines += [timer(t + 7, "update_weights", 3.0), timer(t + 9, "wake_up", 2.0)]
+        lines += [timer(t + int(wait), "train_wait", wait), timer(t + int(wait), "train")]
+        lines += [timer(t + int(wait) + 5, "log_probs", 5.0), timer(t + int(wait) + 19, "actor_train", 14.0)]
+        t += int(wait) + 20
+        lines += [timer(t, "train", 20.0), timer(t, "ref_model_update", 0.0 if k else 1.0), timer(t, "train_wait")]
+        lines.append(timer(t, "train", 9.9, pid=8))  # a second process's timers are not mixed in
+    (tmp_path / "timers.log").write_text("\n".join(lines) + "\n")
+    trace = SlimeAdapter().parse(tmp_path / "timers.log")
+    assert any("steps rebuilt from `Timer ... end` lines" in w for w in trace.meta.warnings)
+    assert span_seconds(trace, K.TRAINER_STEP) == {1: 120.0, 2: 80.0}
+    assert span_seconds(trace, K.TRAINER_COMPUTE) == {1: 19.0, 2: 19.0}
+    # step 2's wait: 60 - sleep 4 - update_weights 3 - wake_up 2 - ref_model_update 1 (logged with step 1)
+    assert span_seconds(trace, K.TRAINER_WAIT) == {1: 95.0, 2: 50.0}

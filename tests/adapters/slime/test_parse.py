@@ -277,3 +277,21 @@ def test_steps_are_rebuilt_from_timer_lines_when_perf_lines_are_missing(tmp_path
     assert span_seconds(trace, K.TRAINER_COMPUTE) == {1: 19.0, 2: 19.0}
     # step 2's wait: 60 - sleep 4 - update_weights 3 - wake_up 2 - ref_model_update 1 (logged with step 1)
     assert span_seconds(trace, K.TRAINER_WAIT) == {1: 95.0, 2: 50.0}
+
+
+def test_a_benchbed_run_directory_uses_the_launch_manifest(tmp_path: Path) -> None:
+    from benchbed.launch.local import write_plan_files
+    from benchbed.spec import build_spec
+
+    workload = {"model": "Qwen/Qwen3-30B-A3B", "prompts_per_step": 4, "group_size": 8, "steps": 4}
+    spec = build_spec({"name": "t", "adapter": "slime", "workload": workload, "resources": {"colocated": True}})
+    run = tmp_path / "run"
+    write_plan_files(SlimeAdapter().render(spec, run), run)
+    shutil.copytree(FIX / "tb_only_sync" / "tensorboard", run / "tensorboard")
+    trace = SlimeAdapter().parse(run)
+    assert (trace.meta.mode, trace.meta.extra["placement"], trace.meta.extra["train_script"]) == (
+        "sync", "colocated", "train.py")  # fmt: skip
+    assert (trace.meta.samples_per_step, trace.meta.group_size) == (32, 8)
+    assert agg(trace, K.GROUPS_FINISHED) == {1: 4.0, 2: 4.0, 3: 4.0, 4: 4.0}
+    assert agg(trace, K.SAMPLES_TRAINED) == {1: 32.0, 2: 32.0, 3: 32.0, 4: 32.0}
+    assert not trace.meta.partial  # 4 of --num-rollout 4 steps

@@ -11,7 +11,6 @@ from benchbed.adapters.slime.collect import Collected, clock_shift
 from benchbed.adapters.slime.detect import Detected
 from benchbed.adapters.slime.dumps import DumpSample, group_reward_std
 from benchbed.adapters.slime.sandbox import START_FAILURE_ABORTS, failure_reason
-from benchbed.adapters.slime.timers import perf_from_timers
 
 from benchbed import keys as K
 from benchbed.secrets import redact
@@ -75,13 +74,6 @@ def build_trace(c: Collected, d: Detected) -> Trace:
 
 def trainer_steps(c: Collected, warnings: list[str]) -> tuple[list[T.StepParts], list[float] | None]:
     """Decomposed trainer steps, and their end times (epoch s) when every trainer dict has a log time."""
-    if not c.trainer_perf and c.timers:
-        c.trainer_perf = perf_from_timers(c.timers)
-        if c.trainer_perf:
-            warnings.append(
-                "no trainer `perf N:` lines: steps rebuilt from `Timer ... end` lines and numbered from "
-                "rollout 0 in log order (Timer lines carry no rollout id)"
-            )
     steps: list[T.StepParts] = []
     times: list[float] = []
     carried = 0.0
@@ -160,7 +152,7 @@ def _train_counters(b: TraceBuilder, c: Collected, rid: int, step: int) -> None:
         b.agg(K.SAMPLES_TRAINED, step, float(sum(trained)), actor="trainer")
     elif a.rollout_batch_size and a.n_samples_per_prompt:
         b.agg(K.SAMPLES_TRAINED, step, float(a.rollout_batch_size * a.n_samples_per_prompt), actor="trainer")
-    for key in sorted({k for s in optimizer_steps for k in s}):
+    for key in sorted({k for s in optimizer_steps for k in s if not k.endswith("/step")}):
         values = [s[key] for s in optimizer_steps if key in s and math.isfinite(s[key])]
         if values:
             b.agg(f"native.{key}", step, sum(values) / len(values), actor="trainer")

@@ -11,6 +11,7 @@ from benchbed.adapters.slime.console import ConsoleLog, SandboxLine, TimerLine, 
 from benchbed.adapters.slime.dumps import Dump, TorchUnavailable, load_dump
 from benchbed.adapters.slime.runargs import RunArgs, from_megatron_block, read_manifest
 from benchbed.adapters.slime.tensorboard import TensorboardUnavailable, scalar_dicts, split_axes
+from benchbed.adapters.slime.timers import perf_from_timers
 from benchbed.adapters.slime.trainer import Perf
 
 
@@ -153,6 +154,18 @@ def add_manifest(c: Collected, path: Path) -> None:
 def read_console_file(c: Collected, path: Path) -> None:
     with path.open(encoding="utf-8", errors="replace") as fh:
         add_console(c, parse_console(fh, str(path)))
+
+
+def fill_from_timers(c: Collected) -> None:
+    """Without any trainer `perf N:` dict, rebuild the trainer's steps from its `Timer ... end` lines."""
+    if c.trainer_perf or not c.timers:
+        return
+    c.trainer_perf = perf_from_timers(c.timers)
+    if c.trainer_perf:
+        c.warnings.append(
+            "no trainer `perf N:` lines: steps rebuilt from `Timer ... end` lines and numbered from rollout 0 in "
+            "log order (Timer lines carry no rollout id)"
+        )
 
 
 def _numeric(values: dict[str, object]) -> dict[str, float]:

@@ -11,6 +11,7 @@ from benchbed.adapters.slime.collect import (
     add_dumps,
     add_manifest,
     add_tensorboard,
+    fill_from_timers,
     read_console_file,
 )
 from benchbed.adapters.slime.detect import detect_mode
@@ -50,6 +51,7 @@ def parse_path(path: Path) -> Trace:
         read_console_file(c, log)
     add_tensorboard(c, found.events)
     add_dumps(c, found.dumps)
+    fill_from_timers(c)
     unread_dumps = [w for w in c.warnings if "rollout dump(s) found but not read" in w]
     if unread_dumps and not _looks_like_slime(c):
         raise AdapterError(unread_dumps[0])

@@ -24,7 +24,9 @@ class SlimeOptions(BaseModel):
     trainer_only_rollouts: int = Field(2, gt=0, description="rollouts generated once for trainer_only replays")
     partial_rollout: bool = False
     over_sampling_batch_size: int | None = Field(None, gt=0, description="prompts per over-sampling round")
-    update_weights_interval: int = Field(1, gt=0, description="train_async.py: push weights every N steps")
+    update_weights_interval: int | None = Field(
+        None, gt=0, description="train_async.py: push weights every N steps; default max(1, workload.max_staleness)"
+    )
     rollout_num_gpus_per_engine: int | None = Field(None, gt=0)
     ray_address: str = "http://127.0.0.1:8265"
     slime_dir: str = Field("/root/slime", description="slime checkout on the Ray head (cwd of `ray job submit`)")

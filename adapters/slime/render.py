@@ -130,8 +130,9 @@ def train_args(spec: ExperimentSpec, opts: SlimeOptions, run_dir: Path, mode: st
         args += ["--over-sampling-batch-size", str(opts.over_sampling_batch_size)]
     if opts.partial_rollout:
         args += ["--partial-rollout"]
-    if mode != "sync":
-        args += ["--update-weights-interval", str(opts.update_weights_interval)]
+    if mode != "sync":  # one-step-off staleness is at most the push interval
+        interval = opts.update_weights_interval or max(1, w.max_staleness)
+        args += ["--update-weights-interval", str(interval)]
     if mode == "fully_async":
         args += ["--rollout-function-path", FULLY_ASYNC_FN]
     elif opts.rollout_function_path:

@@ -114,6 +114,8 @@ def test_colocated_and_staleness_default_modes(tmp_path: Path) -> None:
     assert "--colocate" in argv and "--rollout-num-gpus" not in argv and argv[1] == "train.py"
     _, argv = submitted(SlimeAdapter().render(spec(workload__max_staleness=1), tmp_path))
     assert argv[1] == "train_async.py" and option(argv, "--update-weights-interval") == "1"
+    _, argv = submitted(SlimeAdapter().render(spec(workload__max_staleness=3), tmp_path))
+    assert option(argv, "--update-weights-interval") == "3"  # pushes every 3 steps bound staleness by 3
 
 
 @pytest.mark.parametrize(

@@ -295,3 +295,15 @@ def test_a_benchbed_run_directory_uses_the_launch_manifest(tmp_path: Path) -> No
     assert agg(trace, K.GROUPS_FINISHED) == {1: 4.0, 2: 4.0, 3: 4.0, 4: 4.0}
     assert agg(trace, K.SAMPLES_TRAINED) == {1: 32.0, 2: 32.0, 3: 32.0, 4: 32.0}
     assert not trace.meta.partial  # 4 of --num-rollout 4 steps
+
+
+def test_another_frameworks_tensorboard_events_are_refused(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))  # verl-style tags
+    for step in range(1, 4):
+        writer.add_scalar("timing_s/gen", 12.5, step)
+        writer.add_scalar("actor/pg_loss", 0.1, step)
+    writer.close()
+    with pytest.raises(NotThisFrameworkError, match=r"^not a slime run: 1 TensorBoard event file\(s\) carry no slime"):
+        SlimeAdapter().parse(tmp_path)

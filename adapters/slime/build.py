@@ -10,7 +10,7 @@ from benchbed.adapters.slime import trainer as T
 from benchbed.adapters.slime.collect import Collected, clock_shift
 from benchbed.adapters.slime.detect import Detected
 from benchbed.adapters.slime.dumps import DumpSample, group_reward_std
-from benchbed.adapters.slime.sandbox import START_FAILURE_ABORTS, failure_reason
+from benchbed.adapters.slime.sandbox import abort_failure, failure_reason
 
 from benchbed import keys as K
 from benchbed.secrets import redact
@@ -198,6 +198,7 @@ def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> Non
     """One rollout row per dumped sample, one rollout.group row per group, sandbox spans from sample traces."""
     interval = d.update_weights_interval
     starts_from_logs = bool(c.sandbox)  # log lines also see failed attempts, which never reach a dump
+    agentic = any("abort_reason" in s.metadata or "instance_id" in s.metadata for x in c.dumps for s in x.samples)
     for dump in sorted(c.dumps, key=lambda x: x.rollout_id):
         step = dump.rollout_id + 1
         groups: dict[str, list[DumpSample]] = defaultdict(list)
@@ -238,7 +239,7 @@ def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> Non
             else:
                 b.point(K.ROLLOUT, math.nan, **fields)
             groups[s.group].append(s)
-            _sandbox_from_sample(b, s, step, origin, reason, with_starts=not starts_from_logs)
+            _sandbox_from_sample(b, s, step, origin, reason, not starts_from_logs, agentic)
         for gid, members in groups.items():
             ends = [t[1] for t in (_sample_times(m) for m in members) if t]
             std = group_reward_std([m.reward for m in members])
@@ -287,11 +288,13 @@ def _sample_times(s: DumpSample) -> tuple[float, float] | None:
 
 
 def _sandbox_from_sample(
-    b: TraceBuilder, s: DumpSample, step: int, origin: float, reason: object, with_starts: bool
+    b: TraceBuilder, s: DumpSample, step: int, origin: float, reason: object, with_starts: bool, agentic: bool
 ) -> None:
-    """Sandbox spans from a sample's trace (span names with sandbox words) and start failures from abort reasons;
-    sandbox.start rows only when no console log reports the starts."""
+    """Sandbox spans from a sample's trace (span names with sandbox words). sandbox.start rows only when no console
+    log reports the starts; in an agentic run (samples carry instance_id / abort_reason) a sample without a traced
+    start counts as one start: failed with its abort reason, else ok."""
     opened: dict[str, dict] = {}
+    traced_start = False
     for e in s.trace_events:
         kind, sid = e.get("type"), e.get("span_id")
         if kind == "span_start" and sid:
@@ -301,6 +304,7 @@ def _sandbox_from_sample(
             key = _sandbox_key(str(e.get("name", "")))
             if key is None or (key == K.SANDBOX_START and not with_starts):
                 continue
+            traced_start = traced_start or key == K.SANDBOX_START
             attrs = e.get("attrs") if isinstance(e.get("attrs"), dict) else {}
             error = attrs.get("error_type")
             status = failure_reason(f"{error}: {attrs.get('error_message', '')}") if error else "ok"
@@ -314,16 +318,13 @@ def _sandbox_from_sample(
                 status=status,
                 attrs=attrs_json({"name": e.get("name"), "error": redact(str(error)) if error else None}),
             )
-    if with_starts and isinstance(reason, str) and reason in START_FAILURE_ABORTS:
-        b.point(
-            K.SANDBOX_START,
-            math.nan,
-            step=step,
-            actor="sandbox",
-            sample=str(s.index),
-            status=START_FAILURE_ABORTS[reason],
-            attrs=attrs_json({"abort_reason": reason}),
-        )
+    if with_starts and agentic and not traced_start:
+        status = abort_failure(str(reason)) if reason else "ok"
+        if status is not None:
+            attrs = attrs_json({"abort_reason": redact(str(reason))} if reason else {})
+            b.point(
+                K.SANDBOX_START, math.nan, step=step, actor="sandbox", sample=str(s.index), status=status, attrs=attrs
+            )
 
 
 def _sandbox_key(name: str) -> str | None:
@@ -335,48 +336,39 @@ def _sandbox_key(name: str) -> str | None:
 
 
 def emit_sandbox_lines(b: TraceBuilder, c: Collected, origin: float) -> None:
-    """Coding-agent log lines: each failed provision attempt is a failed sandbox.start; each sample whose agent ran
-    (finished, or aborted after boot) had one successful start; `aborted: missing_image_or_workdir` is an image error.
-
-    Log lines carry only their time, so these are points (the failure rate counts them; start latencies need spans)."""
+    """Coding-agent log lines as sandbox.start attempts: a failed provision attempt and an `aborted: <reason>` line
+    are failures (the abort that follows exhausted provision attempts is the same failure, counted once); a finished
+    agent run is a success. Log lines carry only their time, so these are points: the failure rate counts them,
+    start latencies need spans (dump traces)."""
     exhausted: set[str] = set()
     for line in sorted(c.sandbox, key=lambda x: x.lineno):
         t0 = line.ts - origin
         if line.kind == "provision_failed":
             det = line.detail
-            text = f"{det['error_type']}: {det['message']}"
+            text = redact(f"{det['error_type']}: {det['message']}")[:300]
             if det["attempt"] >= det["max_attempts"]:
                 exhausted.add(line.instance)
+            attrs = {"attempt": det["attempt"], "max_attempts": det["max_attempts"], "error": text}
             b.point(
                 K.SANDBOX_START,
                 t0,
                 actor="sandbox",
                 sample=line.instance,
                 status=failure_reason(text),
-                attrs=attrs_json(
-                    {"attempt": det["attempt"], "max_attempts": det["max_attempts"], "error": redact(text)[:300]}
-                ),
+                attrs=attrs_json(attrs),
             )
         elif line.kind == "agent_done":
             b.point(K.SANDBOX_START, t0, actor="sandbox", sample=line.instance, status="ok")
         elif line.kind == "aborted":
-            reason = line.detail["reason"]
-            if reason in START_FAILURE_ABORTS:
+            reason = redact(line.detail["reason"])
+            status = abort_failure(reason)
+            if status is not None and not (reason.startswith("exception:") and line.instance in exhausted):
                 b.point(
                     K.SANDBOX_START,
                     t0,
                     actor="sandbox",
                     sample=line.instance,
-                    status=START_FAILURE_ABORTS[reason],
+                    status=status,
                     attrs=attrs_json({"abort_reason": reason}),
-                )
-            elif line.instance not in exhausted and not reason.startswith("unevaluatable"):
-                b.point(
-                    K.SANDBOX_START,
-                    t0,
-                    actor="sandbox",
-                    sample=line.instance,
-                    status="ok",
-                    attrs=attrs_json({"abort_reason_after_start": redact(reason)}),
                 )
             exhausted.discard(line.instance)

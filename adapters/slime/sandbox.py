@@ -18,8 +18,15 @@ FAILURE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"connection (reset|refused|closed)|disconnect|not found|gone|\b404\b|lost", "lost"),
     )
 )
-# Abort reasons that mean no sandbox could be created for the sample (the others happen after it started).
-START_FAILURE_ABORTS: dict[str, str] = {"missing_image_or_workdir": "image_error"}
+# coding_agent_rl abort reasons (examples/coding_agent_rl/generate.py _abort_result) -> benchbed reason.
+# `exception:<ExcType>` is classified from the exception name; `unevaluatable:<why>` is a dataset problem found
+# before any sandbox is requested, so it is not a sandbox attempt at all.
+ABORT_REASONS: dict[str, str] = {
+    "missing_image_or_workdir": "image_error",
+    "wall_clock_timeout": "lifetime_timeout",
+    "adapter_session_empty": "internal",
+}
+NOT_A_SANDBOX_ABORT = "unevaluatable"
 
 
 def failure_reason(text: str) -> str:
@@ -28,3 +35,12 @@ def failure_reason(text: str) -> str:
         if pattern.search(text):
             return reason
     return "internal"
+
+
+def abort_failure(reason: str) -> str | None:
+    """The sandbox failure an abort reason stands for, or None when no sandbox was involved."""
+    if reason.startswith(NOT_A_SANDBOX_ABORT):
+        return None
+    if reason in ABORT_REASONS:
+        return ABORT_REASONS[reason]
+    return failure_reason(reason.split(":", 1)[-1])

@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-from benchbed.adapters.prime_rl.model import Episode, RunData
+from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 from benchbed.adapters.prime_rl.sandbox import failure_reason
 
 from benchbed import keys as K
 from benchbed.secrets import redact
-from benchbed.trace import TraceBuilder, attrs_json
+from benchbed.trace import COLUMNS, TraceBuilder, attrs_json
 
 # prime-rl's own per-step figures for benchbed metric names (DESIGN §4), reported as framework_<name>.
 FRAMEWORK_METRICS: dict[str, str] = {
@@ -150,6 +151,45 @@ def group_stats(episodes: list[Episode]) -> dict[str, tuple[float, int, float, i
     return out
 
 
+@lru_cache(maxsize=65536)
+def cached_attrs(items: tuple[tuple[str, object], ...]) -> str:
+    """attrs JSON for rows that repeat the same few attributes (most rollouts of a step share them)."""
+    return attrs_json(dict(items))
+
+
+class Rows:
+    """Event rows collected as tuples in COLUMNS order and appended to a TraceBuilder in one go (fast for 10^5+)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+
+    def add(
+        self,
+        key: str,
+        kind: str,
+        step: int,
+        t0: float,
+        t1: float,
+        value: float,
+        actor: str,
+        sample: str = "",
+        group: str = "",
+        v_start: int = -1,
+        v_end: int = -1,
+        v_train: int = -1,
+        status: str = "",
+        attrs: str = "",
+    ) -> None:
+        self.rows.append((key, kind, step, t0, t1, value, actor, sample, group, v_start, v_end, v_train, status, attrs))
+
+    def flush(self, b: TraceBuilder) -> None:
+        if not self.rows:
+            return
+        for col, values in zip(COLUMNS, zip(*self.rows, strict=True), strict=True):
+            b.columns[col].extend(values)
+        self.rows.clear()
+
+
 def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, warnings: list[str]) -> None:
     """rollout rows, rollout.group points, sandbox.start spans, and per-step counters from the episodes."""
     stats = group_stats(data.episodes)
@@ -158,6 +198,7 @@ def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, w
     if data.episodes and not any_effective and any(e.window_step >= 0 for e in data.episodes):
         warnings.append("no rollouts/step_*/train/effective/traces.jsonl: which episodes were trained on is unknown")
     unfinished = unfinished_steps(data, shape)
+    rows = Rows()
     finished: dict[int, int] = defaultdict(int)
     trained: dict[int, int] = defaultdict(int)
     for e in data.episodes:
@@ -165,74 +206,36 @@ def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, w
         trained_step = data.trained_at.get(e.id, -1) if status == "ok" else -1
         # An untrained episode belongs to the batch window it arrived in (rollouts/step_N); v_train stays -1.
         step = trained_step if trained_step > 0 else e.window_step
-        attrs = {"env": e.env, "reward": e.reward, "window_step": e.window_step}
+        attrs: tuple[tuple[str, object], ...] = (("env", e.env), ("reward", e.reward), ("window_step", e.window_step))
         if e.error_type:
-            attrs["error"] = e.error_type
-            attrs["message"] = redact(e.error_message)
+            attrs += (("error", e.error_type), ("message", redact(e.error_message)))
         if e.stop:
-            attrs["stop"] = e.stop
-        common = dict(
-            step=step,
-            actor="generator",
-            sample=e.id,
-            group=e.group,
-            v_start=e.v_start,
-            v_end=e.v_end,
-            v_train=trained_step - 1 if trained_step > 0 else -1,
-            status=status,
-            value=e.reward,
-            attrs=attrs_json(attrs),
+            attrs += (("stop", e.stop),)
+        timed = math.isfinite(e.t0) and math.isfinite(e.t1)
+        rows.add(
+            K.ROLLOUT,
+            "span" if timed else "point",
+            step,
+            e.t0 - origin if timed else math.nan,
+            max(e.t0, e.t1) - origin if timed else math.nan,
+            e.reward,
+            "generator",
+            e.id,
+            e.group,
+            e.v_start,
+            e.v_end,
+            trained_step - 1 if trained_step > 0 else -1,
+            status,
+            cached_attrs(attrs),
         )
-        if math.isfinite(e.t0) and math.isfinite(e.t1):
-            b.span(K.ROLLOUT, e.t0 - origin, max(e.t0, e.t1) - origin, **common)
-        else:
-            b.point(K.ROLLOUT, math.nan, **common)
         if e.window_step >= 0:
             finished[e.window_step] += 1
         if trained_step > 0:
             trained[trained_step] += 1
         for boot in e.boots:
-            message = boot.message or (f"{e.error_type}: {e.error_message}" if e.error_type else "")
-            status_s = "ok" if boot.ok else failure_reason(message)
-            battrs = {"runtime": boot.runtime, "sandbox_id": boot.sandbox_id, "episode": e.id}
-            if message and not boot.ok:
-                battrs["message"] = redact(message)
-            if boot.image_cached is not None:
-                battrs["image_cached"] = boot.image_cached
-            b.span(
-                K.SANDBOX_START,
-                boot.t0 - origin,
-                max(boot.t0, boot.t1) - origin,
-                step=e.window_step,
-                actor="sandbox",
-                sample=e.id,
-                group=e.group,
-                status=status_s,
-                attrs=attrs_json(battrs),
-            )
-    groups_finished: dict[int, int] = defaultdict(int)
-    groups_zero: dict[int, int] = defaultdict(int)
-    trained_groups = {}
-    for e in data.episodes:
-        if e.group and e.id in data.trained_at and data.trained_at[e.id] not in unfinished:
-            trained_groups[e.group] = max(trained_groups.get(e.group, -1), data.trained_at[e.id])
-    for gid, (std, n, t_end, window) in stats.items():
-        if n == 0:
-            continue
-        status = "filtered_zero_adv" if gid in zero_adv else "ok"
-        b.point(
-            K.ROLLOUT_GROUP,
-            t_end - origin if math.isfinite(t_end) else math.nan,
-            step=trained_groups.get(gid, window),
-            actor="generator",
-            group=gid,
-            status=status,
-            value=std,
-            attrs=attrs_json({"clean_samples": n}),
-        )
-        if window >= 0:
-            groups_finished[window] += 1
-            groups_zero[window] += gid in zero_adv
+            _sandbox_start(rows, e, boot, origin)
+    groups_finished, groups_zero = _groups(rows, data, stats, zero_adv, unfinished, origin)
+    rows.flush(b)
     for step, n in finished.items():
         b.agg(K.SAMPLES_FINISHED, step, float(n), actor="generator")
         b.agg(K.GROUPS_FINISHED, step, float(groups_finished.get(step, 0)), actor="generator")
@@ -240,3 +243,67 @@ def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, w
     for step, n in trained.items():
         b.agg(K.SAMPLES_TRAINED, step, float(n), actor="trainer")
         b.agg(K.SAMPLES_ACCEPTED, step, float(n), actor="generator")
+
+
+def _sandbox_start(rows: Rows, e: Episode, boot: SandboxBoot, origin: float) -> None:
+    """One sandbox.start span: ok, or the normalized reason with the provider's message in attrs."""
+    message = boot.message or (f"{e.error_type}: {e.error_message}" if e.error_type else "")
+    attrs: tuple[tuple[str, object], ...] = (("runtime", boot.runtime),)
+    if boot.image_cached is not None:
+        attrs += (("image_cached", boot.image_cached),)
+    if not boot.ok:
+        attrs += (("sandbox_id", boot.sandbox_id), ("message", redact(message)))
+    status = "ok" if boot.ok else failure_reason(message)
+    rows.add(
+        K.SANDBOX_START,
+        "span",
+        e.window_step,
+        boot.t0 - origin,
+        max(boot.t0, boot.t1) - origin,
+        math.nan,
+        "sandbox",
+        e.id,
+        e.group,
+        status=status,
+        attrs=cached_attrs(attrs),
+    )
+
+
+def _groups(
+    rows: Rows,
+    data: RunData,
+    stats: dict[str, tuple[float, int, float, int]],
+    zero_adv: set[str],
+    unfinished: set[int],
+    origin: float,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """rollout.group points; returns finished and zero-advantage group counts per window step."""
+    groups_finished: dict[int, int] = defaultdict(int)
+    groups_zero: dict[int, int] = defaultdict(int)
+    trained_groups: dict[str, int] = {}
+    for e in data.episodes:
+        step = data.trained_at.get(e.id)
+        if e.group and step is not None and step not in unfinished:
+            trained_groups[e.group] = max(trained_groups.get(e.group, -1), step)
+    for gid, (std, n, t_end, window) in stats.items():
+        if n == 0:
+            continue
+        status = "filtered_zero_adv" if gid in zero_adv else "ok"
+        t0 = t_end - origin if math.isfinite(t_end) else math.nan
+        rows.add(
+            K.ROLLOUT_GROUP,
+            "point",
+            trained_groups.get(gid, window),
+            t0,
+            math.nan,
+            std,
+            "generator",
+            "",
+            gid,
+            status=status,
+            attrs=attrs_json({"clean_samples": n}),
+        )
+        if window >= 0:
+            groups_finished[window] += 1
+            groups_zero[window] += gid in zero_adv
+    return groups_finished, groups_zero

@@ -12,11 +12,31 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
+
+try:  # the `prime_rl` extra: orjson parses episode records ~3x faster than the standard library
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - exercised when the extra is not installed
+    _loads = json.loads
 from benchbed.adapters.prime_rl.sandbox import SANDBOX_RUNTIMES, is_provisioning_error
 
 STEP_DIR = re.compile(r"^step_(\d+)$")
 _ID_PREFIX = re.compile(rb'^\{"id":\s*"([^"]+)"')
 _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
+# Most of a record's bytes are what benchbed never reads: each trace's message graph and model calls (token ids,
+# logprobs), the task payload (prompt, data) stored once per episode and once per trace, and the agent's config.
+# They are cut out by byte search before parsing. Pydantic dumps fields in declaration order (verifiers@a60a606:
+# Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent, tools,
+# nodes, calls, request_rewrites, ...; AgentInfo = config, runtime, ...; AgentConfig ends with its timeout and
+# retries tables), and `,"` / `},"` never occur inside a JSON string, so the markers are structural. A cut that
+# does not fit (a nested key of the same name) leaves invalid JSON, and then the whole line is parsed instead.
+_TASK = b',"task":{"type":'
+_TASK_ENDS = (b'},"group":{"id":', b'},"run":{"type":')
+_TRACE_TASK_END = b'},"agent":{'
+_CONFIG = b'"config":{'
+_CONFIG_END = b'}},"runtime":{'
+_TOOLS = b',"tools":['
+_NODES = b',"nodes":['
+_CALLS_END = b'],"request_rewrites":['
 MAX_MESSAGE = 500
 
 
@@ -87,7 +107,7 @@ def _read_records(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, 
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = load_record(raw)
         except ValueError as exc:
             kind = "truncated last line" if i == last - 1 and not complete else "line that is not JSON"
             warnings.append(f"{path}:{i + 1}: skipped {kind} ({exc.__class__.__name__})")
@@ -99,53 +119,93 @@ def _read_records(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, 
     return out
 
 
+def slim(raw: bytes) -> bytes:
+    """The record without task payloads, agent configs and traces' `nodes`/`calls` (byte search, no parse)."""
+    cuts: list[tuple[int, int]] = []
+    i = raw.find(_TASK)
+    ends = [j for m in _TASK_ENDS if (j := raw.find(m, i)) >= 0] if i >= 0 else []
+    pos = 0
+    if ends:
+        pos = min(ends) + 1
+        cuts.append((i, pos))
+    while (i := raw.find(_TASK, pos)) >= 0:  # one task per trace, then its agent, tools, nodes and calls
+        j = raw.find(_TRACE_TASK_END, i)
+        if j < 0:
+            break
+        cuts.append((i, j + 1))
+        agent_body = j + len(_TRACE_TASK_END)
+        k = raw.find(_CONFIG_END, agent_body)
+        if raw.startswith(_CONFIG, agent_body) and 0 <= k < raw.find(_TOOLS, agent_body):
+            cuts.append((agent_body, k + 3))  # from `"config":{` up to the runtime info's `"runtime":{`
+        n = raw.find(_NODES, j)
+        m = raw.find(_CALLS_END, n) if n >= 0 else -1
+        if m < 0:
+            break
+        cuts.append((n, m + 1))
+        pos = m
+    if not cuts:
+        return raw
+    parts = []
+    pos = 0
+    for start, end in cuts:
+        parts.append(raw[pos:start])
+        pos = end
+    parts.append(raw[pos:])
+    return b"".join(parts)
+
+
+def load_record(raw: bytes) -> Any:
+    """Parse a record, skipping the token arrays when the cut leaves valid JSON; else parse it whole."""
+    cut = slim(raw)
+    if cut is not raw:
+        try:
+            return _loads(cut)
+        except ValueError:
+            pass
+    return _loads(raw)
+
+
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    return float(value) if value.__class__ in (float, int) else math.nan
 
 
-def _span(timing: dict[str, Any], phase: str) -> tuple[float, float]:
-    span = timing.get(phase)
-    if not isinstance(span, dict):
-        return math.nan, math.nan
-    return _num(span.get("start", 0.0)), _num(span.get("end", 0.0))
+def _dict(value: Any) -> dict[str, Any]:
+    return value if value.__class__ is dict else {}
 
 
 def episode_from_record(record: dict[str, Any], window_step: int, where: str, warnings: list[str]) -> Episode | None:
     """The fields benchbed needs from one episode record; None (with a warning) if it is not an episode."""
     episode_id = record.get("id")
-    if not isinstance(episode_id, str):
+    if episode_id.__class__ is not str:
         warnings.append(f"{where}: skipped record without an episode id")
         return None
-    group = record.get("group") or {}
-    env = record.get("env") or {}
-    run = record.get("run") or {}
-    work = run.get("work") or {} if isinstance(run, dict) else {}
-    policy = work.get("policy") or {}
-    errors = record.get("errors") or []
-    traces = [t for t in record.get("traces") or [] if isinstance(t, dict)]
+    env = _dict(record.get("env"))
+    policy = _dict(_dict(_dict(record.get("run")).get("work")).get("policy"))
+    errors = [e for e in record.get("errors") or () if e.__class__ is dict]
+    traces = [t for t in record.get("traces") or () if t.__class__ is dict]
     last_error = errors[-1] if errors else next((t["errors"][-1] for t in reversed(traces) if t.get("errors")), {})
     episode = Episode(
         id=episode_id,
-        group=str(group.get("id", "")) if isinstance(group, dict) else "",
+        group=str(_dict(record.get("group")).get("id", "")),
         window_step=window_step,
         v_start=int(policy.get("start", -1)),
         v_end=int(policy.get("end", -1)),
         ok=bool(record.get("ok", False)),
-        error_type=str(last_error.get("type", "")),
-        error_message=str(last_error.get("message", ""))[:MAX_MESSAGE],
-        env=str(env.get("name") or env.get("id") or "") if isinstance(env, dict) else "",
+        error_type=str(last_error.get("type", "")) if last_error.__class__ is dict else "",
+        error_message=str(last_error.get("message", ""))[:MAX_MESSAGE] if last_error.__class__ is dict else "",
+        env=str(env.get("name") or env.get("id") or ""),
         source=where,
     )
     rewards = []
     starts: list[float] = []
     ends: list[float] = []
     for trace in traces:
-        timing = trace.get("timing") or {}
+        timing = _dict(trace.get("timing"))
         start = _num(timing.get("start"))
         if start > 0:
             starts.append(start)
-        phase_ends = [e for p in _PHASES if (e := _span(timing, p)[1]) > 0]
-        ends.extend(phase_ends)
+        phase_ends = [end for p in _PHASES if (end := _num(_dict(timing.get(p)).get("end", 0.0))) > 0]
+        ends += phase_ends
         reward = _trace_reward(trace)
         if reward is not None:
             rewards.append(reward)
@@ -154,10 +214,11 @@ def episode_from_record(record: dict[str, Any], window_step: int, where: str, wa
         if boot is not None:
             episode.boots.append(boot)
     if rewards:
-        episode.reward = sum(rewards) / len(rewards)
-    if not math.isfinite(episode.reward) and rewards:
-        warnings.append(f"{where}: non-finite reward; kept the episode without a reward")
-        episode.reward = math.nan
+        reward = sum(rewards) / len(rewards)
+        if math.isfinite(reward):
+            episode.reward = reward
+        else:
+            warnings.append(f"{where}: non-finite reward; kept the episode without a reward")
     if starts:
         episode.t0 = min(starts)
         episode.t1 = max(ends) if ends else episode.t0
@@ -180,11 +241,11 @@ def _trace_reward(trace: dict[str, Any]) -> float | None:
 
 def _boot(trace: dict[str, Any], timing: dict[str, Any], phase_ends: list[float], errors: list) -> SandboxBoot | None:
     """The sandbox start of one trace, if its runtime is a sandbox and the boot phase began."""
-    agent = trace.get("agent") or {}
-    runtime = agent.get("runtime") if isinstance(agent, dict) else None
-    if not isinstance(runtime, dict) or runtime.get("type") not in SANDBOX_RUNTIMES:
+    runtime = _dict(_dict(trace.get("agent")).get("runtime"))
+    if runtime.get("type") not in SANDBOX_RUNTIMES:
         return None
-    t0, t1 = _span(timing, "boot")
+    boot = _dict(timing.get("boot"))
+    t0, t1 = _num(boot.get("start", 0.0)), _num(boot.get("end", 0.0))
     if not t0 > 0:
         return None
     message = ""

@@ -35,7 +35,7 @@ class OrchestratorStep:
     source: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class SandboxBoot:
     """The boot phase of one trace: runtime provisioning, create -> ready."""
 
@@ -48,7 +48,7 @@ class SandboxBoot:
     image_cached: bool | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Episode:
     """One verifiers episode as recorded in rollouts/step_N/train/{all,effective}/traces.jsonl."""
 

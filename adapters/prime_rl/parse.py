@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -54,9 +57,28 @@ ORCHESTRATOR_LOGS = ("orchestrator.log", "orchestrator.stdout")
 ERROR_LINE = re.compile(r"^\d{2}:\d{2}:\d{2}\s+(ERROR|CRITICAL)\s|\"level\": \"(ERROR|CRITICAL)\"", re.M)
 
 
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while 10^5 records become objects that all stay alive.
+
+    Every allocation batch would otherwise re-traverse everything read so far (parsing 100,000 episodes ran
+    ~3x slower with it on); reference counting still frees everything as usual."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def parse_path(path: Path) -> Trace:
     """Read a run directory, a metrics.jsonl, or a console log."""
-    path = Path(path)
+    with no_cyclic_gc():
+        return _parse_path(Path(path))
+
+
+def _parse_path(path: Path) -> Trace:
     if not path.exists():
         raise NotThisFrameworkError(f"not a prime-rl run: {path} does not exist")
     data = RunData()

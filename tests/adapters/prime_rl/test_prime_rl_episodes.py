@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from benchbed.adapters.prime_rl import PrimeRLAdapter
+from benchbed.adapters.prime_rl import episodes as episodes_module
+from benchbed.adapters.prime_rl.episodes import episode_from_record, load_record, slim
 from benchbed.adapters.prime_rl.sandbox import RULES, failure_reason
 
 from benchbed import keys as K
@@ -119,7 +122,7 @@ def test_boot_timing_becomes_sandbox_start(head, fixtures: Path) -> None:
         row = starts.loc[rec["id"]]
         assert row["t1"] - row["t0"] == pytest.approx(boot["end"] - boot["start"], abs=1e-6)
         assert row["status"] == "ok"
-        assert json.loads(row["attrs"])["sandbox_id"] == rec["traces"][0]["agent"]["runtime"]["id"]
+        assert json.loads(row["attrs"]) == {"runtime": "prime", "image_cached": True}
 
 
 def test_provisioning_failures_get_their_reason(failures, gen, fixtures: Path) -> None:
@@ -206,3 +209,35 @@ def test_truncated_traces_line_is_skipped(run_copy) -> None:
     n = len(text.splitlines()) + 1
     assert any(f"step_2/train/all/traces.jsonl:{n}: skipped truncated last line" in w for w in trace.meta.warnings)
     assert len(trace.of(K.ROLLOUT)) == 60
+
+
+def test_slim_cut_keeps_every_field_benchbed_reads(fixtures: Path) -> None:
+    for path in (fixtures / "head-559b447-sandbox-failures").glob("rollouts/step_*/train/all/traces.jsonl"):
+        for raw in path.read_bytes().splitlines():
+            full, cut = json.loads(raw), json.loads(slim(raw))
+            assert len(slim(raw)) < len(raw)
+            for trace in full["traces"]:
+                del trace["nodes"], trace["calls"], trace["task"], trace["agent"]["config"]
+            del full["task"]
+            assert cut == full
+
+
+def test_slim_cut_falls_back_when_a_marker_is_nested(tmp_path: Path) -> None:
+    record = {
+        "id": "e1",
+        "env": {"id": "x"},
+        "task": {"type": "Task", "data": {"info": {"group": {"id": "decoy"}}}},
+        "group": {"id": "g"},
+        "run": {"type": "train", "id": "r", "work": {"type": "train", "step": 1}},
+        "ok": True,
+        "errors": [],
+        "traces": [],
+    }
+    raw = json.dumps(record, separators=(",", ":")).encode()
+    assert episode_from_record(load_record(raw), 1, "x", []).group == "g"
+
+
+def test_standard_library_json_gives_the_same_trace(fixtures: Path, monkeypatch: pytest.MonkeyPatch, head) -> None:
+    monkeypatch.setattr(episodes_module, "_loads", json.loads)
+    plain = PrimeRLAdapter().parse(fixtures / "head-559b447")
+    pd.testing.assert_frame_equal(plain.events, head.events)

@@ -30,6 +30,25 @@ Rollout side (RolloutManager `perf {rollout_id}` dict; rollout k is trained by s
 | samples.accepted      | rollout_batch_size × n_samples_per_prompt (the kept batch)                                |
 | samples.trained       | Σ train/global_batch_size of the step's optimizer steps, else samples.accepted            |
 | native.<slime key>    | every other numeric perf/* and rollout/* figure, verbatim                                |
+| generator.paused      | loop structure: sync = step minus trainer.wait; every mode = weight updates;              |
+|                       |   one_step_off = from rollout k+1 done to the end of train step k                        |
+
+Rollout dumps (`rollout_{k}.pt`, Sample.to_dict() per sample; trained by step k+1, so v_train = k):
+
+| benchbed              | from                                                                                     |
+|-----------------------|------------------------------------------------------------------------------------------|
+| rollout v_start/v_end | first/last of weight_versions; slime counts pushes (initial push = 1), benchbed counts    |
+|                       |   steps: version = (push − 1) × update_weights_interval (1 for train.py)                  |
+| rollout status        | completed/truncated -> ok; aborted -> aborted; failed -> failed; remove_sample -> discarded |
+| rollout t0/t1         | first/last timestamp of the sample's trace events (else a point with t0 = NaN)            |
+| rollout attrs         | reward, slime_status, abort_reason, non_generation_time_s, resumed_from_rollout and       |
+|                       |   env_staleness = k − metadata["start_rollout_id"] (partial rollouts)                    |
+| rollout.group         | population std of the group's rewards (0 = zero advantage)                                |
+| sandbox.*             | trace spans whose names mention boot/provision (start), exec/tool (exec), kill (stop)     |
+| native.partial_rollout/* | resumed_samples and env_staleness_mean per step                                       |
+
+Coding-agent console lines (examples/coding_agent_rl): `provision attempt N/M failed: <Exc>: <msg>` and
+`<id> aborted: <reason>` -> sandbox.start failures (reasons in sandbox.py), `reward=... agent_exit_code=` -> ok.
 """
 
 from __future__ import annotations

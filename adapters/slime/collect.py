@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,11 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
     c.call_sites |= log.call_sites
     c.files_seen |= log.files_seen
     c.fully_async_ids |= {rid for rid, _, _ in log.fully_async}
+    for rid, _, rest in log.fully_async:
+        figures = {f"fully_async/{k}": float(v) for k, v in _FULLY_ASYNC_FIGURES.findall(rest)}
+        if done := _FULLY_ASYNC_DONE.search(rest):
+            figures["fully_async/done_s"] = float(done.group(1))
+        c.other_dicts.setdefault(("fully_async", rid), {}).update(figures)
     if log.job_failed:
         c.job_failed.append(log.job_failed)
     if log.first_ts is not None:
@@ -83,6 +89,11 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
         c.warnings.append(
             f"{log.source}: {duplicates} `perf` dict(s) repeat an earlier rollout id; the last one is kept"
         )
+
+
+# `target=8 queue_warm=3`, `done in 41.2s, queue_left=5` (slime/rollout/fully_async_rollout.py)
+_FULLY_ASYNC_FIGURES = re.compile(r"\b(target|queue_warm|queue_left)=(\d+)")
+_FULLY_ASYNC_DONE = re.compile(r"\bdone in ([\d.]+)s")
 
 
 def add_tensorboard(c: Collected, files: list[Path]) -> None:

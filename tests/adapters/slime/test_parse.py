@@ -111,6 +111,7 @@ def test_fully_async_run_with_dumps_versions_partial_rollouts_and_failures() -> 
     assert resumed == [{"reward": 1.0, "slime_status": "completed", "response_length": 2, "resumed_from_rollout": 0,
                         "env_staleness": 2, "non_generation_time_s": 2.5}]  # fmt: skip
     assert agg(trace, "native.partial_rollout/env_staleness_mean") == {3: 2.0}
+    assert agg(trace, "native.fully_async/queue_left") == {1: 1.0, 2: 1.0, 3: 1.0}  # `done in 5.0s, queue_left=1`
     aborted = r[r["status"] == "aborted"]
     assert len(aborted) == 1 and json.loads(aborted["attrs"].iloc[0])["abort_reason"] == "missing_image_or_workdir"
     groups = trace.events[trace.events["key"] == K.ROLLOUT_GROUP]

@@ -78,7 +78,7 @@ async def _bare(program: list[str], level: int, n: int) -> float:
 
     async def one() -> None:
         async with gate:
-            child = Child(program, cap=1 << 20)
+            child = await Child.spawn(program, cap=1 << 20)
             await child.wait()
             child.close()
 

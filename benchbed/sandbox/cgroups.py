@@ -172,6 +172,11 @@ class SandboxCgroups:
             elif ctrl == "cpu":
                 _write(d / "cpu.max", f"{max(1000, int(cpu * 100000))} 100000")
 
+    def setup(self, memory_bytes: int, pids_max: int, cpu: float) -> list[Path]:
+        """create() and the procs files of the first leaf, in one blocking call."""
+        self.create(memory_bytes=memory_bytes, pids_max=pids_max, cpu=cpu)
+        return self.procs_files(0)
+
     def procs_files(self, leaf: int) -> list[Path]:
         """cgroup.procs files a process must join: each v1 dir, and the v2 leaf `x<leaf>`."""
         files = [d / "cgroup.procs" for d in self.dirs if d != self.v2_dir]

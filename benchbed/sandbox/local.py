@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import logging
 import math
 import os
 import shlex
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,7 @@ from pathlib import Path
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.capabilities import WORK_MOUNT, LocalCapabilities, detect
 from benchbed.sandbox.cgroups import SandboxCgroups, remove_parents, sweep
-from benchbed.sandbox.procs import Child, become_subreaper, reap_orphans
+from benchbed.sandbox.procs import Child, become_subreaper, reap_orphans, run_blocking
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,7 @@ SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "
 # /etc entries a dynamically linked program needs; nothing else of the host's /etc is visible.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf", "hosts",
              "python3", "python3.11", "python3.12", "python3.13", "mime.types", "os-release")  # fmt: skip
+ETC_CACHE = Path("/run/benchbed")
 _seq = itertools.count(1)
 
 
@@ -53,7 +56,40 @@ class LocalState:
     expired: bool = False
 
 
-def _symlinks_and_binds(extra: list[str]) -> list[str]:
+def etc_snapshot(root: Path = ETC_CACHE) -> Path | None:
+    """A read-only copy of the few /etc entries programs need, bound as the sandbox's whole /etc in one mount
+    (instead of one bind per file). Content-addressed, so concurrent harnesses share it; None if /run is not ours."""
+    present = [n for n in ETC_FILES if (Path("/etc") / n).exists()]
+    digest = hashlib.sha256()
+    for name in present:
+        for path in sorted([Path("/etc") / name, *(Path("/etc") / name).rglob("*")]):
+            digest.update(str(path).encode())
+            digest.update(os.readlink(path).encode() if path.is_symlink() else b"")
+            if path.is_file() and not path.is_symlink():
+                digest.update(path.read_bytes())
+    target = root / f"etc-{digest.hexdigest()[:16]}"
+    if target.is_dir():
+        return target
+    try:
+        tmp = root / f".etc-{os.getpid()}-{next(_seq)}"
+        tmp.mkdir(parents=True, mode=0o755)
+        for name in present:
+            src = Path("/etc") / name
+            if src.is_dir() and not src.is_symlink():
+                shutil.copytree(src, tmp / name, symlinks=True)
+            else:
+                shutil.copy2(src, tmp / name, follow_symlinks=False)
+        tmp.chmod(0o755)
+        try:
+            tmp.rename(target)
+        except OSError:  # another harness made the same snapshot first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+    except OSError:
+        return None
+
+
+def _symlinks_and_binds(extra: list[str], etc: Path | None) -> list[str]:
     """Bind /usr and the few /etc files read-only; mirror /bin, /lib... as symlinks when the host has them so."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -62,9 +98,12 @@ def _symlinks_and_binds(extra: list[str]) -> list[str]:
             args += ["--symlink", os.readlink(host), f"/{name}"]
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
-    for name in ETC_FILES:
-        if (Path("/etc") / name).exists():
-            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    if etc is not None:
+        args += ["--ro-bind", str(etc), "/etc"]
+    else:
+        for name in ETC_FILES:
+            if (Path("/etc") / name).exists():
+                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for path in extra:
         args += ["--ro-bind", path, path]
     return args
@@ -128,6 +167,7 @@ class LocalBackend:
             log.warning("local sandbox degraded: %s", w)
         self.live: dict[str, Handle] = {}
         self._uid_block = UID_BASE + (os.getpid() % 1000) * 100_000
+        self.etc = etc_snapshot() if self.caps.root else None
         self.subreaper = become_subreaper()
         if not self.subreaper:
             self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
@@ -150,7 +190,7 @@ class LocalBackend:
 
     def _bwrap_argv(self, spec: SandboxSpec, info_fd: int) -> list[str]:
         argv = [self.caps.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", *_symlinks_and_binds(spec.ro_binds), "--proc", "/proc", "--dev", "/dev",
+                "--new-session", *_symlinks_and_binds(spec.ro_binds, self.etc), "--proc", "/proc", "--dev", "/dev",
                 "--size", str(min(spec.disk_mb, 64) << 20), "--tmpfs", "/dev/shm"]  # fmt: skip
         if self.caps.private_tmpfs:
             argv += ["--bind", str(WORK_MOUNT), WORKDIR]
@@ -174,9 +214,9 @@ class LocalBackend:
         r, w = os.pipe()
         holder: Child | None = None
         try:
+            procs: list[Path] = []
             if cgroups is not None:
-                cgroups.create(memory_bytes=spec.memory_mb << 20, pids_max=spec.pids_max, cpu=spec.cpu)
-            procs = cgroups.procs_files(0) if cgroups is not None else []
+                procs = await run_blocking(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
             bwrap = self._bwrap_argv(spec, w)
             if self.caps.private_tmpfs:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
@@ -189,7 +229,7 @@ class LocalBackend:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 argv = ["/bin/sh", "-c", outer + 'exec "$@"', "sh", *bwrap]
             on_step("create_sent")
-            holder = Child(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)
+            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)
             os.close(w)
             w = -1
             on_step("started")
@@ -291,8 +331,8 @@ class LocalBackend:
                 child_ref[0].kill()
 
         t0 = time.perf_counter()
-        child = Child(["/bin/sh", "-c", script, "sh", *prefix, *argv], cap=spec.output_limit_bytes,
-                      on_overflow=on_overflow, env=SANDBOX_ENV)  # fmt: skip
+        child = await Child.spawn(["/bin/sh", "-c", script, "sh", *prefix, *argv], cap=spec.output_limit_bytes,
+                                  on_overflow=on_overflow, env=SANDBOX_ENV)  # fmt: skip
         child_ref.append(child)
         state.execs.append(child)
         timed_out = False
@@ -401,7 +441,7 @@ class LocalBackend:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
         if cgroups is not None and cgroups.dirs:
-            left = cgroups.remove()
+            left = await run_blocking(cgroups.remove)
             if left:
                 raise SandboxFailure("internal", f"sandbox cgroups not released: {'; '.join(left)}")
 

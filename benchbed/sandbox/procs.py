@@ -7,10 +7,12 @@ import contextlib
 import os
 import subprocess
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TypeVar
 
 _CHUNK = 1 << 16
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,23 +53,62 @@ class CappedStream:
                 self.on_data(chunk)
 
 
+# vfork+exec blocks the spawning thread until the child has exec'd, which on a saturated host is a scheduler
+# wait of tens of ms; spawning from a few threads keeps the event loop (and other spawns) moving meanwhile.
+SPAWN_THREADS = 8
+_spawner: ThreadPoolExecutor | None = None
+
+
+def run_blocking(fn: Callable[..., T], *args: object) -> asyncio.Future[T]:
+    """Run a blocking call (spawn, cgroup mkdir/rmdir) on the spawn threads."""
+    global _spawner
+    if _spawner is None:
+        _spawner = ThreadPoolExecutor(SPAWN_THREADS, thread_name_prefix="benchbed-spawn")
+    return asyncio.get_running_loop().run_in_executor(_spawner, fn, *args)
+
+
+def _kill_spawned(future: asyncio.Future[subprocess.Popen[bytes]]) -> None:
+    if future.cancelled() or future.exception() is not None:
+        return
+    popen = future.result()
+    popen.kill()
+    popen.wait()
+    for pipe in (popen.stdout, popen.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 class Child:
     """A spawned process whose exit is seen through a pidfd and whose stdout/stderr are read on the loop."""
 
-    def __init__(
-        self,
+    @classmethod
+    async def spawn(
+        cls,
         argv: Sequence[str],
         *,
         cap: int,
         on_overflow: Callable[[], None] | None = None,
         pass_fds: Sequence[int] = (),
         env: dict[str, str] | None = None,
+    ) -> Child:
+        spawning = run_blocking(
+            lambda: subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                close_fds=True, pass_fds=tuple(pass_fds), env=env,
+            )  # fmt: skip
+        )
+        try:
+            popen = await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            spawning.add_done_callback(_kill_spawned)  # never leave a process we stopped waiting for
+            raise
+        return cls(popen, cap=cap, on_overflow=on_overflow)
+
+    def __init__(
+        self, popen: subprocess.Popen[bytes], *, cap: int, on_overflow: Callable[[], None] | None = None
     ) -> None:
         self.loop = asyncio.get_running_loop()
-        self.popen = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            close_fds=True, pass_fds=tuple(pass_fds), env=env,
-        )  # fmt: skip
+        self.popen = popen
         self.pid = self.popen.pid
         self.exited: asyncio.Future[int] = self.loop.create_future()
         self.streams: list[CappedStream] = []
@@ -144,24 +185,16 @@ def become_subreaper() -> bool:
 
 
 def reap_orphans(uid_lo: int, uid_hi: int) -> int:
-    """Reap exited children of this process whose uid is in [uid_lo, uid_hi) (orphans of killed sandboxes)."""
+    """Reap exited children whose uid is in [uid_lo, uid_hi) (orphans of killed sandboxes); stops at the first
+    zombie that is not one (a process of ours whose pidfd watcher reaps it), to be resumed on the next call."""
     reaped = 0
-    for children in Path("/proc/self/task").glob("*/children"):
+    while True:
         try:
-            pids = children.read_text().split()
-        except OSError:
-            continue
-        for pid in pids:
-            try:
-                fields = dict(
-                    line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
-                )
-                uid = int(fields["Uid"].split()[0])
-                state = fields["State"].split()[0]
-            except (OSError, KeyError, ValueError):
-                continue
-            if uid_lo <= uid < uid_hi and state == "Z":
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(int(pid), 0)
-                    reaped += 1
-    return reaped
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return reaped
+        if info is None or not uid_lo <= info.si_uid < uid_hi:
+            return reaped
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(info.si_pid, 0)
+            reaped += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from benchbed.adapters.verl.keymap import TIMING_PREFIX, ModeMap
 from benchbed.adapters.verl.records import Record
@@ -87,6 +88,51 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
     return classify
 
 
+class AggRows:
+    """Agg rows gathered column-wise and handed to a TraceBuilder in one go (the parse of 10k steps x 300 keys
+    makes hundreds of thousands of rows; one builder call per row would dominate the run time)."""
+
+    _FIXED: ClassVar[dict[str, Any]] = {
+        "kind": "agg", "t0": math.nan, "t1": math.nan, "sample": "", "group": "", "status": "",
+        "v_start": -1, "v_end": -1, "v_train": -1,
+    }  # fmt: skip
+
+    def __init__(self) -> None:
+        self.key: list[str] = []
+        self.step: list[int] = []
+        self.value: list[float] = []
+        self.actor: list[str] = []
+        self.attrs: list[str] = []
+
+    def add(self, key: str, step: int, value: float, actor: str = "", attrs: str = "") -> None:
+        self.key.append(key)
+        self.step.append(step)
+        self.value.append(value)
+        self.actor.append(actor)
+        self.attrs.append(attrs)
+
+    def flush(self, builder: TraceBuilder) -> None:
+        n = len(self.key)
+        filled = {"key": self.key, "step": self.step, "value": self.value, "actor": self.actor, "attrs": self.attrs}
+        for column, values in builder.columns.items():
+            if column in filled:
+                values.extend(filled[column])
+            elif column in self._FIXED:
+                values.extend([self._FIXED[column]] * n)
+            else:
+                raise AssertionError(f"trace column {column!r} is new; teach AggRows its default")
+
+
+def _plan(data: dict[str, Any], classify: Callable[[str], Action]) -> list[tuple[str, str, str]]:
+    """The keys of a record that matter, with what to do with each (records of a run share their key set)."""
+    out = []
+    for key in data:
+        kind, target = classify(key)
+        if kind != "ignore":
+            out.append((key, kind, target))
+    return out
+
+
 def emit_steps(
     segments: list[Segment],
     mm: ModeMap,
@@ -99,30 +145,38 @@ def emit_steps(
     local steps); they stay one benchbed step each, so versions and steps agree (v_train = step - 1)."""
     summary = StepSummary(segments=len(segments))
     classify = _classifier(mm)
+    plans: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
     cycles = mm.record == "sync_cycle"
-    agg = builder.agg
+    rows = AggRows()
+    agg = rows.add
+    timing_kinds = ("inside", "outside", "step", "timer")
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
         prev_global = None
         for rec in segment.records:
+            data = rec.data
+            signature = tuple(data)
+            plan = plans.get(signature)
+            if plan is None:
+                plan = plans[signature] = _plan(data, classify)
+                summary.timing_keys.update(key for key, kind, _ in plan if kind in timing_kinds)
+            step = rec.step
             step_time = math.nan
             named = dict.fromkeys(_NAMED, 0.0)
             outside = 0.0
             timed = False
-            for key, value in rec.data.items():
-                if value is None or isinstance(value, (str, bool, list, dict)):
+            for key, kind, target in plan:
+                value = data[key]
+                kind_of_value = type(value)
+                if kind_of_value is not float and kind_of_value is not int:
                     continue
-                kind, target = classify(key)
-                if kind == "ignore":
-                    continue
-                value = float(value)
                 if value != value:  # NaN
                     continue
                 if kind == "inside":
                     named[target] += value
                     timed = True
                 elif kind == "step":
-                    step_time = value
+                    step_time = float(value)
                 elif kind == "outside":
                     outside += value
                     if target != K.TRAINER_OTHER:
@@ -131,36 +185,35 @@ def emit_steps(
                 elif kind == "timer":
                     timed = True
                 else:
-                    agg(target, rec.step, value, attrs=attrs)
-                if kind in ("inside", "outside", "step", "timer"):
-                    summary.timing_keys.add(key)
+                    agg(target, step, float(value), "", attrs)
             local = 1
             if cycles:
-                global_step = rec.data.get("training/global_step")
+                global_step = data.get("training/global_step")
                 if isinstance(global_step, (int, float)) and prev_global is not None:
                     local = max(1, int(global_step) - prev_global)
                 elif isinstance(global_step, (int, float)) and segment.index == 0:
                     local = max(1, int(global_step))
                 if isinstance(global_step, (int, float)):
                     prev_global = int(global_step)
-                summary.local_steps[rec.step] = local
+                summary.local_steps[step] = local
             if math.isnan(step_time):
                 if timed:
                     for key, value in named.items():
                         if value:
-                            agg(key, rec.step, value, attrs=attrs)
+                            agg(key, step, value, "trainer", attrs)
                 continue
             total = step_time + outside
             other = total - sum(named.values())
             if other < -1e-6:
-                summary.clamped.append(rec.step)
-            agg(K.TRAINER_STEP, rec.step, total, actor="trainer", attrs=attrs)
+                summary.clamped.append(step)
+            agg(K.TRAINER_STEP, step, total, "trainer", attrs)
             for key, value in named.items():
-                agg(key, rec.step, value, actor="trainer", attrs=attrs)
-            agg(K.TRAINER_OTHER, rec.step, max(0.0, other), actor="trainer", attrs=attrs)
-            samples = samples_for(rec.step, local)
+                agg(key, step, float(value), "trainer", attrs)
+            agg(K.TRAINER_OTHER, step, max(0.0, other), "trainer", attrs)
+            samples = samples_for(step, local)
             if samples is not None:
-                agg(K.SAMPLES_TRAINED, rec.step, samples, attrs=attrs)
+                agg(K.SAMPLES_TRAINED, step, samples, "", attrs)
             summary.steps += 1
-            summary.last_step = rec.step
+            summary.last_step = step
+    rows.flush(builder)
     return summary

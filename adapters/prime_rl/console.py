@@ -24,6 +24,9 @@ MAX_OFF_POLICY = re.compile(r"Max Off-Policy (\d+)")
 LEGACY_LEVELS = re.compile(r"Async Level: (\d+) \| Max\. Off-Policy Level: (\d+)")
 WAITED = re.compile(r"Waited for batch to arrive for ([\d.]+) seconds")
 LOADED = re.compile(r"Loaded batch in ([\d.]+) seconds")
+# Before prime-rl PR #1467 (parent d05dbe9) these two were INFO lines: the wait is the time between them.
+WAITING = re.compile(r"^Waiting for training batch to arrive")
+FORWARD = re.compile(r"^Starting forward and backward pass")
 PAUSE = re.compile(r"^Pausing dispatcher to prevent orchestrator")
 HOLD = re.compile(r"^Holding batch \d+ until the trainer publishes")
 RESUME = re.compile(r"^Resuming dispatcher")
@@ -53,6 +56,7 @@ class ConsoleRead:
     finished: bool = False
     crashed: bool = False
     saw_wait: bool = False
+    derived_wait: bool = False  # some waits came from timestamps, not from 'Waited for batch' lines
     epoch_times: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -121,6 +125,7 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
     pending_load = math.nan
     hold_start: float | None = None
     gate_start: float | None = None
+    waiting_since: float | None = None
     records = iter_records(path)
     info.crashed = TRACEBACK in path.read_text(errors="replace")
     info.records = len(records)
@@ -136,6 +141,16 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
             info.recognized += 1
         elif m := LOADED.search(msg):
             pending_load = float(m.group(1))
+            info.recognized += 1
+        elif WAITING.match(msg):
+            waiting_since = rec.t
+            info.recognized += 1
+        elif FORWARD.match(msg):
+            if waiting_since is not None and math.isnan(pending_wait):
+                load = 0.0 if math.isnan(pending_load) else pending_load
+                pending_wait = max(0.0, rec.t - waiting_since - load)
+                info.derived_wait = True
+            waiting_since = None
             info.recognized += 1
         elif m := TRAINER_STEP.match(msg):
             step_s = float(m.group(2)) if m.group(2) else parse_format_time(m.group(3))

@@ -272,6 +272,11 @@ def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
         partial = True
     shape = Shape(max_off_policy_steps=data.config.get("max_off_policy_steps"), partial=partial)
     warnings = list(data.warnings)
+    if any(c.derived_wait for c in console):
+        warnings.append(
+            "trainer wait taken from log timestamps between 'Waiting for training batch to arrive' and 'Starting "
+            "forward and backward pass' (text logs carry whole seconds, so each wait is +-1 s)"
+        )
     no_wait = all(math.isnan(s.wait_s) for s in data.trainer.values())
     if console and data.trainer and no_wait and not any(c.saw_wait for c in console):
         warnings.append(

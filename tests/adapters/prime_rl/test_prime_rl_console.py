@@ -150,3 +150,18 @@ def test_empty_or_foreign_directory_is_refused(tmp_path: Path) -> None:
 def test_missing_path_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NotThisFrameworkError, match="does not exist"):
         PrimeRLAdapter().parse(tmp_path / "nope")
+
+
+def test_info_level_log_before_pr_1467_gives_waits_from_timestamps(fixtures: Path, gen) -> None:
+    trace = PrimeRLAdapter().parse(fixtures / "d05dbe9-info-trainer.log")
+    assert trace.meta.extra["era"] == "v0.5-" and trace.meta.extra["step_offset"] == 1
+    waits = agg(trace, K.TRAINER_WAIT)
+    assert sorted(waits) == [1, 2, 3, 4, 5]
+    for n, (_, wait, load) in enumerate(gen.D05_STEPS, start=1):
+        assert abs(waits[n] - (wait + load)) <= 1.0  # whole-second timestamps; the load is not logged at INFO
+    assert any("trainer wait taken from log timestamps" in w for w in trace.meta.warnings)
+    steps = gen.D05_STEPS[1:]
+    expected = sum(w + ld for _, w, ld in steps) / sum(s for s, _, _ in steps)
+    assert compute_metrics(trace)["trainer_idle_ratio"].value == pytest.approx(
+        expected, abs=4 / sum(s for s, _, _ in steps)
+    )

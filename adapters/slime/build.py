@@ -43,7 +43,7 @@ def build_trace(c: Collected, d: Detected) -> Trace:
     if partial:
         warnings.append(f"run is partial: {partial}")
     for (kind, rid), values in sorted(c.other_dicts.items()):
-        _native(b, rid + 1, values, "generator" if kind in ("eval", "fully_async") else "trainer")
+        _native(b, rid + 1, values, "generator" if kind in ("eval", "fully_async", "partial") else "trainer")
     meta = TraceMeta(
         adapter="slime",
         framework="slime",

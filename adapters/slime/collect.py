@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
         c.other_dicts.setdefault(("fully_async", rid), {}).update(figures)
     if log.job_failed:
         c.job_failed.append(log.job_failed)
+    _attach_partial_counts(c, log)
     if log.first_ts is not None:
         c.saw(log.first_ts)
     if log.args:
@@ -94,6 +96,17 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
 # `target=8 queue_warm=3`, `done in 41.2s, queue_left=5` (slime/rollout/fully_async_rollout.py)
 _FULLY_ASYNC_FIGURES = re.compile(r"\b(target|queue_warm|queue_left)=(\d+)")
 _FULLY_ASYNC_DONE = re.compile(r"\bdone in ([\d.]+)s")
+
+
+def _attach_partial_counts(c: Collected, log: ConsoleLog) -> None:
+    """`Collected N partial samples into the data buffer` is logged while rollout k ends, before `perf k`: the count
+    of partially generated samples buffered for resumption goes to the next rollout-manager perf line."""
+    perf_lines = sorted((m.lineno, m.id) for m in log.metrics if m.kind == "perf" and is_trainer_perf(m) is False)
+    for lineno, count in log.partial_collected:
+        i = bisect.bisect_right(perf_lines, (lineno, math.inf))
+        if i < len(perf_lines):
+            figures = c.other_dicts.setdefault(("partial", perf_lines[i][1]), {})
+            figures["partial_rollout/buffered"] = figures.get("partial_rollout/buffered", 0.0) + count
 
 
 def add_tensorboard(c: Collected, files: list[Path]) -> None:

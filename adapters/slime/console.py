@@ -77,7 +77,7 @@ class ConsoleLog:
     timers: list[TimerLine] = field(default_factory=list)
     sandbox: list[SandboxLine] = field(default_factory=list)
     fully_async: list[tuple[int, float, str]] = field(default_factory=list)
-    partial_collected: list[tuple[float, int]] = field(default_factory=list)
+    partial_collected: list[tuple[int, int]] = field(default_factory=list)  # (line number, samples buffered)
     args: dict[str, str] = field(default_factory=dict)
     call_sites: set[tuple[str, int]] = field(default_factory=set)
     files_seen: set[str] = field(default_factory=set)
@@ -224,7 +224,7 @@ def _read_message(
         return None
     m = _PARTIAL.match(msg)
     if m:
-        log.partial_collected.append((ts, int(m.group("n"))))
+        log.partial_collected.append((lineno, int(m.group("n"))))
         return None
     if "[coding_agent_rl]" in msg:
         _read_sandbox(log, msg, ts, lineno)

@@ -340,3 +340,13 @@ def test_agentic_dumps_without_traces_count_one_start_per_sample(tmp_path: Path)
     }
     r = trace.events[trace.events["key"] == K.ROLLOUT]
     assert set(r["kind"]) == {"point"} and r["t0"].isna().all()  # no trace, no times
+
+
+def test_partial_samples_buffered_per_rollout(tmp_path: Path) -> None:
+    lines = (FIX / "sync_colocated_624b824" / "run.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "rollout_metrics.py:268 - perf 1:" in line)
+    collected = "(RolloutManager pid=1805485) [2026-04-15 07:52:00] sglang_rollout.py:369 - Collected {} partial " \
+                "samples into the data buffer"  # fmt: skip
+    lines[at:at] = [collected.format(5), collected.format(2)]
+    (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
+    assert agg(SlimeAdapter().parse(tmp_path / "run.log"), "native.partial_rollout/buffered") == {2: 7.0}

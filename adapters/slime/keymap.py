@@ -30,6 +30,8 @@ Rollout side (RolloutManager `perf {rollout_id}` dict; rollout k is trained by s
 | samples.accepted      | rollout_batch_size × n_samples_per_prompt (the kept batch)                                |
 | samples.trained       | Σ train/global_batch_size of the step's optimizer steps, else samples.accepted            |
 | native.<slime key>    | every other numeric perf/* and rollout/* figure, verbatim                                |
+| native.partial_rollout/buffered | `Collected N partial samples into the data buffer` lines before `perf k`       |
+| native.fully_async/*  | `fully-async rollout k: target= queue_warm=` / `done in Ns, queue_left=` lines           |
 | generator.paused      | loop structure: sync = step minus trainer.wait; every mode = weight updates;              |
 |                       |   one_step_off = from rollout k+1 done to the end of train step k                        |
 

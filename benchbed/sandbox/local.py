@@ -133,6 +133,10 @@ def resolve_command(argv: list[str], spec: SandboxSpec) -> None:
     )
 
 
+def _setpriv(uid: int) -> str:
+    return f"setpriv --reuid {uid} --regid {uid} --clear-groups --no-new-privs"
+
+
 def _first_child(pid: int) -> int:
     """The sandbox's payload (the shell that printed ready) is the only child of bwrap's pid 1."""
     try:
@@ -222,12 +226,13 @@ class LocalBackend:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
                 inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
-                         f"exec setpriv --reuid {uid} --regid {uid} --clear-groups --no-new-privs \"$@\"")  # fmt: skip
+                         f'exec {_setpriv(uid)} "$@"')  # fmt: skip
                 outer += 'exec unshare -m --propagation private /bin/sh -c "$0" sh "$@"'
                 argv = ["/bin/sh", "-c", outer, inner, *bwrap]
             else:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
-                argv = ["/bin/sh", "-c", outer + 'exec "$@"', "sh", *bwrap]
+                drop = f"{_setpriv(uid)} " if self.caps.per_sandbox_uid else ""
+                argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
             holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)
             os.close(w)

@@ -8,7 +8,7 @@ import shlex
 import sys
 from functools import cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from benchbed.adapters.base import LaunchPlan
@@ -88,7 +88,9 @@ def train_args(spec: ExperimentSpec, opts: SlimeOptions, run_dir: Path, mode: st
             f"{spec.name}: slime's train_async.py refuses --colocate; set resources.colocated = false "
             f"or [slime].mode = 'sync' (mode is {mode!r})"
         )
-    args = ["python3", "train.py" if mode == "sync" else "train_async.py"]
+    # An absolute script path works whatever directory Ray starts the job driver in (sys.path[0] = the checkout).
+    script = "train.py" if mode == "sync" else "train_async.py"
+    args = ["python3", str(PurePosixPath(opts.slime_dir) / script)]
     args += _placement(spec)
     name, arch = model_args(w.model)
     if not arch and "--num-layers" not in opts.args:

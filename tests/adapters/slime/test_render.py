@@ -76,7 +76,7 @@ def test_models_match_by_name_and_carry_upstream_shapes() -> None:
 def test_sync_disaggregated_render(tmp_path: Path, version: str) -> None:
     plan = SlimeAdapter().render(spec(slime__slime_version=version), tmp_path / "run")
     env, argv = submitted(plan)
-    assert argv[:2] == ["python3", "train.py"]
+    assert argv[:2] == ["python3", "/root/slime/train.py"]
     assert env["env_vars"]["TENSORBOARD_DIR"] == str((tmp_path / "run" / "tensorboard").resolve())
     assert Path(env["env_vars"]["TENSORBOARD_DIR"]).is_absolute()
     assert (option(argv, "--actor-num-nodes"), option(argv, "--actor-num-gpus-per-node")) == ("2", "8")
@@ -103,7 +103,7 @@ def test_fully_async_partial_rollout_render(tmp_path: Path) -> None:
         tmp_path,
     )
     _, argv = submitted(plan)
-    assert argv[1] == "train_async.py"
+    assert argv[1] == "/root/slime/train_async.py"
     assert option(argv, "--rollout-function-path") == "slime.rollout.fully_async_rollout.generate_rollout_fully_async"
     assert "--partial-rollout" in argv and option(argv, "--update-weights-interval") == "5"
     assert option(argv, "--over-sampling-batch-size") == "48"
@@ -111,9 +111,9 @@ def test_fully_async_partial_rollout_render(tmp_path: Path) -> None:
 
 def test_colocated_and_staleness_default_modes(tmp_path: Path) -> None:
     _, argv = submitted(SlimeAdapter().render(spec(resources__colocated=True), tmp_path))
-    assert "--colocate" in argv and "--rollout-num-gpus" not in argv and argv[1] == "train.py"
+    assert "--colocate" in argv and "--rollout-num-gpus" not in argv and argv[1] == "/root/slime/train.py"
     _, argv = submitted(SlimeAdapter().render(spec(workload__max_staleness=1), tmp_path))
-    assert argv[1] == "train_async.py" and option(argv, "--update-weights-interval") == "1"
+    assert argv[1] == "/root/slime/train_async.py" and option(argv, "--update-weights-interval") == "1"
     _, argv = submitted(SlimeAdapter().render(spec(workload__max_staleness=3), tmp_path))
     assert option(argv, "--update-weights-interval") == "3"  # pushes every 3 steps bound staleness by 3
 
@@ -164,7 +164,7 @@ def test_experiment_specs_render(path: Path, tmp_path: Path) -> None:
 def test_case_study_4_spec(tmp_path: Path) -> None:
     s = load_spec(ROOT / "experiments" / "slime-case-study-4.toml")
     _, argv = submitted(SlimeAdapter().render(s, tmp_path))
-    assert argv[1] == "train_async.py"
+    assert argv[1] == "/root/slime/train_async.py"
     assert (option(argv, "--actor-num-nodes"), option(argv, "--rollout-num-gpus")) == ("4", "64")
     assert (option(argv, "--global-batch-size"), option(argv, "--n-samples-per-prompt")) == ("64", "8")
     assert option(argv, "--rollout-max-context-len") == "32768" and "--partial-rollout" in argv

@@ -32,7 +32,6 @@ class Collected:
     sandbox: list[SandboxLine] = field(default_factory=list)
     fully_async_ids: set[int] = field(default_factory=set)
     call_sites: set[tuple[str, int]] = field(default_factory=set)
-    files_seen: set[str] = field(default_factory=set)
     dumps: list[Dump] = field(default_factory=list)
     args: RunArgs = field(default_factory=RunArgs)
     first_ts: float = math.inf
@@ -52,7 +51,6 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
     c.timers.extend(log.timers)
     c.sandbox.extend(log.sandbox)
     c.call_sites |= log.call_sites
-    c.files_seen |= log.files_seen
     c.fully_async_ids |= {rid for rid, _, _ in log.fully_async}
     for rid, _, rest in log.fully_async:
         figures = {f"fully_async/{k}": float(v) for k, v in _FULLY_ASYNC_FIGURES.findall(rest)}

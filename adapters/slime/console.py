@@ -80,11 +80,8 @@ class ConsoleLog:
     partial_collected: list[tuple[int, int]] = field(default_factory=list)  # (line number, samples buffered)
     args: dict[str, str] = field(default_factory=dict)
     call_sites: set[tuple[str, int]] = field(default_factory=set)
-    files_seen: set[str] = field(default_factory=set)
     first_ts: float | None = None
     job_failed: str = ""
-    lines: int = 0
-    logger_lines: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -138,7 +135,6 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
     in_args = False
     pending: _Pending | None = None
     for lineno, raw in enumerate(lines, start=1):
-        log.lines += 1
         actor, pid, text = strip_prefix(raw)
         if in_args or _ARGS_OPEN.match(text):
             in_args = _read_arg_line(log, text, in_args)
@@ -154,12 +150,10 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             if not log.job_failed and _JOB_FAILED.match(text):
                 log.job_failed = f"{source}:{lineno}: {text.strip()}"
             continue
-        log.logger_lines += 1
         ts = clock(m.group("ts"))
         if log.first_ts is None or ts < log.first_ts:
             log.first_ts = ts
         file, line, msg = m.group("file"), int(m.group("line")), m.group("msg")
-        log.files_seen.add(file)
         pending = _read_message(log, actor, pid, file, line, msg, ts, lineno)
     if pending is not None:
         _abandon(log, pending)

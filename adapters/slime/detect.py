@@ -27,10 +27,8 @@ def detect_version(c: Collected) -> tuple[str, str]:
     layouts = sorted({M.LAYOUT_BY_FILE[f] for f, _ in c.call_sites if f in M.LAYOUT_BY_FILE})
     if len(layouts) == 1:
         return layouts[0], f"perf log call sites {sorted(c.call_sites)} (no exact pinned-commit match)"
-    if c.trainer_perf or c.rollout_perf:
-        legacy = any("perf/total_train_time" in p.values for p in c.trainer_perf.values())
-        if legacy:
-            return "pre-#629 (perf/total_train_time)", "trainer logs perf/total_train_time, renamed in slime #629"
+    if any("perf/total_train_time" in p.values for p in c.trainer_perf.values()):
+        return "pre-#629 (perf/total_train_time)", "trainer logs perf/total_train_time, renamed in slime #629"
     return "", "no console call sites to date the run"
 
 

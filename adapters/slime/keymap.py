@@ -94,7 +94,6 @@ PERF_CALL_SITES: dict[tuple[str, int], str] = {
 # File names that only exist on one side of the move, for versions between or around the pins.
 LAYOUT_BY_FILE: dict[str, str] = {
     "rollout.py": "slime/utils layout (<= v0.3.1-era)",
-    "data.py": "slime/utils layout (<= v0.3.1-era)",
     "rollout_metrics.py": "slime/observability layout (>= 624b824)",
 }
 PINNED_COMMITS: dict[str, str] = {

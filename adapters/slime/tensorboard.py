@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-EVENT_GLOB = "events.out.tfevents.*"
 INSTALL_HINT = "pip install 'benchbed[local]' (the optional extra with tensorboard and torch)"
 
 

@@ -350,3 +350,14 @@ def test_partial_samples_buffered_per_rollout(tmp_path: Path) -> None:
     lines[at:at] = [collected.format(5), collected.format(2)]
     (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
     assert agg(SlimeAdapter().parse(tmp_path / "run.log"), "native.partial_rollout/buffered") == {2: 7.0}
+
+
+def test_version_of_a_line_between_the_pins_is_its_code_layout(tmp_path: Path) -> None:
+    # slime issue #1837 (2026-04-15): the RolloutManager's perf call at rollout.py:1193, before the #2298 move
+    line = ("(RolloutManager pid=1805485) [2026-04-15 07:57:53] rollout.py:1193 - perf 0: {'rollout/zero_std/count_0': "
+            "12, 'rollout/zero_std/count_1': 14, 'perf/rollout_time': 371.1796889305115}")  # fmt: skip
+    (tmp_path / "issue.log").write_text(line + "\n")
+    trace = SlimeAdapter().parse(tmp_path / "issue.log")
+    assert trace.meta.framework_version == "slime/utils layout (<= v0.3.1-era)"
+    assert agg(trace, K.GROUPS_ZERO_ADV) == {1: 26.0}
+    assert agg(trace, "native.perf/rollout_time") == {1: pytest.approx(371.1796889305115)}

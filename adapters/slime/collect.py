@@ -24,7 +24,8 @@ class Collected:
     trainer_perf: dict[int, Perf] = field(default_factory=dict)
     rollout_perf: dict[int, Perf] = field(default_factory=dict)
     trainer_rollout: dict[int, dict[str, float]] = field(default_factory=dict)
-    other_dicts: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)  # eval, passrate, multi_turn
+    # (kind, rollout id) -> figures: eval / passrate / multi_turn dicts, fully_async and partial-rollout log lines
+    other_dicts: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)
     job_failed: list[str] = field(default_factory=list)
     epoch_rollout_times: dict[int, float] = field(default_factory=dict)  # rollout id -> TensorBoard wall time
     train_steps: dict[int, list[dict[str, float]]] = field(default_factory=dict)

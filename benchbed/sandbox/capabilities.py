@@ -99,7 +99,7 @@ def detect(refresh: bool = False) -> LocalCapabilities:
         )
     warnings: list[str] = []
     root = os.geteuid() == 0
-    tools = {t: p for t in ("setpriv", "unshare", "mount", "nsenter", "env") if (p := shutil.which(t))}
+    tools = {t: p for t in ("unshare", "mount", "nsenter", "env") if (p := shutil.which(t))}
     if "nsenter" not in tools or "env" not in tools:
         raise SandboxUnavailable("nsenter and env (util-linux, coreutils) are needed to run commands in a sandbox")
     if root:
@@ -119,10 +119,9 @@ def detect(refresh: bool = False) -> LocalCapabilities:
         warnings.append("unshare/mount missing: the working directory has a size cap but no inode cap")
     else:
         warnings.append("not running as root: the working directory has a size cap but no inode cap")
-    per_uid = root and "setpriv" in tools
+    per_uid = root and "unshare" in tools
     if root and not per_uid:
-        warnings.append("setpriv missing: sandboxes would run as root; refusing to degrade that far")
-        raise SandboxUnavailable("setpriv (util-linux) is required when benchbed runs as root")
+        raise SandboxUnavailable("unshare (util-linux) is needed when benchbed runs as root, to drop to a sandbox uid")
     version = _version(bwrap)
     match = re.search(r"(\d+)\.(\d+)", version)
     if match and (int(match[1]), int(match[2])) < (0, 8):

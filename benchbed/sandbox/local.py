@@ -27,7 +27,7 @@ WORKDIR = "/tmp"
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 UID_BASE = 600_000_000
 READY = b"R\n"
-# The helpers (sh, unshare, setpriv, bwrap, nsenter) start with this environment only, so nothing of the
+# The helpers (sh, unshare, mount, bwrap, nsenter) start with this environment only, so nothing of the
 # harness's environment (tokens, keys) can be read from /proc/<pid>/environ inside the sandbox.
 HOST_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
@@ -133,8 +133,9 @@ def resolve_command(argv: list[str], spec: SandboxSpec) -> None:
     )
 
 
-def _setpriv(uid: int) -> str:
-    return f"setpriv --reuid {uid} --regid {uid} --clear-groups --no-new-privs"
+def _drop_to(uid: int) -> str:
+    """Drop to the sandbox uid (and no supplementary groups) before bubblewrap, which then sets no_new_privs."""
+    return f"unshare --setuid {uid} --setgid {uid}"
 
 
 def _first_child(pid: int) -> int:
@@ -226,12 +227,12 @@ class LocalBackend:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
                 inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
-                         f'exec {_setpriv(uid)} "$@"')  # fmt: skip
+                         f'exec {_drop_to(uid)} "$@"')  # fmt: skip
                 outer += 'exec unshare -m --propagation private /bin/sh -c "$0" sh "$@"'
                 argv = ["/bin/sh", "-c", outer, inner, *bwrap]
             else:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
-                drop = f"{_setpriv(uid)} " if self.caps.per_sandbox_uid else ""
+                drop = f"{_drop_to(uid)} " if self.caps.per_sandbox_uid else ""
                 argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
             holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)

@@ -204,7 +204,7 @@ class LocalBackend:
         if not spec.block_network:
             argv.remove("--unshare-all")
             argv[1:1] = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"]
-        argv += ["--chdir", WORKDIR, "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv",
+        argv += ["--hostname", "sandbox", "--chdir", WORKDIR, "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv",
                  "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", WORKDIR, "--info-fd", str(info_fd),
                  "/bin/sh", "-c", "echo R && exec sleep infinity"]  # fmt: skip
         return argv

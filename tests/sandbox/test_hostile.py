@@ -153,14 +153,14 @@ def test_host_files_and_environment_are_invisible(local_caps, monkeypatch, tmp_p
     (tmp_path / "host.txt").write_text("host file")
     script = (
         "env; cat /proc/1/environ /proc/self/environ; ls / /root /home /work; cat /etc/shadow /etc/passwd; "
-        f"cat {tmp_path}/host.txt; ls /proc; cat /proc/1/cmdline; echo done"
+        f"cat {tmp_path}/host.txt; ls /proc /sys; cat /proc/1/cmdline; hostname; echo done"
     )
     bad, _, _ = run_hostile(local_caps, ["/bin/sh", "-c", script], timeout_s=10)
     out = bad.result.stdout + bad.result.stderr
     assert secret.encode() not in out
     assert b"host file" not in out
     assert b"root:" not in out  # neither /etc/shadow nor /etc/passwd is visible
-    assert bad.result.stdout.endswith(b"done\n")
+    assert bad.result.stdout.endswith(b"sandbox\ndone\n")  # not the host's name
     listing = bad.result.stdout.decode().split("\n\n")[0]
     assert "root" not in listing.split() and "work" not in listing.split()
 

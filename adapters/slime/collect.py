@@ -130,6 +130,7 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
         c.sources.append(str(path))
         for entry in entries:
             _, other = split_axes(entry)  # train/* scalars sit on the train/step axis; not joined to rollouts
+            entry.step = _rollout_id_of(c, entry.step)
             origin = f"{path} (step {entry.step})"
             if any(k in other for k in M.TRAINER_PERF_MARKERS):
                 perf = {k: v for k, v in other.items() if k.startswith("perf/")}
@@ -148,6 +149,16 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
     if not console_clock:
         for p in [*trainer.values(), *rollout.values()]:
             c.saw(p.ts)
+
+
+def _rollout_id_of(c: Collected, tb_step: int) -> int:
+    """slime logs rollout-side scalars at step rollout_id, or, with --wandb-always-use-train-step, at
+    rollout_id * rollout_batch_size * n_samples_per_prompt // global_batch_size (metric_utils.compute_rollout_step)."""
+    a = c.args
+    if not (a.wandb_always_use_train_step and a.rollout_batch_size and a.n_samples_per_prompt and a.global_batch_size):
+        return tb_step
+    per_rollout = a.rollout_batch_size * a.n_samples_per_prompt // a.global_batch_size
+    return tb_step // per_rollout if per_rollout > 0 else tb_step
 
 
 def add_dumps(c: Collected, files: list[Path]) -> None:

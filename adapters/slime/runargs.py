@@ -25,6 +25,7 @@ class RunArgs:
     over_sampling_batch_size: int | None = None
     rollout_num_gpus: int | None = None
     debug_rollout_only: bool | None = None
+    wandb_always_use_train_step: bool | None = None
     load_debug_rollout_data: str | None = None
     sglang_server_concurrency: int | None = None
     rollout_num_gpus_per_engine: int | None = None
@@ -50,7 +51,7 @@ _INT = (
     "sglang_server_concurrency",
     "rollout_num_gpus_per_engine",
 )
-_BOOL = ("colocate", "partial_rollout", "debug_rollout_only")
+_BOOL = ("colocate", "partial_rollout", "debug_rollout_only", "wandb_always_use_train_step")
 _STR = ("rollout_function_path", "load_debug_rollout_data")
 _FIELDS = _INT + _BOOL + _STR + ("train_script",)
 

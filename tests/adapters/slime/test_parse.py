@@ -361,3 +361,20 @@ def test_version_of_a_line_between_the_pins_is_its_code_layout(tmp_path: Path) -
     assert trace.meta.framework_version == "slime/utils layout (<= v0.3.1-era)"
     assert agg(trace, K.GROUPS_ZERO_ADV) == {1: 26.0}
     assert agg(trace, "native.perf/rollout_time") == {1: pytest.approx(371.1796889305115)}
+
+
+def test_tensorboard_steps_on_the_train_step_axis_map_back_to_rollouts(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    block = ["------------------------ arguments ------------------------"]
+    block += [f"  {k} {'.' * (48 - len(k))} {v}" for k, v in (("global_batch_size", 16), ("n_samples_per_prompt", 8),
+              ("rollout_batch_size", 4), ("wandb_always_use_train_step", True))]  # fmt: skip
+    block.append("-------------------- end of arguments ---------------------")
+    (tmp_path / "driver.log").write_text("\n".join(block) + "\n")
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for rid in range(3):  # 32 samples per rollout / global batch 16 = 2 train steps per rollout
+        for key, value in {"perf/train_wait_time": 6.0, "perf/train_time": 2.0, "perf/actor_train_time": 2.0}.items():
+            writer.add_scalar(key, value, 2 * rid, walltime=1000.0 + 8 * rid)
+    writer.close()
+    trace = SlimeAdapter().parse(tmp_path)
+    assert span_seconds(trace, K.TRAINER_STEP) == {1: 8.0, 2: 8.0, 3: 8.0}

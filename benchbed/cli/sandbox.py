@@ -199,12 +199,14 @@ def sandbox_bench(backend: str, concurrency: str, per_level: int | None, max_sta
 
 def _print_summary(summary: list[dict[str, Any]], run_dir: Path) -> None:
     table = Table(title="sandbox-bench", title_justify="left")
-    cols = ("level", "n", "failures", "start p50 ms", "start p99 ms", "queue p50 ms", "starts/s", "bare starts/s")
-    for col in cols:
+    cols = {"level": "level", "n": "n", "failures": "init failures", "start_p50_ms": "start p50 ms",
+            "start_p99_ms": "start p99 ms", "queue_p50_ms": "queue p50 ms", "starts_per_s": "starts/s",
+            "completions_per_s": "runs/s", "bare_completions_per_s": "bare runs/s",
+            "start_ratio_vs_bare": "bare/starts", "slowdown_vs_bare": "bare/runs"}  # fmt: skip
+    for col in cols.values():
         table.add_column(col, justify="right")
     for row in summary:
-        table.add_row(*(_fmt(row.get(k)) for k in ("level", "n", "failures", "start_p50_ms", "start_p99_ms",
-                                                   "queue_p50_ms", "starts_per_s", "bare_starts_per_s")))  # fmt: skip
+        table.add_row(*(_fmt(row.get(k)) for k in cols))
     console = Console()
     console.print(table)
     console.print(f"stored in {run_dir}")

@@ -116,8 +116,9 @@ def _summarize(events: EventSink, level: int, outcomes: list[RunOutcome], bare_s
         "reasons": sorted({o.reason for o in outcomes if o.reason}),
     }  # fmt: skip
     if bare_s is not None:
+        # The host's spawn limit: fork/exec and run the same program, as many at a time as the level.
         row["bare_completions_per_s"] = round(n / bare_s, 2)
-        row["bare_starts_per_s"] = row["bare_completions_per_s"]
+        row["start_ratio_vs_bare"] = round(row["bare_completions_per_s"] / row["starts_per_s"], 3) if span else None
         row["slowdown_vs_bare"] = round((n / bare_s) / (n / wall_s), 3)
     return row
 

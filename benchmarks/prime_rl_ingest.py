@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
 import resource
 import subprocess
@@ -106,12 +107,15 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=100_000)
     parser.add_argument("--tokens", type=int, default=128, help="prompt and completion tokens per episode record")
-    parser.add_argument("--keep", type=Path, help="write the run here and keep it (default: a temp dir)")
+    parser.add_argument("--keep", type=Path, help="write the run here and keep it; reused if it already holds one")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run = args.keep or Path(tmp) / "run"
         t = time.perf_counter()
-        written = write_run(run, args.steps, args.episodes, args.tokens)
+        if (run / "metrics.jsonl").exists():  # a run kept by an earlier --keep: measure the ingest only
+            written = sum(p.stat().st_size for p in run.glob("rollouts/step_*/train/*/traces.jsonl"))
+        else:
+            written = write_run(run, args.steps, args.episodes, args.tokens)
         gen_s = time.perf_counter() - t
         proc = subprocess.run([sys.executable, "-c", INGEST, str(run)], capture_output=True, text=True, check=False)
         if proc.returncode:
@@ -125,6 +129,7 @@ def main() -> int:
         "traces_bytes": written,
         "generate_s": gen_s,
         "peak_rss_gib": round(child_rss / 2**20, 3),
+        "load_average_1m": os.getloadavg()[0],
     }
     print(json.dumps(result, indent=1))
     ok = result["parse_s"] < 20 and child_rss < 2 * 2**20

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ except ImportError:  # pragma: no cover - exercised when the extra is not instal
 from benchbed.adapters.prime_rl.sandbox import SANDBOX_RUNTIMES, is_provisioning_error
 
 STEP_DIR = re.compile(r"^step_(\d+)$")
-_ID_PREFIX = re.compile(rb'^\{"id":\s*"([^"]+)"')
+_ID_START = b'{"id":"'
 _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
 # Most of a record's bytes are what benchbed never reads: each trace's message graph and model calls (token ids,
 # logprobs), the task payload (prompt, data) stored once per episode and once per trace, and the agent's config.
@@ -53,45 +54,76 @@ def step_dirs(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
+@dataclass
+class StepFiles:
+    """What one rollouts/step_N folder holds."""
+
+    step: int
+    episodes: list[Episode] = field(default_factory=list)
+    trained_ids: list[str] | None = None  # None when the folder has no effective file
+    warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+def read_step_folder(step: int, folder: Path) -> StepFiles:
+    """Episodes of train/all (or train/effective when `all` is missing) and the ids train/effective shipped."""
+    out = StepFiles(step)
+    all_path = folder / "train" / "all" / "traces.jsonl"
+    eff_path = folder / "train" / "effective" / "traces.jsonl"
+    if eff_path.exists():
+        out.trained_ids = _read_ids(eff_path, out.warnings)
+        out.sources.append(str(eff_path))
+    source = all_path if all_path.exists() else eff_path if eff_path.exists() else None
+    if source is None:
+        return out
+    if source is all_path:
+        out.sources.append(str(all_path))
+    for lineno, record in _read_records(source, out.warnings):
+        episode = episode_from_record(record, step, f"{source}:{lineno}", out.warnings)
+        if episode is not None:
+            out.episodes.append(episode)
+    return out
+
+
 def read_episode_files(run_dir: Path, data: RunData) -> int:
-    """Fill data.episodes and data.trained_at from every train episode file; returns the number of files read."""
-    n_files = 0
-    for step, folder in step_dirs(run_dir):
-        all_path = folder / "train" / "all" / "traces.jsonl"
-        eff_path = folder / "train" / "effective" / "traces.jsonl"
-        if eff_path.exists():
-            n_files += 1
+    """Fill data.episodes and data.trained_at from every train episode file; returns the number of step folders."""
+    folders = step_dirs(run_dir)
+    for step, folder in folders:
+        part = read_step_folder(step, folder)
+        data.episodes += part.episodes
+        data.warnings += part.warnings
+        data.sources += part.sources
+        if part.trained_ids is not None:
             data.effective_steps.add(step)
-            for episode_id in _read_ids(eff_path, data.warnings):
+            for episode_id in part.trained_ids:
                 data.trained_at[episode_id] = step
-            data.sources.append(str(eff_path))
-        source = all_path if all_path.exists() else eff_path if eff_path.exists() else None
-        if source is None:
-            continue
-        if source is all_path:
-            n_files += 1
-            data.sources.append(str(all_path))
-        for lineno, record in _read_records(source, data.warnings):
-            episode = episode_from_record(record, step, f"{source}:{lineno}", data.warnings)
-            if episode is not None:
-                data.episodes.append(episode)
-    return n_files
+    return len(folders)
 
 
 def _read_ids(path: Path, warnings: list[str]) -> list[str]:
-    """Episode ids of an effective file; the id is the first key of every record, so most lines need no parse."""
+    """Episode ids of an effective file. The id is the first key of every record, so the ids are found by byte
+    search for `{"id":"` at line starts without splitting or parsing the (large) records."""
+    data = path.read_bytes()
     ids = []
-    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        m = _ID_PREFIX.match(raw)
-        if m:
-            ids.append(m.group(1).decode())
-            continue
-        try:
-            ids.append(str(json.loads(raw)["id"]))
-        except (ValueError, KeyError, TypeError):
-            warnings.append(f"{path}:{lineno}: skipped effective episode line without a readable id")
+    pos = 0
+    lineno = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        lineno += 1
+        if data.startswith(_ID_START, pos):
+            stop = data.find(b'"', pos + len(_ID_START), end)
+            if stop > 0:
+                ids.append(data[pos + len(_ID_START) : stop].decode())
+                pos = end + 1
+                continue
+        line = data[pos:end]
+        if line.strip():
+            try:
+                ids.append(str(json.loads(line)["id"]))
+            except (ValueError, KeyError, TypeError):
+                warnings.append(f"{path}:{lineno}: skipped effective episode line without a readable id")
+        pos = end + 1
     return ids
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -57,8 +57,6 @@ class ConsoleRead:
     crashed: bool = False
     saw_wait: bool = False
     derived_wait: bool = False  # some waits came from timestamps, not from 'Waited for batch' lines
-    epoch_times: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def parse_format_time(text: str) -> float:
@@ -129,7 +127,6 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
     records = iter_records(path)
     info.crashed = TRACEBACK in path.read_text(errors="replace")
     info.records = len(records)
-    info.epoch_times = any(r.t > 10 * 86400 for r in records)
     for rec in records:
         msg = rec.message
         where = f"{path}:{rec.lineno}"
@@ -196,5 +193,6 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
     for start in (hold_start, gate_start):
         if start is not None and records:
             data.pauses.append((start, records[-1].t))
-    data.sources.append(str(path))
+    if info.recognized:
+        data.sources.append(str(path))
     return info

@@ -32,6 +32,7 @@ from benchbed.adapters.prime_rl.episodes import read_episode_files, step_dirs
 from benchbed.adapters.prime_rl.lines import strip_ansi
 from benchbed.adapters.prime_rl.metrics_file import HEAD_MARKERS, LEGACY_MARKERS, read_metrics_file
 from benchbed.adapters.prime_rl.model import RunData
+from benchbed.adapters.prime_rl.render import run_name
 
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
@@ -54,6 +55,7 @@ ERAS = {
 }
 TRAINER_LOGS = ("trainer.log", "trainer.stdout", "trainer/node_0.log", "rl.log")
 ORCHESTRATOR_LOGS = ("orchestrator.log", "orchestrator.stdout")
+RUN_MARKERS = (METRICS_FILE, "rollouts", "configs", "logs")
 ERROR_LINE = re.compile(r"^\d{2}:\d{2}:\d{2}\s+(ERROR|CRITICAL)\s|\"level\": \"(ERROR|CRITICAL)\"", re.M)
 
 
@@ -104,7 +106,6 @@ def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
     if info.recognized:
         console.append(info)
         return
-    data.sources.remove(str(path))
     if read_env_log(path, data):
         return
     raise NotThisFrameworkError(
@@ -136,13 +137,8 @@ def log_dir(run_dir: Path) -> Path | None:
     return logs
 
 
-RUN_MARKERS = (METRICS_FILE, "rollouts", "configs", "logs")
-
-
 def resolve_run_dir(path: Path) -> Path:
     """The prime-rl run directory: `path` itself, or the `<output_dir>/<run.name>` below it that `rl` created."""
-    from benchbed.adapters.prime_rl.render import run_name
-
     nested = path / run_name(path)
     if nested.is_dir() and any((nested / m).exists() for m in RUN_MARKERS):
         return nested
@@ -184,6 +180,8 @@ def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> N
                 f"{run_dir}: no rollouts/step_*/ episode files; episodes and sandbox starts taken from env-server "
                 "logs (start latencies paired first-in-first-out, approximate under concurrency)"
             )
+    if data.episodes and not (data.trainer or data.orchestrator):
+        data.warnings.append(f"{run_dir}: no {METRICS_FILE} and no console logs; trainer timings are unknown")
     if not (data.trainer or data.orchestrator or data.episodes):
         raise NotThisFrameworkError(
             f"not a prime-rl run: {run_dir} has no {METRICS_FILE}, no rollouts/step_N/ episode files and no "
@@ -257,7 +255,7 @@ def detect_era(data: RunData, console: list[ConsoleRead]) -> str:
         return "v0.5-"
     if "max_async_level" in data.config:
         return "v0.5-"
-    if any(c.records for c in console) and not any(m in data.evidence for m in ("time/wait_for_policy",)):
+    if any(c.records for c in console) and "time/wait_for_policy" not in data.evidence:
         return "v0.6+"
     return "v0.6-v0.8.0" if (data.trainer or data.orchestrator) else "head"
 
@@ -284,10 +282,12 @@ def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
             "the trainer's wait is unknown, so trainer idle cannot be computed from this run"
         )
     _warn_unknown_steps(data, warnings)
+    if data.step_offset:
+        warnings.append("steps are numbered from 0 in this prime-rl version; they were shifted by +1")
     if era == "v0.5-" or data.step_offset:
         warnings.append(
-            "steps are numbered from 0 in this prime-rl version and were shifted by +1; its time/step excludes "
-            "the weight broadcast and checkpoint (they ran before the step timer started)"
+            "before v0.7 the trainer's time/step excludes the weight broadcast and checkpoint (they ran before "
+            "the step timer started), so trainer.step undercounts the step by that much"
         )
     origin = time_origin(data)
     b = TraceBuilder()
@@ -316,8 +316,11 @@ def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
 
 
 def _is_partial(data: RunData, console: list[ConsoleRead]) -> bool:
-    """A crashed or cut-short run: a traceback in a log, or fewer trainer steps than max_steps."""
+    """A crashed or cut-short run: a traceback in a log, a log whose process never said it finished, or fewer
+    trainer steps than max_steps."""
     if any(c.crashed for c in console):
+        return True
+    if any(c.recognized and not c.finished for c in console):
         return True
     max_steps = data.config.get("max_steps")
     if isinstance(max_steps, int) and data.trainer:

@@ -76,6 +76,7 @@ def test_v050_console_only_run(fixtures: Path, gen) -> None:
         for w in trace.meta.warnings
     )
     assert any("shifted by +1" in w for w in trace.meta.warnings)
+    assert any("time/step excludes the weight broadcast" in w for w in trace.meta.warnings)
 
 
 def test_run_dir_without_metrics_falls_back_to_console_logs(run_copy, gen) -> None:
@@ -87,6 +88,7 @@ def test_run_dir_without_metrics_falls_back_to_console_logs(run_copy, gen) -> No
     )
     assert sorted(agg(trace, K.TRAINER_STEP)) == [1, 2, 3, 4, 5, 6]
     assert len(trace.of(K.ROLLOUT)) == 60  # episodes still come from rollouts/
+    assert not trace.meta.partial  # both logs end with their process's "finished" line
     paused = trace.of(K.GENERATOR_PAUSED)
     assert (paused["kind"] == "span").all()
     assert sorted((paused["t1"] - paused["t0"]).round()) == [2.0, 4.0]  # 'Holding batch' until the batch ships

@@ -215,17 +215,16 @@ class SandboxCgroups:
         return sorted(out)
 
     def populated(self) -> bool:
+        """Any process left? Every sandbox process joins the v2 leaf, so v2's flag is enough where it exists."""
         if self.v2_dir is not None:
             with contextlib.suppress(OSError):
                 for line in (self.v2_dir / "cgroup.events").read_text().splitlines():
                     if line.startswith("populated "):
-                        if line.endswith(" 1"):
-                            return True
-                        break
+                        return line.endswith(" 1")
         return bool(self.pids())
 
     def counters(self) -> dict[str, int]:
-        """oom_kill, pids_max_hits, memory_peak_bytes where the layout exposes them."""
+        """oom_kill and pids_max_hits where the layout exposes them (cumulative over the sandbox's life)."""
         out: dict[str, int] = {}
         for ctrl, (ver, mount) in self.layout.limits.items():
             d = self.v2_dir if ver == "v2" else mount / PARENT / self.name
@@ -236,13 +235,10 @@ class SandboxCgroups:
                     for line in (d / "memory.oom_control").read_text().splitlines():
                         if line.startswith("oom_kill "):
                             out["oom_kill"] = int(line.split()[1])
-                    out["memory_peak_bytes"] = int((d / "memory.max_usage_in_bytes").read_text())
                 elif ctrl == "memory":
                     for line in (d / "memory.events").read_text().splitlines():
                         if line.startswith("oom_kill "):
                             out["oom_kill"] = int(line.split()[1])
-                    with contextlib.suppress(OSError):
-                        out["memory_peak_bytes"] = int((d / "memory.peak").read_text())
                 elif ctrl == "pids":
                     for line in (d / "pids.events").read_text().splitlines():
                         if line.startswith("max "):

@@ -53,6 +53,7 @@ class LocalState:
     execs: list[Child] = field(default_factory=list)
     leaf: itertools.count = field(default_factory=lambda: itertools.count(1))
     lifetime: asyncio.TimerHandle | None = None
+    counters: dict[str, int] = field(default_factory=dict)
     expired: bool = False
 
 
@@ -206,7 +207,7 @@ class LocalBackend:
             argv[1:1] = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"]
         argv += ["--hostname", "sandbox", "--chdir", WORKDIR, "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv",
                  "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", WORKDIR, "--info-fd", str(info_fd),
-                 "/bin/sh", "-c", "echo R && exec sleep infinity"]  # fmt: skip
+                 "/bin/sh", "-c", "echo R && read -r _"]  # fmt: skip  (blocks on a pipe we never write)
         return argv
 
     async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle:
@@ -235,7 +236,7 @@ class LocalBackend:
                 drop = f"{_drop_to(uid)} " if self.caps.per_sandbox_uid else ""
                 argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
-            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV)
+            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV, stdin_pipe=True)
             os.close(w)
             w = -1
             on_step("started")
@@ -317,8 +318,8 @@ class LocalBackend:
             return ExecResult(exit_code=None, reason=reason, message="sandbox is no longer running")
         leaf = next(state.leaf)
         cg = state.cgroups
-        before = cg.counters() if cg is not None else {}
-        procs = cg.procs_files(leaf) if cg is not None else []
+        before = dict(state.counters)
+        procs = await run_blocking(cg.procs_files, leaf) if cg is not None else []
         spec = state.spec
         extra = {**spec.env, **(env or {})}
         # The payload process's cwd is the working directory, so -w lands there. The program inherits the env the
@@ -359,8 +360,9 @@ class LocalBackend:
         child.close()
         state.execs.remove(child)
         if cg is not None and not timed_out and not overflow["hit"]:
-            self._reap_leaf(cg, leaf)
+            await run_blocking(self._reap_leaf, cg, leaf)
         after = cg.counters() if cg is not None else {}
+        state.counters = after
         result = ExecResult(
             exit_code=None if rc < 0 else rc, stdout=bytes(child.stdout.data), stderr=bytes(child.stderr.data),
             truncated=child.stdout.truncated or child.stderr.truncated, wall_s=time.perf_counter() - t0,

@@ -73,7 +73,7 @@ def _kill_spawned(future: asyncio.Future[subprocess.Popen[bytes]]) -> None:
     popen = future.result()
     popen.kill()
     popen.wait()
-    for pipe in (popen.stdout, popen.stderr):
+    for pipe in (popen.stdin, popen.stdout, popen.stderr):
         if pipe is not None:
             pipe.close()
 
@@ -90,10 +90,12 @@ class Child:
         on_overflow: Callable[[], None] | None = None,
         pass_fds: Sequence[int] = (),
         env: dict[str, str] | None = None,
+        stdin_pipe: bool = False,
     ) -> Child:
+        stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
         spawning = run_blocking(
             lambda: subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                list(argv), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 close_fds=True, pass_fds=tuple(pass_fds), env=env,
             )  # fmt: skip
         )
@@ -161,7 +163,7 @@ class Child:
             return
         self._closed = True
         self.finish_reading()
-        for pipe in (self.popen.stdout, self.popen.stderr):
+        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
             if pipe is not None:
                 pipe.close()
         if not self.exited.done():

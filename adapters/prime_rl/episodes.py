@@ -206,7 +206,73 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def episode_from_record(record: dict[str, Any], window_step: int, where: str, warnings: list[str]) -> Episode | None:
-    """The fields benchbed needs from one episode record; None (with a warning) if it is not an episode."""
+    """The fields benchbed needs from one episode record; None (with a warning) if it is not an episode.
+
+    Well-formed records (every field prime-rl@559b447 writes for a train episode) take a direct path; anything
+    else, or a non-finite number, goes through the defensive reader."""
+    try:
+        episode = episode_direct(record, window_step, where)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+        episode = None
+    if episode is not None:
+        return episode
+    return episode_careful(record, window_step, where, warnings)
+
+
+def episode_direct(record: dict[str, Any], window_step: int, where: str) -> Episode | None:
+    """Direct indexing of a complete record; raises (or returns None) when the record is not that regular."""
+    episode_id = record["id"]
+    policy = record["run"]["work"]["policy"]
+    env = record["env"]
+    errors = record["errors"]
+    traces = record["traces"]
+    last_error = errors[-1] if errors else None
+    starts = []
+    ends = []
+    rewards = []
+    boots = []
+    stop = ""
+    for trace in traces:
+        timing = trace["timing"]
+        start = timing["start"]
+        if start > 0:
+            starts.append(start)
+        phase_ends = [e for p in _PHASES if (e := timing[p]["end"]) > 0]
+        ends += phase_ends
+        scored = [r["score"] * r["weight"] for r in trace["rewards"].values() if r is not None]
+        if scored:
+            rewards.append(sum(scored))
+        stop = trace.get("stop_condition") or stop
+        if last_error is None and trace["errors"]:
+            last_error = trace["errors"][-1]
+        runtime = trace["agent"].get("runtime")
+        if runtime is not None and runtime["type"] in SANDBOX_RUNTIMES and timing["boot"]["start"] > 0:
+            boots.append(_boot(trace, timing, phase_ends, errors))
+    reward = sum(rewards) / len(rewards) if rewards else math.nan
+    if not (math.isfinite(reward) or not rewards) or not math.isfinite(sum(starts) + sum(ends)):
+        return None  # the careful reader warns about it
+    t0 = min(starts) if starts else math.nan
+    return Episode(
+        id=episode_id,
+        group=record["group"]["id"],
+        window_step=window_step,
+        v_start=policy["start"],
+        v_end=policy["end"],
+        ok=record["ok"],
+        error_type=last_error["type"] if last_error else "",
+        error_message=last_error["message"][:MAX_MESSAGE] if last_error else "",
+        reward=reward,
+        t0=t0,
+        t1=(max(ends) if ends else t0) if starts else math.nan,
+        env=env.get("name") or env["id"],
+        stop=stop,
+        boots=boots,
+        source=where,
+    )
+
+
+def episode_careful(record: dict[str, Any], window_step: int, where: str, warnings: list[str]) -> Episode | None:
+    """Field by field with defaults, for records with missing or odd fields."""
     episode_id = record.get("id")
     if episode_id.__class__ is not str:
         warnings.append(f"{where}: skipped record without an episode id")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from benchbed.adapters.prime_rl import PrimeRLAdapter
 from benchbed.adapters.prime_rl import episodes as episodes_module
-from benchbed.adapters.prime_rl.episodes import episode_from_record, load_record, slim
+from benchbed.adapters.prime_rl.episodes import episode_careful, episode_direct, episode_from_record, load_record, slim
 from benchbed.adapters.prime_rl.sandbox import RULES, failure_reason
 
 from benchbed import keys as K
@@ -241,3 +242,31 @@ def test_standard_library_json_gives_the_same_trace(fixtures: Path, monkeypatch:
     monkeypatch.setattr(episodes_module, "_loads", json.loads)
     plain = PrimeRLAdapter().parse(fixtures / "head-559b447")
     pd.testing.assert_frame_equal(plain.events, head.events)
+
+
+def test_direct_and_careful_readers_agree(fixtures: Path) -> None:
+    for name in ("head-559b447", "head-559b447-sandbox-failures"):
+        for rec in records(fixtures / name):
+            direct = episode_direct(rec, 3, "x")
+            assert direct is not None
+            assert direct == episode_careful(rec, 3, "x", [])
+
+
+def test_irregular_records_are_read_with_defaults() -> None:
+    record = {"id": "e1", "env": {"id": "math"}, "ok": False, "traces": [{"timing": {"start": 5.0}}]}
+    warnings: list[str] = []
+    episode = episode_from_record(record, 2, "f:1", warnings)
+    assert episode is not None and warnings == []
+    assert (episode.group, episode.v_start, episode.v_end, episode.env) == ("", -1, -1, "math")
+    assert (episode.t0, episode.t1) == (5.0, 5.0) and math.isnan(episode.reward)
+    assert episode_from_record({"env": {}}, 2, "f:2", warnings) is None
+    assert warnings == ["f:2: skipped record without an episode id"]
+
+
+def test_non_finite_reward_is_dropped_with_a_warning(fixtures: Path) -> None:
+    rec = records(fixtures / "head-559b447")[0]
+    rec["traces"][0]["rewards"] = {"passed": {"score": float("inf"), "weight": 1.0}}
+    warnings: list[str] = []
+    episode = episode_from_record(rec, 1, "f:7", warnings)
+    assert math.isnan(episode.reward)
+    assert warnings == ["f:7: non-finite reward; kept the episode without a reward"]

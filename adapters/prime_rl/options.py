@@ -35,7 +35,7 @@ class PrimeRLOptions(BaseModel):
     extra_args: list[str] = Field(default_factory=list, description="appended to the `uv run rl` command")
 
 
-def load_options(table: dict[str, Any], source: str = "[prime_rl]") -> PrimeRLOptions:
+def load_options(table: dict[str, Any], source: str = "spec table prime_rl") -> PrimeRLOptions:
     try:
         return PrimeRLOptions.model_validate(table)
     except ValidationError as exc:

@@ -168,7 +168,7 @@ def find_checkout(opts: PrimeRLOptions, env: dict[str, str] | None = None) -> Pa
     """The prime-rl checkout to run in, or LaunchError saying how to point benchbed at one."""
     env = dict(os.environ) if env is None else env
     raw = opts.checkout or env.get(CHECKOUT_ENV)
-    how = f'set [prime_rl] checkout = "/path/to/prime-rl" in the spec or export {CHECKOUT_ENV}'
+    how = f'set prime_rl.checkout = "/path/to/prime-rl" in the spec (or --set it) or export {CHECKOUT_ENV}'
     if not raw:
         raise LaunchError(f"no prime-rl checkout given: {how} (benchbed runs `uv run rl` inside it)")
     path = Path(raw).expanduser()

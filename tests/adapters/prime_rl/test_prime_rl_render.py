@@ -233,7 +233,7 @@ def test_checkout_from_the_spec_wins(tmp_path: Path, checkout: Path) -> None:
 
 
 def test_missing_checkout_is_a_launch_error(tmp_path: Path) -> None:
-    with pytest.raises(LaunchError, match=r"no prime-rl checkout given: set \[prime_rl\] checkout"):
+    with pytest.raises(LaunchError, match=r"no prime-rl checkout given: set prime_rl.checkout = "):
         render_plan(small_spec(), tmp_path / "r", env={})
     with pytest.raises(LaunchError, match="not found or has no pyproject.toml"):
         render_plan(small_spec(), tmp_path / "r", env={"PRIME_RL_DIR": str(tmp_path / "missing")})

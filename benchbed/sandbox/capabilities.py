@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchbed.errors import BenchbedError
 from benchbed.sandbox.cgroups import CgroupLayout, detect_layout
+from benchbed.sandbox.helper import build as build_helper
 
 BWRAP_PACKAGE = "bubblewrap"
 WORK_MOUNT = Path("/run/benchbed/work")
@@ -29,6 +30,7 @@ class LocalCapabilities:
     cgroups: CgroupLayout
     private_tmpfs: bool
     per_sandbox_uid: bool
+    helper: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def rows(self) -> list[tuple[str, str, str]]:
@@ -52,6 +54,8 @@ class LocalCapabilities:
                      "one unprivileged host uid per sandbox (RLIMIT_NPROC per sandbox)" if self.per_sandbox_uid
                      else "runs as the calling user"))  # fmt: skip
         rows.append(("rlimits", "ok", "NOFILE, FSIZE, CPU, AS, NPROC"))
+        rows.append(("spawn helper", "ok" if self.helper else "degraded",
+                     f"compiled helper {self.helper}" if self.helper else "sh/unshare/mount/nsenter chains (slower)"))
         return rows
 
 
@@ -126,5 +130,11 @@ def detect(refresh: bool = False) -> LocalCapabilities:
     match = re.search(r"(\d+)\.(\d+)", version)
     if match and (int(match[1]), int(match[2])) < (0, 8):
         raise SandboxUnavailable(f"bubblewrap {version} is too old; 0.8 or newer is needed (--disable-userns)")
-    _cache = LocalCapabilities(bwrap, version, root, tools, layout, private_tmpfs, per_uid, warnings)
+    helper = None
+    if root and private_tmpfs and per_uid:
+        built, why = build_helper()
+        helper = str(built) if built else None
+        if why:
+            warnings.append(why)
+    _cache = LocalCapabilities(bwrap, version, root, tools, layout, private_tmpfs, per_uid, helper, warnings)
     return _cache

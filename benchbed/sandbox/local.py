@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import os
+import resource
 import shlex
 import shutil
 import time
@@ -134,6 +135,10 @@ def resolve_command(argv: list[str], spec: SandboxSpec) -> None:
     )
 
 
+def _csv(paths: list[Path]) -> str:
+    return ",".join(str(p) for p in paths) or "-"
+
+
 def _drop_to(uid: int) -> str:
     """Drop to the sandbox uid (and no supplementary groups) before bubblewrap, which then sets no_new_privs."""
     return f"unshare --setuid {uid} --setgid {uid}"
@@ -188,6 +193,20 @@ class LocalBackend:
             limits.append(f"ulimit -p {spec.pids_max + 8}")  # floor; the pids cgroup fires first and is counted
         return " && ".join(limits) + " || exit 122"
 
+    def _rlimits(self, spec: SandboxSpec, cpu_s: float) -> str:
+        """The limits of _rlimit_script in the helper's RESOURCE:VALUE form."""
+        limits = [(resource.RLIMIT_NOFILE, spec.nofile), (resource.RLIMIT_FSIZE, spec.disk_mb << 20),
+                  (resource.RLIMIT_CPU, max(1, math.ceil(cpu_s))),
+                  (resource.RLIMIT_AS, (spec.memory_mb * 2 + 1024) << 20)]  # fmt: skip
+        if self.caps.per_sandbox_uid:
+            limits.append((resource.RLIMIT_NPROC, spec.pids_max + 8))
+        return ",".join(f"{r}:{v}" for r, v in limits)
+
+    def _exec_script(self, state: LocalState, procs: list[Path], timeout_s: float) -> str:
+        return (f"{self._join_script(procs)}\n{self._rlimit_script(state.spec, timeout_s * state.spec.cpu + 1)}\n"
+                f"exec {self.caps.tools['nsenter']} -t {state.payload_pid} -U -m -p -n -i -u -C -r -w "
+                f'-S {state.uid} -G {state.uid} "$@"')  # fmt: skip
+
     @staticmethod
     def _join_script(procs: list[Path]) -> str:
         if not procs:
@@ -224,7 +243,11 @@ class LocalBackend:
             if cgroups is not None:
                 procs = await run_blocking(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
             bwrap = self._bwrap_argv(spec, w)
-            if self.caps.private_tmpfs:
+            if self.caps.helper:
+                opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid}"
+                argv = [self.caps.helper, "holder", _csv(procs), self._rlimits(spec, spec.lifetime_s * spec.cpu),
+                        str(WORK_MOUNT), f"benchbed-{sid}", opts, str(uid), "--", *bwrap]  # fmt: skip
+            elif self.caps.private_tmpfs:
                 outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
                 inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
@@ -326,9 +349,11 @@ class LocalBackend:
         # helpers start with; only a caller-supplied env goes through `env -i`, so no variable of the caller ever
         # configures the host-side helpers (LD_PRELOAD and friends).
         prefix = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in {**SANDBOX_ENV, **extra}.items())] if extra else []
-        script = (f"{self._join_script(procs)}\n{self._rlimit_script(spec, timeout_s * spec.cpu + 1)}\n"
-                  f"exec {self.caps.tools['nsenter']} -t {state.payload_pid} -U -m -p -n -i -u -C -r -w "
-                  f'-S {state.uid} -G {state.uid} "$@"')  # fmt: skip
+        if self.caps.helper:
+            command = [self.caps.helper, "enter", _csv(procs), self._rlimits(spec, timeout_s * spec.cpu + 1),
+                       str(state.payload_pid), str(state.uid), "--", *prefix, *argv]  # fmt: skip
+        else:
+            command = ["/bin/sh", "-c", self._exec_script(state, procs, timeout_s), "sh", *prefix, *argv]
         overflow = {"hit": False}
         child_ref: list[Child] = []
 
@@ -338,8 +363,7 @@ class LocalBackend:
                 child_ref[0].kill()
 
         t0 = time.perf_counter()
-        child = await Child.spawn(["/bin/sh", "-c", script, "sh", *prefix, *argv], cap=spec.output_limit_bytes,
-                                  on_overflow=on_overflow, env=SANDBOX_ENV)  # fmt: skip
+        child = await Child.spawn(command, cap=spec.output_limit_bytes, on_overflow=on_overflow, env=SANDBOX_ENV)
         child_ref.append(child)
         state.execs.append(child)
         timed_out = False

@@ -243,7 +243,7 @@ class LocalBackend:
             if cgroups is not None:
                 procs = await run_blocking(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
             bwrap = self._bwrap_argv(spec, w)
-            if self.caps.helper:
+            if self.caps.helper and self.caps.private_tmpfs:
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid}"
                 argv = [self.caps.helper, "holder", _csv(procs), self._rlimits(spec, spec.lifetime_s * spec.cpu),
                         str(WORK_MOUNT), f"benchbed-{sid}", opts, str(uid), "--", *bwrap]  # fmt: skip

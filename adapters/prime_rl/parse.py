@@ -304,7 +304,9 @@ def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
         framework=FRAMEWORK,
         framework_version=ERAS[era],
         mode="async (max_async_level)" if era == "v0.5-" else "async (max_off_policy_steps)",
-        concurrency=data.config.get("max_inflight"),
+        # Not orchestrator.concurrency.max_inflight: prime-rl adapts in-flight episodes below that cap (AIMD on KV
+        # usage), so dividing by it would understate utilization; the cap stays in extra["max_inflight"].
+        concurrency=None,
         samples_per_step=data.config.get("batch_size"),
         group_size=group_size,
         sources=data.sources,

@@ -82,6 +82,7 @@ def test_era_and_meta(head) -> None:
     assert head.meta.framework_version.startswith("v0.8.1.dev")
     assert head.meta.samples_per_step == 8 and head.meta.group_size == 4
     assert head.meta.extra["max_off_policy_steps"] == 2
+    assert head.meta.concurrency is None and head.meta.extra["max_inflight"] == 32  # adaptive cap, not slots
     assert not head.meta.partial
 
 

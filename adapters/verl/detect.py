@@ -19,7 +19,9 @@ ACTOR_MODES = {
     "OneStepTaskRunner": "one_step_off",
     "TaskRunnerV1": "v1",
     "TaskRunner": "v0",
+    "main_task": "v0",  # the remote function that ran RayPPOTrainer in early releases (0.2)
 }
+_DISTINCT = ("fully_async", "one_step_off", "v1_separate_async")  # modes whose keys or actors no other path has
 _REQ_LINE = re.compile(r"(?im)^verl\s*==\s*([0-9][\w.+-]*)\s*$")
 
 
@@ -125,13 +127,22 @@ def detect(
             "verl version not recorded in the artifacts (no requirements.txt or pip freeze with verl==X); "
             + (f"metric keys imply the {keymap} key map" if inferred else f"using the newest key map, {keymap}")
         )
-    mode, mode_source = None, ""
-    for name, found in (
-        ("config", mode_from_config(config) if config else None),
+    key_mode, actor_mode = mode_from_keys(keys), mode_from_actors(actors)
+    partial = bool(config and config.get("_partial"))
+    config_mode = mode_from_config(config) if config else None
+    # A whole printed config decides; keys and Ray actor names that only one path has come next; a config
+    # rebuilt from de-duplicated lines, the launch plan, and the weaker key and actor hints after that.
+    candidates = [
+        ("config", None if partial else config_mode),
+        ("metric keys", key_mode if key_mode in _DISTINCT else None),
+        ("console actors", actor_mode if actor_mode in _DISTINCT else None),
+        ("config (incomplete)", config_mode if partial else None),
         ("benchbed plan", plan_mode),
-        ("metric keys", mode_from_keys(keys)),
-        ("console actors", mode_from_actors(actors)),
-    ):
+        ("metric keys", key_mode),
+        ("console actors", actor_mode),
+    ]
+    mode, mode_source = None, ""
+    for name, found in candidates:
         if found and (mode is None or (mode == "v1" and found.startswith("v1_"))):
             mode, mode_source = found, name
     if mode is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from benchbed.adapters.verl.records import (
     read_jsonl,
 )
 from benchbed.adapters.verl.rollouts import read_rollout_dumps
-from benchbed.adapters.verl.steps import emit_steps, segments_of
+from benchbed.adapters.verl.steps import Segment, emit_steps, segments_of
 from benchbed.adapters.verl.worker_logs import might_hold_failures, scan_worker_logs
 
 from benchbed.errors import AdapterError, NotThisFrameworkError
@@ -65,8 +67,13 @@ def _int(cfg: dict[str, Any] | None, *path: str) -> int | None:
 def _sizes(
     mode: str, cfg: dict[str, Any] | None, plan: dict[str, Any] | None
 ) -> tuple[int | None, int | None, int | None]:
-    """(samples per benchbed step, samples per fully_async local step, group size) from config or plan."""
+    """(samples per benchbed step, samples per fully_async local step, group size) from config or plan.
+
+    A config rebuilt from Ray-mangled lines (`_partial`) is not trusted for sizes: its numbers may be another
+    section's."""
     plan = plan or {}
+    if cfg and cfg.get("_partial"):
+        cfg = None
     group = _int(cfg, "actor_rollout_ref", "rollout", "n") or plan.get("group_size")
     if mode == "fully_async":
         mini = _int(cfg, "actor_rollout_ref", "actor", "ppo_mini_batch_size")
@@ -118,7 +125,11 @@ def parse_path(path: Path) -> Trace:
     det = detect(keys, config, actors, explicit, (found.plan or {}).get("mode"), warnings)
     builder = TraceBuilder()
     per_step, per_local, group = _sizes(det.mode, config, found.plan)
-    rollout_counts = read_rollout_dumps(found.rollout_dumps, det.mode, builder, warnings) if found.rollout_dumps else {}
+    segments = segments_of(records, warnings)
+    step_of = cycle_of_local_step(segments) if det.mode == "fully_async" else None
+    rollout_counts = (
+        read_rollout_dumps(found.rollout_dumps, det.mode, builder, warnings, step_of) if found.rollout_dumps else {}
+    )
     mm = mode_map(det.keymap, det.mode)
 
     def samples_for(step: int, local_steps: int) -> float | None:
@@ -128,7 +139,6 @@ def parse_path(path: Path) -> Trace:
             return float(per_local * local_steps)
         return float(per_step) if per_step else None
 
-    segments = segments_of(records, warnings)
     summary = emit_steps(segments, mm, builder, samples_for)
     _timing_warnings(summary, records, found, warnings)
     failures = scan_worker_logs(found.worker_logs) if found.worker_logs else None
@@ -140,7 +150,7 @@ def parse_path(path: Path) -> Trace:
             )  # fmt: skip
     crashed = any(r.crashed for r in consoles)
     truncated = any(r.truncated for r in primary)
-    total = _int(config, "trainer", "total_training_steps")
+    total = None if config is None or config.get("_partial") else _int(config, "trainer", "total_training_steps")
     stopped_early = total is not None and summary.steps and summary.last_step < total and det.mode != "fully_async"
     if crashed:
         warnings.append(
@@ -176,6 +186,23 @@ def parse_path(path: Path) -> Trace:
         extra=extra,
     )
     return builder.build(meta).validate()
+
+
+def cycle_of_local_step(segments: list[Segment]) -> Callable[[int], int]:
+    """fully_async dumps rollouts by local trainer step; its records are sync cycles ending at a local step."""
+    ends = sorted(
+        (int(rec.data["training/global_step"]), rec.step)
+        for segment in segments
+        for rec in segment.records
+        if isinstance(rec.data.get("training/global_step"), (int, float))
+    )
+    bounds = [end for end, _ in ends]
+
+    def step_of(local_step: int) -> int:
+        i = bisect.bisect_left(bounds, local_step)
+        return ends[i][1] if i < len(ends) else local_step
+
+    return step_of
 
 
 def _by(counts: Any, index: int) -> dict[str, int]:

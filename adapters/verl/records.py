@@ -181,24 +181,17 @@ def read_console(path: Path) -> Reading:
         text = fh.read()
     lines = text.split("\n")
     last = len(lines) - (1 if text.endswith("\n") else 0)
-    config_lines: list[str] | None = None
-    config_actor: str | None = None
+    before_steps: list[str] = []  # where the task runner pprints its config
+    dump_start: int | None = None
     bad_pairs = 0
     for number, raw in enumerate(lines, 1):
         line, actor = clean_console_line(raw)
         if actor:
             out.actors.add(actor)
-        if config_lines is not None:
-            if actor != config_actor:
-                continue  # another process's line landed inside the dump
-            if not _ends_config(line) and len(config_lines) < _MAX_CONFIG_LINES:
-                config_lines.append(line)  # Ray may split a long line: fragments need not be indented
-                continue
-            out.config = config_from_lines(config_lines, path, number, out.warnings)
-            config_lines = None
-        if out.config is None and line.startswith("{'") and "':" in line:
-            config_lines, config_actor = [line], actor
-            continue
+        if not out.records and len(before_steps) < _MAX_CONFIG_LINES:
+            if dump_start is None and line.startswith("{'") and "':" in line:
+                dump_start = len(before_steps)
+            before_steps.append(line)
         if any(marker in line for marker in _CRASH_MARKERS):
             out.crashed = True
         if "verl" in line.lower():
@@ -215,8 +208,8 @@ def read_console(path: Path) -> Reading:
         bad_pairs += bad
         if data:
             out.records.append(Record(int(match.group("step")), data, str(path), number))
-    if config_lines is not None:
-        out.config = config_from_lines(config_lines, path, len(lines), out.warnings)
+    if before_steps:
+        out.config = config_from_lines(before_steps, dump_start, path, out.warnings)
     if bad_pairs:
         out.warnings.append(
             f"{path}: {bad_pairs} key:value pair(s) on step lines were not numbers or were cut; skipped"
@@ -242,15 +235,21 @@ _CONFIG_FIELDS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
 )
 
 
-def config_from_lines(lines: list[str], path: Path, number: int, warnings: list[str]) -> dict[str, Any] | None:
-    """The pprinted config as a dict; if Ray de-duplicated some of its lines, the fields benchbed needs."""
+def config_from_lines(
+    lines: list[str], dump_start: int | None, path: Path, warnings: list[str]
+) -> dict[str, Any] | None:
+    """The pprinted config as a dict; if Ray split, reordered or de-duplicated its lines (it does all three),
+    the fields benchbed needs, read from every line before the first step, marked `_partial`."""
+    if dump_start is not None:
+        block = lines[dump_start:]
+        end = next((i for i, line in enumerate(block) if _ends_config(line)), len(block))
+        try:
+            value = ast.literal_eval("\n".join(block[:end]))
+            if isinstance(value, dict):
+                return value
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
     text = "\n".join(lines)
-    try:
-        value = ast.literal_eval(text)
-        if isinstance(value, dict):
-            return value
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        pass
     config: dict[str, Any] = {}
     for keys, pattern in _CONFIG_FIELDS:
         match = pattern.search(text)
@@ -264,10 +263,12 @@ def config_from_lines(lines: list[str], path: Path, number: int, warnings: list[
     if "'async_training': {" in text:
         config.setdefault("async_training", {})
     if not config:
-        warnings.append(f"{path}:{number}: the printed config could not be read; mode and batch size come from keys")
+        if dump_start is not None:
+            warnings.append(f"{path}: the printed config could not be read; mode and batch size come from metric keys")
         return None
     warnings.append(
-        f"{path}:{number}: the printed config is incomplete (Ray de-duplicates repeated log lines; launch with "
+        f"{path}: the printed config is incomplete (Ray de-duplicates repeated log lines; launch with "
         "RAY_DEDUP_LOGS=0); read the fields benchbed needs from it"
     )
+    config["_partial"] = True
     return config

@@ -40,9 +40,13 @@ def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
     """Merge log calls that share a step (disjoint keys) and cut a new segment where the step goes back."""
     segments = [Segment(0)]
     current: Record | None = None
+    repeats = 0
     for rec in records:
         if current is not None and rec.step == current.step and current.data.keys().isdisjoint(rec.data.keys()):
             current.data = {**current.data, **rec.data}
+            continue
+        if current is not None and rec.step == current.step and rec.data.items() <= current.data.items():
+            repeats += 1  # the same line twice (a log captured by two handlers, or pasted twice)
             continue
         if current is not None and rec.step <= current.step:
             warnings.append(
@@ -53,6 +57,8 @@ def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
             segments.append(Segment(len(segments)))
         current = Record(rec.step, rec.data, rec.source, rec.line)
         segments[-1].records.append(current)
+    if repeats:
+        warnings.append(f"{records[0].source}: {repeats} repeated record(s) (same step, same values) read once")
     return [s for s in segments if s.records]
 
 

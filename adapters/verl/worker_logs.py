@@ -22,7 +22,10 @@ REASONS: tuple[tuple[str, str], ...] = (
     ("no_capacity", r"no (?:available )?capacity|insufficient|quota|resources? (?:exhausted|unavailable)|\b503\b"),
     ("image_error", r"image|pull|dockerfile|build failed"),
     ("oom", r"out of memory|\boom\b|memoryerror|killed"),
-    ("start_timeout", r"did not become ready|not ready|creat\w* .*tim(?:ed|e) ?out|startup timeout|start timeout"),
+    (
+        "start_timeout",
+        r"did not (?:become ready|start)|not ready|init dead|creat\w* .*tim(?:ed|e) ?out|start(?:up)? timeout",
+    ),
     ("exec_timeout", r"read timed out|timed? ?out|timeout|deadline exceeded|\b504\b"),
     ("lost", r"connection (?:refused|reset|aborted|lost)|lost|broken pipe|max retries exceeded|unreachable"),
 )

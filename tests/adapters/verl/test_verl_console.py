@@ -107,13 +107,15 @@ def test_deduplicated_config_falls_back_to_the_needed_fields(tmp_path: Path) -> 
         " 'trainer': {'use_v1': True, 'v1': {'trainer_mode': 'colocate_async'}}}",
     ]
     warnings: list[str] = []
-    cfg = config_from_lines(lines, tmp_path / "c.log", 9, warnings)
+    cfg = config_from_lines(lines, 0, tmp_path / "c.log", warnings)
     assert cfg == {
         "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 2}, "rollout": {"n": 4}},
         "data": {"train_batch_size": 16},
         "trainer": {"use_v1": True, "v1": {"trainer_mode": "colocate_async"}},
+        "_partial": True,
     }
     assert "RAY_DEDUP_LOGS=0" in warnings[0]
+    assert config_from_lines(["no config printed here"], None, tmp_path / "c.log", warnings) is None
 
 
 def test_json_lines_of_another_shape_are_not_verl(tmp_path: Path) -> None:

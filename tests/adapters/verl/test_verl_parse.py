@@ -130,11 +130,19 @@ def test_fully_async_cycles_are_steps_and_verl_idle_ratio_is_kept() -> None:
     assert set(agg(trace, K.TRAINER_WEIGHT_SYNC).values()) != {0.0}  # the doubled timing_s/timing_s/param_sync key
 
 
-def test_fully_async_samples_per_step_come_from_the_printed_config() -> None:
-    trace = ADAPTER.parse(run("fully_async"))
-    # ppo_mini_batch_size=2 prompts x require_batches=1 x n=4 responses per local step, 2 local steps per cycle
-    assert trace.meta.samples_per_step == 16
-    assert set(agg(trace, K.SAMPLES_TRAINED).values()) == {16.0}
+def test_sizes_come_from_a_whole_config_only() -> None:
+    from benchbed.adapters.verl.parse import _sizes
+
+    cfg = {
+        "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 4}, "rollout": {"n": 4}},
+        "async_training": {"require_batches": 1, "trigger_parameter_sync_step": 2},
+        "data": {"train_batch_size": 8},
+    }
+    # fully_async: 4 prompts x 1 batch x 4 responses per local step, 2 local steps per sync cycle
+    assert _sizes("fully_async", cfg, None) == (32, 16, 4)
+    assert _sizes("v1_sync", cfg, None) == (32, None, 4)
+    assert _sizes("v1_sync", {**cfg, "_partial": True}, None) == (None, None, None)
+    assert _sizes("v1_sync", {**cfg, "_partial": True}, {"samples_per_step": 64, "group_size": 8}) == (64, None, 8)
 
 
 def test_v1_staleness_figures_are_framework_rows() -> None:
@@ -255,3 +263,49 @@ def test_trace_round_trips_through_parquet(tmp_path: Path) -> None:
     assert back.meta.mode == "one_step_off"
     assert len(back.events) == len(trace.events)
     assert math.isnan(back.of(K.TRAINER_STEP)["t0"].iloc[0])
+
+
+def test_pasted_v0_agent_loop_line_gives_the_breakdown(tmp_path: Path) -> None:
+    """The shape of a line users paste (verl-project/verl#7412, V0 agent-loop path), prefixed as in early releases."""
+    log = tmp_path / "pasted.txt"
+    log.write_text(
+        "(main_task pid=2211) step:12 - timing_s/agent_loop/generate_sequences/max:539.54 - "
+        "timing_s/agent_loop/slowest/generate_sequences:539.54 - timing_s/agent_loop/slowest/response_length:3072 - "
+        "timing_s/gen:541.19 - timing_s/old_log_prob:72.41 - timing_s/ref:72.03 - timing_s/update_actor:472.11 - "
+        "timing_s/update_weights:5.83 - timing_s/step:1163.96 - timing_per_token_ms/gen:0.359\n"
+        "(main_task pid=2211) step:12 - timing_s/gen:541.19 - timing_s/step:1163.96\n"
+    )
+    trace = ADAPTER.parse(log)
+    assert trace.meta.mode == "v0"
+    assert agg(trace, K.TRAINER_STEP) == {12: pytest.approx(1163.96)}
+    assert agg(trace, K.TRAINER_WAIT) == {12: pytest.approx(541.19)}
+    assert agg(trace, K.TRAINER_COMPUTE) == {12: pytest.approx(72.41 + 72.03 + 472.11)}
+    assert agg(trace, K.TRAINER_WEIGHT_SYNC) == {12: pytest.approx(5.83)}
+    assert agg(trace, K.TRAINER_OTHER) == {12: pytest.approx(1163.96 - 541.19 - 72.41 - 72.03 - 472.11 - 5.83)}
+    assert any("1 repeated record" in w for w in trace.meta.warnings)
+
+
+def test_old_three_decimal_console_format(tmp_path: Path) -> None:
+    """Releases before numpy 2 printed %.3f values (verl-project/verl#2060)."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "step:0 - val-aux/openai/gsm8k/reward/mean@1:0.565 - val-core/openai/gsm8k/acc/mean@1:0.508\n"
+        "step:1 - actor/pg_loss:0.001 - perf/max_memory_allocated_gb:62.447 - timing_s/gen:30.500 - "
+        "timing_s/old_log_prob:3.000 - timing_s/ref:2.500 - timing_s/adv:0.100 - timing_s/update_actor:12.000 - "
+        "timing_s/testing:5.000 - timing_s/save_checkpoint:4.000 - timing_s/step:58.000\n"
+    )
+    trace = ADAPTER.parse(log)
+    assert trace.meta.mode == "v0"
+    assert agg(trace, K.TRAINER_CHECKPOINT) == {1: pytest.approx(4.0)}
+    assert agg(trace, K.TRAINER_OTHER) == {1: pytest.approx(58.0 - 30.5 - 17.6 - 4.0)}  # testing ran inside the step
+
+
+def test_fully_async_rollout_dumps_land_on_their_sync_cycle() -> None:
+    trace = ADAPTER.parse(run("fully_async"))
+    dumped = {int(p.stem) for p in (run("fully_async") / "rollout_data").glob("*.jsonl")}
+    assert dumped == set(range(1, 9))  # dumped by local step: 4 cycles x 2 local steps
+    rollouts = trace.of(K.ROLLOUT)
+    assert rollouts.groupby("step").size().to_dict() == {1: 32, 2: 32, 3: 32, 4: 32}
+    assert (rollouts["v_train"] == rollouts["step"] - 1).all()
+    assert (rollouts["v_start"] == -1).all()  # not known from the dump in an async mode
+    assert agg(trace, K.SAMPLES_TRAINED) == {1: 32.0, 2: 32.0, 3: 32.0, 4: 32.0}

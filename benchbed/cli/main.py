@@ -15,6 +15,7 @@ from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress
+from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import RunOutcome, execute, ingest, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
@@ -249,3 +250,7 @@ def demo(store_dir: Path) -> None:
     console = Console()
     console.print(_metric_table(outcome.record, HEADLINE_METRICS))
     console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
+
+
+cli.add_command(sandbox)
+cli.add_command(sandbox_bench)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchbed.adapters.base import LaunchPlan
 from pydantic import ValidationError
 
+from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import NotThisFrameworkError, SpecError
 from benchbed.sandbox.bench import ADAPTER, BenchConfig
 from benchbed.spec import ExperimentSpec, format_validation_error

@@ -64,8 +64,7 @@ async def _level(pool: SandboxPool, cfg: BenchConfig, level: int, on_done) -> li
 
     async def one(i: int) -> RunOutcome:
         async with gate:
-            out = await pool.run(cfg.sandbox, cfg.program, key=f"c{level}-{i}", timeout_s=cfg.exec_timeout_s,
-                                 attrs={"level": level, "backend": cfg.backend})  # fmt: skip
+            out = await pool.run(cfg.sandbox, cfg.program, key=f"c{level}-{i}", timeout_s=cfg.exec_timeout_s)
         on_done()
         return out
 

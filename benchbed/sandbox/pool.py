@@ -48,13 +48,11 @@ class RunOutcome:
 class SandboxPool:
     """Owns sandboxes for a run: every create passes admission, every handle is closed, orphans are swept."""
 
-    def __init__(self, backend: SandboxBackend, config: PoolConfig | None = None, events: EventSink | None = None,
-                 attrs: dict[str, Any] | None = None) -> None:  # fmt: skip
+    def __init__(self, backend: SandboxBackend, config: PoolConfig | None = None,
+                 events: EventSink | None = None) -> None:  # fmt: skip
         self.backend = backend
         self.config = config or PoolConfig()
         self.events = events or EventSink()
-        self.attrs = attrs or {}
-        self.key_attrs: dict[str, dict[str, Any]] = {}
         self._starting = asyncio.Semaphore(self.config.max_starting)
         self._live: dict[str, Handle] = {}
         self._late: set[asyncio.Task[Any]] = set()
@@ -88,11 +86,9 @@ class SandboxPool:
         return f"sb{self._n}"
 
     # ---- create with admission, deadline and retries -----------------------------------------------------------
-    async def create(self, spec: SandboxSpec, key: str | None = None, attrs: dict[str, Any] | None = None) -> Handle:
+    async def create(self, spec: SandboxSpec, key: str | None = None) -> Handle:
         """A ready sandbox, or SandboxFailure with the reason of the last attempt."""
         key = key or self._key()
-        if attrs:
-            self.key_attrs[key] = attrs
         cfg = self.config
         attempt = 0
         while True:
@@ -211,12 +207,12 @@ class SandboxPool:
             await self.close(handle)
 
     async def run(self, spec: SandboxSpec, argv: list[str], *, key: str | None = None,
-                  timeout_s: float | None = None, attrs: dict[str, Any] | None = None) -> RunOutcome:  # fmt: skip
+                  timeout_s: float | None = None) -> RunOutcome:  # fmt: skip
         """create -> exec -> close; start failures become the outcome's reason instead of an exception."""
         key = key or self._key()
         out = RunOutcome(key=key)
         try:
-            handle = await self.create(spec, key, attrs)
+            handle = await self.create(spec, key)
         except SandboxFailure as exc:
             out.reason, out.message = exc.reason, exc.message
             return out

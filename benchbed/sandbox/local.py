@@ -20,7 +20,7 @@ from pathlib import Path
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.capabilities import WORK_MOUNT, LocalCapabilities, detect
 from benchbed.sandbox.cgroups import SandboxCgroups, remove_parents, sweep
-from benchbed.sandbox.procs import Child, become_subreaper, reap_orphans, run_blocking
+from benchbed.sandbox.procs import Child, become_subreaper, reap_orphans, release_subreaper, run_blocking
 
 log = logging.getLogger(__name__)
 
@@ -492,3 +492,7 @@ class LocalBackend:
 
     async def shutdown(self) -> None:
         await self.sweep(final=True)
+        if self.subreaper:
+            reap_orphans(UID_BASE, UID_BASE + 100_000_000)
+            release_subreaper()
+            self.subreaper = False

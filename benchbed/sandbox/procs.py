@@ -174,14 +174,32 @@ class Child:
         return await self.exited
 
 
+_subreaper_users = 0
+
+
 def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so processes
-    of a killed sandbox come back to us and can be reaped at once instead of lingering as zombies."""
+    of a killed sandbox come back to us and can be reaped at once instead of lingering as zombies. Counted:
+    release_subreaper() turns it off again when the last user is done."""
+    global _subreaper_users
+    if _subreaper_users == 0 and not _prctl_subreaper(1):
+        return False
+    _subreaper_users += 1
+    return True
+
+
+def release_subreaper() -> None:
+    global _subreaper_users
+    _subreaper_users = max(0, _subreaper_users - 1)
+    if _subreaper_users == 0:
+        _prctl_subreaper(0)
+
+
+def _prctl_subreaper(on: int) -> bool:
     import ctypes
 
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl(36, on, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -7,6 +7,7 @@ render and parse never import this module.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,9 @@ def validate(cfg: Any, module: str) -> None:
     from verl.utils.config import validate_config
 
     try:
-        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+        with warnings.catch_warnings():  # GRPO has no critic; verl says so on every call
+            warnings.filterwarnings("ignore", message="Disabled critic", category=UserWarning)
+            validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
     except Exception as exc:  # verl raises AssertionError, ValueError, TypeError for bad settings
         raise AdapterError(f"verl {module} rejects the config: {type(exc).__name__}: {exc}") from exc
 

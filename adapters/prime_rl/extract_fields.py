@@ -2,7 +2,8 @@
 
 Run against checkouts at the pinned commits (prime-rl and its `deps/verifiers` submodule):
 
-    python -m benchbed.adapters.prime_rl.extract_fields PRIME_RL_DIR VERIFIERS_DIR --commit 559b447 > fields.json
+    python -m benchbed.adapters.prime_rl.extract_fields PRIME_RL_DIR VERIFIERS_DIR --commit 559b447 \
+        [--extra-src RENDERERS_DIR --extra-note "renderers 0.1.12"] > fields.json
 
 Reads the pydantic config classes by AST (nothing is imported), starting at `RLConfig`. A field whose type
 cannot be resolved to a config class (dicts, plugin configs declared `SerializeAsAny`) is recorded as an open
@@ -211,9 +212,9 @@ def walk(idx: Index, info: ClassInfo, prefix: str, out: set[str], depth: int = 0
             walk(idx, cls, f"{path}.", out, depth + 1)
 
 
-def extract(prime_rl_dir: Path, verifiers_dir: Path) -> list[str]:
-    """Sorted dotted field paths of RLConfig at the given checkouts."""
-    roots = [prime_rl_dir / "packages" / "prime-rl-configs" / "src", verifiers_dir]
+def extract(prime_rl_dir: Path, verifiers_dir: Path, extra: list[Path] | None = None) -> list[str]:
+    """Sorted dotted field paths of RLConfig at the given checkouts (plus extra package roots, e.g. renderers)."""
+    roots = [prime_rl_dir / "packages" / "prime-rl-configs" / "src", verifiers_dir, *(extra or [])]
     idx = index_sources([r for r in roots if r.exists()])
     roots_found = idx.by_name.get(ROOT_CLASS)
     if not roots_found:
@@ -231,12 +232,15 @@ def main(argv: list[str] | None = None) -> int:
         "--commit", required=True, help="the prime-rl commit the checkout is at (recorded in the output)"
     )
     parser.add_argument("--verifiers-commit", default="", help="the verifiers commit (recorded in the output)")
+    parser.add_argument("--extra-src", type=Path, action="append", default=[], help="more package roots to read")
+    parser.add_argument("--extra-note", default="", help="what the extra roots are (recorded in the output)")
     args = parser.parse_args(argv)
-    fields = extract(args.prime_rl_dir, args.verifiers_dir)
+    fields = extract(args.prime_rl_dir, args.verifiers_dir, args.extra_src)
     doc = {
         "prime_rl_commit": args.commit,
         "verifiers_commit": args.verifiers_commit,
         "root": ROOT_CLASS,
+        "extra_sources": args.extra_note,
         "fields": fields,
     }
     json.dump(doc, sys.stdout, indent=0)

@@ -42,6 +42,9 @@ PRESETS: tuple[Preset, ...] = (
                 "model": {**_MOE_TRAINER, "optim_cpu_offload": True, "ac_offloading": {"max_inflight_activations": 1}}
             },
             "inference": {"vllm": {"tensor_parallel_size": 8, "enable_expert_parallel": True}},
+            # The 2507 Thinking/Instruct ids are not in renderers' MODEL_RENDERER_MAP ("auto" is refused);
+            # they share the Qwen3 chat template, as Qwen3-30B-A3B-Thinking-2507 (mapped to qwen3) does.
+            "orchestrator": {"renderer": {"name": "qwen3"}},
         },
     ),
     Preset(

@@ -79,6 +79,7 @@ def render_config(spec: ExperimentSpec) -> dict[str, Any]:
                 "source": [_train_source(spec, opts)],
             },
         },
+        "trainer": {},  # RLConfig requires the table even when every trainer field is shared or default
         "inference": {},  # present so that `rl` starts the inference server
     }
     if generation_model:
@@ -109,6 +110,8 @@ def _train_source(spec: ExperimentSpec, opts: PrimeRLOptions) -> dict[str, Any]:
     if runtime_type in ("prime", "modal") and spec.sandbox.image:
         runtime["image"] = spec.sandbox.image
     if opts.runtime_labels:
+        if runtime_type != "prime":
+            raise SpecError(f"{spec.name}: prime_rl.runtime_labels apply to Prime sandboxes only, not {runtime_type!r}")
         runtime["labels"] = list(opts.runtime_labels)
     agent: dict[str, Any] = {"runtime": runtime}
     if opts.harness or harness:

@@ -292,3 +292,40 @@ def test_prime_rl_dry_run_accepts_the_rendered_configs(tmp_path: Path) -> None:
         (run_dir / CONFIG_FILE).write_text(plan.files[CONFIG_FILE])
         proc = subprocess.run([*plan.argv, "--dry-run"], cwd=plan.cwd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+VALIDATE = """
+import sys, tomllib
+from prime_rl.configs.rl import RLConfig
+for path in sys.argv[1:]:
+    data = tomllib.load(open(path, "rb")) | {"output_dir": "/tmp/benchbed-prime-rl", "dry_run": True}
+    cfg = RLConfig.model_validate(data)
+    print(path, cfg.deployment.type, cfg.orchestrator.batch_size, cfg.orchestrator.max_off_policy_steps)
+"""
+
+
+@pytest.mark.skipif(
+    not os.environ.get("PRIME_RL_CONFIGS_PYTHON"),
+    reason="opt-in: set PRIME_RL_CONFIGS_PYTHON to a Python that imports prime_rl.configs (prime-rl-configs @ 559b447)",
+)
+def test_prime_rl_config_models_accept_the_rendered_configs(tmp_path: Path) -> None:
+    """prime-rl's own RLConfig validators (model names, renderer, runtime union) on every spec variant."""
+    overrides = [
+        (CASE_1, ['prime_rl.taskset="wiki-search"']),  # r2e-gym lives in prime-envs, not in verifiers
+        (CASE_2, []),
+        (CASE_2, ['sandbox.backend="modal"', "prime_rl.runtime_labels=[]"]),
+        (CASE_2, ['workload.model="zai-org/GLM-4.5-Air"']),
+        (CASE_1, ['workload.model="Qwen/Qwen3-30B-A3B-Thinking-2507"', 'prime_rl.taskset="wiki-search"']),
+    ]
+    paths = []
+    for i, (spec_path, sets) in enumerate(overrides):
+        path = tmp_path / f"rl-{i}.toml"
+        path.write_text(dumps(render_config(load_spec(spec_path, sets))))
+        paths.append(str(path))
+    small = tmp_path / "small.toml"
+    small.write_text(dumps(render_config(small_spec())))
+    paths.append(str(small))
+    python = os.environ["PRIME_RL_CONFIGS_PYTHON"]
+    proc = subprocess.run([python, "-c", VALIDATE, *paths], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert len(proc.stdout.splitlines()) == len(paths)

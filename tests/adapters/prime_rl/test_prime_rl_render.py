@@ -79,6 +79,7 @@ def test_case_study_1(tmp_path: Path) -> None:
     assert cfg["slurm"]["job_name"] == "prime-rl-case-study-1"
     assert cfg["trainer"]["model"]["ep"] == 8 and cfg["trainer"]["model"]["optim_cpu_offload"] is True
     assert cfg["inference"]["vllm"] == {"tensor_parallel_size": 8, "enable_expert_parallel": True}
+    assert cfg["orchestrator"]["renderer"] == {"name": "qwen3"}  # the 2507 id is not in renderers' auto map
 
 
 def test_case_study_2_is_prefill_decode_disaggregated() -> None:
@@ -176,6 +177,11 @@ def test_toml_round_trips() -> None:
 def test_prime_rl_table_is_validated(table: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         render_config(small_spec(**table))
+
+
+def test_runtime_labels_are_for_prime_sandboxes_only() -> None:
+    with pytest.raises(SpecError, match="runtime_labels apply to Prime sandboxes only, not 'subprocess'"):
+        render_config(small_spec(runtime_labels=["x"]))
 
 
 def test_impossible_layouts_are_spec_errors() -> None:

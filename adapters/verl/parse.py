@@ -20,7 +20,7 @@ from benchbed.adapters.verl.records import (
 )
 from benchbed.adapters.verl.rollouts import read_rollout_dumps
 from benchbed.adapters.verl.steps import Segment, emit_steps, segments_of
-from benchbed.adapters.verl.worker_logs import might_hold_failures, scan_worker_logs
+from benchbed.adapters.verl.worker_logs import ToolFailures, might_hold_failures, scan_worker_logs
 
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
@@ -111,9 +111,7 @@ def parse_path(path: Path) -> Trace:
             warnings.append(f"{found.jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
     for reading in readings + consoles:
         warnings.extend(reading.warnings)
-    config = next((c.config for c in consoles if c.config), None)
-    if config is None and found.hydra_config is not None:
-        config = read_hydra_config(found.hydra_config)
+    config = _best_config(consoles, found)
     actors = {a for c in consoles for a in c.actors}
     explicit = version_from_files(path) if path.is_dir() else None
     if explicit is None:
@@ -142,20 +140,10 @@ def parse_path(path: Path) -> Trace:
     summary = emit_steps(segments, mm, builder, samples_for)
     _timing_warnings(summary, records, found, warnings)
     failures = scan_worker_logs(found.worker_logs) if found.worker_logs else None
-    if failures is not None:
-        for (source, tool, reason), count in sorted(failures.counts.items()):
-            builder.agg(
-                "native.tool_failures", -1, float(count), status=reason, actor=source,
-                attrs=attrs_json({"tool": tool, "example": failures.examples.get(reason, "")}),
-            )  # fmt: skip
     crashed = any(r.crashed for r in consoles)
     truncated = any(r.truncated for r in primary)
     total = None if config is None or config.get("_partial") else _int(config, "trainer", "total_training_steps")
     stopped_early = total is not None and summary.steps and summary.last_step < total and det.mode != "fully_async"
-    if crashed:
-        warnings.append(
-            f"{found.console[0]}: the console shows a crash (traceback or RayTaskError); the run is partial"
-        )
     if stopped_early:
         warnings.append(f"the run stopped at step {summary.last_step} of trainer.total_training_steps={total}")
     extra: dict[str, Any] = {
@@ -166,12 +154,7 @@ def parse_path(path: Path) -> Trace:
         extra["step_unit"] = "parameter-sync cycle (verl logs step = parameter version)"
         extra["local_steps_per_step"] = summary.local_steps
     if failures is not None:
-        extra["tool_failures"] = {
-            "total": failures.total,
-            "by_reason": _by(failures.counts, 2),
-            "by_tool": _by(failures.counts, 1),
-            "files": failures.files,
-        }
+        extra["tool_failures"] = _emit_failures(failures, builder)
     meta = TraceMeta(
         adapter="verl",
         framework="verl",
@@ -203,6 +186,31 @@ def cycle_of_local_step(segments: list[Segment]) -> Callable[[int], int]:
         return ends[i][1] if i < len(ends) else local_step
 
     return step_of
+
+
+def _best_config(consoles: list[Reading], found: Artifacts) -> dict[str, Any] | None:
+    """A whole printed config, else Hydra's saved one, else one rebuilt from Ray-mangled lines."""
+    printed = [c.config for c in consoles if c.config]
+    whole = next((c for c in printed if not c.get("_partial")), None)
+    if whole is not None:
+        return whole
+    saved = read_hydra_config(found.hydra_config) if found.hydra_config is not None else None
+    return saved or (printed[0] if printed else None)
+
+
+def _emit_failures(failures: ToolFailures, builder: TraceBuilder) -> dict[str, Any]:
+    """One native.tool_failures agg row per (source, tool, reason); the summary for TraceMeta.extra."""
+    for (source, tool, reason), count in sorted(failures.counts.items()):
+        builder.agg(
+            "native.tool_failures", -1, float(count), status=reason, actor=source,
+            attrs=attrs_json({"tool": tool, "example": failures.examples.get(reason, "")}),
+        )  # fmt: skip
+    return {
+        "total": failures.total,
+        "by_reason": _by(failures.counts, 2),
+        "by_tool": _by(failures.counts, 1),
+        "files": failures.files,
+    }
 
 
 def _by(counts: Any, index: int) -> dict[str, int]:

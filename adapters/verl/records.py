@@ -192,8 +192,9 @@ def read_console(path: Path) -> Reading:
             if dump_start is None and line.startswith("{'") and "':" in line:
                 dump_start = len(before_steps)
             before_steps.append(line)
-        if any(marker in line for marker in _CRASH_MARKERS):
+        if not out.crashed and any(marker in line for marker in _CRASH_MARKERS):
             out.crashed = True
+            out.warnings.append(f"{path}:{number}: the run crashed here (traceback or RayTaskError); it is partial")
         if "verl" in line.lower():
             hint = _VERSION_HINT.search(line)
             if hint:

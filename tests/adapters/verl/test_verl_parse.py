@@ -309,3 +309,22 @@ def test_fully_async_rollout_dumps_land_on_their_sync_cycle() -> None:
     assert (rollouts["v_train"] == rollouts["step"] - 1).all()
     assert (rollouts["v_start"] == -1).all()  # not known from the dump in an async mode
     assert agg(trace, K.SAMPLES_TRAINED) == {1: 32.0, 2: 32.0, 3: 32.0, 4: 32.0}
+
+
+def test_hydra_saved_config_gives_mode_and_sizes(tmp_path: Path) -> None:
+    """benchbed's plan sets hydra.run.dir inside the run directory, so Hydra's config.yaml lands there."""
+    import yaml  # PyYAML comes with the verl extra; without it the adapter skips the saved config
+
+    shutil.copy(run("v1_sync") / "metrics.jsonl", tmp_path / "metrics.jsonl")
+    (tmp_path / "hydra" / ".hydra").mkdir(parents=True)
+    config = {
+        "trainer": {"use_v1": True, "v1": {"trainer_mode": "colocate_async"}, "total_training_steps": 6},
+        "data": {"train_batch_size": 4},
+        "actor_rollout_ref": {"rollout": {"n": 4}},
+    }
+    (tmp_path / "hydra" / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    trace = ADAPTER.parse(tmp_path)
+    assert trace.meta.mode == "v1_colocate_async"
+    assert trace.meta.extra["mode_source"] == "config"
+    assert trace.meta.samples_per_step == 16
+    assert set(agg(trace, K.SAMPLES_TRAINED).values()) == {16.0}

@@ -152,6 +152,8 @@ def console_value(text: str) -> float | None:
 def parse_step_line(payload: str) -> tuple[dict[str, float], int]:
     """`k1:v1 - k2:v2 ...` -> ({k: v}, number of pairs that could not be read)."""
     payload = payload.split("\r", 1)[0].rstrip()
+    if payload.endswith(" -"):  # a line broken right after a separator
+        payload = payload[:-2]
     data: dict[str, float] = {}
     bad = 0
     for pair in payload.split(" - "):
@@ -162,6 +164,13 @@ def parse_step_line(payload: str) -> tuple[dict[str, float], int]:
             continue
         data[key.strip()] = value
     return data, bad
+
+
+def _rejoin(payload: str, continuation: str) -> str:
+    """A step line that a terminal or a paste broke in two, put back together at the break."""
+    joined = payload + continuation
+    joined = re.sub(r"(?<=\S) -(?=[^\s\d.])", " - ", joined)  # "1.0 -key" where the space was stripped
+    return re.sub(r"(?<=[\d)])- (?=\S)", " - ", joined)  # "1.0- key"
 
 
 def looks_like_console(path: Path, max_lines: int = 20000) -> bool:
@@ -182,6 +191,7 @@ def read_console(path: Path) -> Reading:
     lines = text.split("\n")
     last = len(lines) - (1 if text.endswith("\n") else 0)
     before_steps: list[str] = []  # where the task runner pprints its config
+    wrapped: tuple[str, Record, int] | None = None  # (payload, record, bad pairs) of the last step line
     dump_start: int | None = None
     bad_pairs = 0
     for number, raw in enumerate(lines, 1):
@@ -201,14 +211,26 @@ def read_console(path: Path) -> Reading:
                 out.text_hints.append(hint.group(1))
         match = _STEP.search(line) if "step:" in line else None
         if match is None:
+            if wrapped is not None and actor is None and ":" in line:
+                joined = _rejoin(wrapped[0], line)
+                data, bad = parse_step_line(joined)
+                if len(data) > len(wrapped[1].data) and bad <= wrapped[2] + 1:  # a wrapped step line goes on
+                    bad_pairs += bad - wrapped[2]
+                    wrapped[1].data = data
+                    wrapped = (joined, wrapped[1], bad)
+                    continue
+            wrapped = None
             continue
-        data, bad = parse_step_line(line[match.end() :])
+        payload = line[match.end() :]
+        data, bad = parse_step_line(payload)
         if number == last and not text.endswith("\n"):
             out.truncated = True
             out.warnings.append(f"{path}:{number}: last line is cut off (no closing newline); read its complete pairs")
         bad_pairs += bad
+        wrapped = None
         if data:
             out.records.append(Record(int(match.group("step")), data, str(path), number))
+            wrapped = (payload.split("\r", 1)[0], out.records[-1], bad)
     if before_steps:
         out.config = config_from_lines(before_steps, dump_start, path, out.warnings)
     if bad_pairs:

@@ -125,3 +125,23 @@ def test_json_lines_of_another_shape_are_not_verl(tmp_path: Path) -> None:
     path.write_text('{"step": 1, "time/step": 2.0, "loss": 0.1}\n')
     with pytest.raises(NotThisFrameworkError, match="not a verl log: .*file-logger shape"):
         is_file_logger_jsonl(path)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        # the break fell on a separator, inside a number, or inside a key
+        ("timing_s/gen:30.5 -", " timing_s/step:58.0 - actor/pg_loss:-0.25"),
+        ("timing_s/gen:30.", "5 - timing_s/step:58.0 - actor/pg_loss:-0.25"),
+        ("timing_s/gen:30.5 - timing_s/st", "ep:58.0 - actor/pg_loss:-0.25"),
+        ("timing_s/gen:30.5 -", "timing_s/step:58.0 - actor/pg_loss:-0.25"),  # the paste stripped the space
+    ],
+)
+def test_a_wrapped_step_line_is_put_back_together(tmp_path: Path, second: tuple[str, str]) -> None:
+    log = tmp_path / "pasted.txt"
+    log.write_text(f"step:3 - {second[0]}\n{second[1]}\nsome other output: 1\nstep:4 - timing_s/gen:1.0\n")
+    reading = read_console(log)
+    assert [(r.step, r.data) for r in reading.records] == [
+        (3, {"timing_s/gen": 30.5, "timing_s/step": 58.0, "actor/pg_loss": -0.25}),
+        (4, {"timing_s/gen": 1.0}),
+    ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from benchbed.adapters.verl.artifacts import Artifacts, discover, read_hydra_config
 from benchbed.adapters.verl.detect import detect, version_from_files
+from benchbed.adapters.verl.evictions import emit_eviction_counts
 from benchbed.adapters.verl.keymap import mode_map
 from benchbed.adapters.verl.records import (
     Reading,
@@ -138,6 +139,8 @@ def parse_path(path: Path) -> Trace:
         return float(per_step) if per_step else None
 
     summary = emit_steps(segments, mm, builder, samples_for)
+    if det.mode.startswith("v1"):
+        emit_eviction_counts(segments, group, samples_for, builder)
     _timing_warnings(summary, records, found, warnings)
     failures = scan_worker_logs(found.worker_logs) if found.worker_logs else None
     crashed = any(r.crashed for r in consoles)

@@ -328,3 +328,20 @@ def test_hydra_saved_config_gives_mode_and_sizes(tmp_path: Path) -> None:
     assert trace.meta.extra["mode_source"] == "config"
     assert trace.meta.samples_per_step == 16
     assert set(agg(trace, K.SAMPLES_TRAINED).values()) == {16.0}
+
+
+def test_v1_evictions_become_sample_counters() -> None:
+    """The replay buffer counts evicted prompt groups; x G they are finished samples that were not trained."""
+    trace = ADAPTER.parse(run("v1_colocate_async"))
+    data = jsonl_steps(run("v1_colocate_async") / "metrics.jsonl")
+    group = trace.meta.group_size
+    assert group == 4
+    dropped = agg(trace, K.SAMPLES_DROPPED_STALE)
+    trained = agg(trace, K.SAMPLES_ACCEPTED)
+    finished = agg(trace, K.SAMPLES_FINISHED)
+    for step, d in data.items():
+        if "timing_s/step" not in d:
+            continue
+        assert dropped[step] == d.get("training/off_policy/evicted_samples", 0) * group
+        assert finished[step] == trained[step] + dropped[step]
+    assert sum(dropped.values()) > 0

@@ -1,0 +1,43 @@
+"""V1 replay-buffer evictions (counted in prompt groups) -> per-step sample counters for wasted-generation metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from benchbed.adapters.verl.steps import AggRows, Segment
+
+from benchbed import keys as K
+from benchbed.trace import TraceBuilder, attrs_json
+
+# replay_buffer._evict_terminal_groups counts evicted prompt uids (whole groups) under these keys
+STALE = "training/off_policy/evicted_samples"
+FILTERED = "training/filter_groups/evicted_samples"
+EVICTION_KEYS = (STALE, FILTERED, "training/rollout_failure/evicted_samples")
+
+
+def emit_eviction_counts(
+    segments: list[Segment],
+    group_size: int | None,
+    samples_for: Callable[[int, int], float | None],
+    builder: TraceBuilder,
+) -> bool:
+    """samples.finished / accepted / dropped_stale per step, when the run logs evictions and G is known.
+
+    finished = trained + groups dropped for staleness or filtered (zero advantage) x G; groups whose agent loop
+    failed are not finished. Returns whether anything was emitted."""
+    if not group_size or not any(key in rec.data for s in segments for rec in s.records for key in EVICTION_KEYS):
+        return False
+    rows = AggRows()
+    for segment in segments:
+        attrs = attrs_json({"segment": segment.index}) if segment.index else ""
+        for rec in segment.records:
+            trained = samples_for(rec.step, 1) if "timing_s/step" in rec.data else None
+            if trained is None:
+                continue
+            stale = float(rec.data.get(STALE) or 0) * group_size
+            filtered = float(rec.data.get(FILTERED) or 0) * group_size
+            rows.add(K.SAMPLES_ACCEPTED, rec.step, trained, "", attrs)
+            rows.add(K.SAMPLES_DROPPED_STALE, rec.step, stale, "", attrs)
+            rows.add(K.SAMPLES_FINISHED, rec.step, trained + stale + filtered, "", attrs)
+    rows.flush(builder)
+    return True

@@ -177,6 +177,13 @@ class SandboxCgroups:
         self.create(memory_bytes=memory_bytes, pids_max=pids_max, cpu=cpu)
         return self.procs_files(0)
 
+    def planned_procs(self, leaf: int) -> list[Path]:
+        """The cgroup.procs files setup() will create for `leaf`, known before anything is created."""
+        files = [m / PARENT / self.name / "cgroup.procs" for m in self.layout.v1_dirs]
+        if self.layout.v2 is not None:
+            files.append(self.layout.v2 / PARENT / self.name / f"x{leaf}" / "cgroup.procs")
+        return files
+
     def procs_files(self, leaf: int) -> list[Path]:
         """cgroup.procs files a process must join: each v1 dir, and the v2 leaf `x<leaf>`."""
         files = [d / "cgroup.procs" for d in self.dirs if d != self.v2_dir]

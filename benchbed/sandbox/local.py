@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -239,9 +240,10 @@ class LocalBackend:
         r, w = os.pipe()
         holder: Child | None = None
         try:
-            procs: list[Path] = []
-            if cgroups is not None:
-                procs = await run_blocking(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
+            procs = cgroups.planned_procs(0) if cgroups is not None else []
+            prepare = None
+            if cgroups is not None:  # created on the spawn thread, right before the spawn
+                prepare = functools.partial(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
             bwrap = self._bwrap_argv(spec, w)
             if self.caps.helper and self.caps.private_tmpfs:
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid}"
@@ -259,7 +261,8 @@ class LocalBackend:
                 drop = f"{_drop_to(uid)} " if self.caps.per_sandbox_uid else ""
                 argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
-            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV, stdin_pipe=True)
+            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV, stdin_pipe=True,
+                                       prepare=prepare)  # fmt: skip
             os.close(w)
             w = -1
             on_step("started")

@@ -91,14 +91,20 @@ class Child:
         pass_fds: Sequence[int] = (),
         env: dict[str, str] | None = None,
         stdin_pipe: bool = False,
+        prepare: Callable[[], object] | None = None,
     ) -> Child:
+        """Spawn on a worker thread; `prepare` runs there first (one hand-off for set-up and spawn)."""
         stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
-        spawning = run_blocking(
-            lambda: subprocess.Popen(
+
+        def work() -> subprocess.Popen[bytes]:
+            if prepare is not None:
+                prepare()
+            return subprocess.Popen(
                 list(argv), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 close_fds=True, pass_fds=tuple(pass_fds), env=env,
             )  # fmt: skip
-        )
+
+        spawning = run_blocking(work)
         try:
             popen = await asyncio.shield(spawning)
         except asyncio.CancelledError:

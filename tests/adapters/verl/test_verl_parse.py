@@ -345,3 +345,16 @@ def test_v1_evictions_become_sample_counters() -> None:
         assert dropped[step] == d.get("training/off_policy/evicted_samples", 0) * group
         assert finished[step] == trained[step] + dropped[step]
     assert sum(dropped.values()) > 0
+
+
+def test_version_named_in_a_pasted_console(tmp_path: Path) -> None:
+    log = tmp_path / "issue.txt"
+    log.write_text(
+        "verl version: 0.3.1\n"
+        "(main_task pid=7) step:2 - timing_s/gen:10.0 - timing_s/update_actor:5.0 - timing_s/step:16.0\n"
+    )
+    trace = ADAPTER.parse(log)
+    assert trace.meta.framework_version == "0.3.1"
+    assert trace.meta.extra["keymap"] == "0.4"
+    assert any("0.3.1" in w and "nearest, 0.4" in w for w in trace.meta.warnings)
+    assert agg(trace, K.TRAINER_OTHER) == {2: pytest.approx(1.0)}

@@ -146,6 +146,9 @@ def build(cache: Path = CACHE) -> tuple[Path | None, str]:
             return None, f"building the spawn helper failed: {out.stderr.strip()[:300]}"
         tmp.chmod(0o755)
         tmp.rename(binary)
+        for old in cache.glob("spawn-*"):  # builds of earlier helper sources (a running one keeps its inode)
+            if old != binary:
+                old.unlink(missing_ok=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"building the spawn helper failed: {exc}"
     return binary, ""

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.sandbox.base import ExecResult, Handle, SandboxBackend, SandboxFailure, SandboxSpec
 from benchbed.sandbox.events import Ev, EventSink
+from benchbed.secrets import redact
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +134,11 @@ class SandboxPool:
             try:
                 handle = task.result()
             except SandboxFailure as exc:
-                ev.emit(key, Ev.FAILED, attempt=attempt, reason=exc.reason, attrs={"message": exc.message[:500]})
+                message = redact(exc.message[:500])
+                ev.emit(key, Ev.FAILED, attempt=attempt, reason=exc.reason, attrs={"message": message})
                 raise
             except Exception as exc:  # a backend bug or an unmapped provider error: recorded, never lost
-                ev.emit(key, Ev.FAILED, attempt=attempt, reason="internal", attrs={"message": repr(exc)[:500]})
+                ev.emit(key, Ev.FAILED, attempt=attempt, reason="internal", attrs={"message": redact(repr(exc)[:500])})
                 raise SandboxFailure("internal", repr(exc)) from exc
             self._live[handle.id] = handle
             ev.emit(key, Ev.READY, attempt=attempt, attrs={"id": handle.id})

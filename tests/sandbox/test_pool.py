@@ -181,3 +181,23 @@ def test_negative_or_zero_limits_are_rejected():
         SandboxSpec(memory_mb=-1)
     with pytest.raises(ValueError, match="max_starting"):
         PoolConfig(max_starting=0)
+
+
+def test_provider_messages_are_redacted(monkeypatch):
+    monkeypatch.setenv("PRIME_API_KEY", "pk-secret-123456")
+    backend = ScriptedBackend()
+
+    async def create(spec, *, key, deadline_s, on_step):
+        raise SandboxFailure("auth", "key pk-secret-123456 rejected")
+
+    backend.create = create
+    events = EventSink()
+
+    async def main():
+        async with SandboxPool(backend, PoolConfig(), events) as pool:
+            return await pool.run(SandboxSpec(), ["x"])
+
+    out = asyncio.run(main())
+    assert out.reason == "auth"
+    failed = [e for e in events.events if e.ev is Ev.FAILED]
+    assert failed[0].attrs["message"] == "key *** rejected"

@@ -15,7 +15,10 @@ from pathlib import Path
 from benchbed.adapters.prime_rl.lines import read_text_lines, strip_ansi
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
-TEXT_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)$")
+# A loguru line, possibly behind a prefix a paste or a log collector added ("trainer-1  | ", "[rank0]: ").
+TEXT_LINE = re.compile(
+    r"(?:^|[\s|:>\]])(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)$"
+)
 DEBUG_SUFFIX = re.compile(r"\s\[[^\]\s]+::\d+\]\s*$")
 TAG_PREFIX = re.compile(r"^\[[^\]]+\]\s")
 TRAINER_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\dmshd ]+?)) \| Loss:? ")
@@ -32,6 +35,8 @@ HOLD = re.compile(r"^Holding batch \d+ until the trainer publishes")
 RESUME = re.compile(r"^Resuming dispatcher")
 FINISHED = re.compile(r"^(RL trainer finished!|Orchestrator finished\.?)$")
 TRACEBACK = "Traceback (most recent call last)"
+# Messages recognized even without the loguru prefix (excerpts pasted into issues often drop it).
+BARE_MESSAGES = (TRAINER_STEP, ORCH_STEP, WAITED, LOADED)
 FORMAT_TIME_PART = re.compile(r"(\d+)(ms|d|h|m|s)")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -78,8 +83,11 @@ def iter_records(path: Path) -> list[LogLine]:
             if record is not None:
                 out.append(record)
             continue
-        m = TEXT_LINE.match(line)
+        m = TEXT_LINE.search(line)
         if not m:
+            bare = line.strip()
+            if any(p.match(bare) for p in BARE_MESSAGES):  # a pasted message without its time and level
+                out.append(LogLine(math.nan, "", DEBUG_SUFFIX.sub("", bare), lineno))
             continue
         t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
         if last >= 0 and t + day < last - 12 * 3600:
@@ -109,7 +117,7 @@ def looks_like_console_log(path: Path) -> bool:
     with path.open("rb") as fh:
         head = fh.read(65536).decode(errors="replace")
     for line in strip_ansi(head).splitlines()[:200]:
-        if TEXT_LINE.match(line):
+        if TEXT_LINE.search(line) or any(p.match(line.strip()) for p in BARE_MESSAGES):
             return True
         if line.startswith("{") and '"message"' in line and '"level"' in line and '"timestamp"' in line:
             return True

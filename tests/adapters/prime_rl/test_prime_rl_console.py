@@ -167,3 +167,28 @@ def test_info_level_log_before_pr_1467_gives_waits_from_timestamps(fixtures: Pat
     assert compute_metrics(trace)["trainer_idle_ratio"].value == pytest.approx(
         expected, abs=4 / sum(s for s, _, _ in steps)
     )
+
+
+def test_pasted_excerpts_with_prefixes_or_without_timestamps(tmp_path: Path) -> None:
+    """Logs pasted into issues: behind a collector's prefix, with milliseconds, or as bare messages."""
+    prefixed = tmp_path / "compose.log"
+    prefixed.write_text(
+        "trainer-1  | 02:00:13    INFO Initializing weight broadcast (type='filesystem')\n"
+        "trainer-1  | 02:00:55   DEBUG Waited for batch to arrive for 40.00 seconds\n"
+        "trainer-1  | 02:01:10 SUCCESS Step 1 | Time: 57.00s | Loss: 0.0100 | Entropy: 0.5000\n"
+        "[rank0]: 02:01:14.250   DEBUG Waited for batch to arrive for 4.00 seconds\n"
+        "[rank0]: 02:01:30.001 SUCCESS Step 2 | Time: 20.00s | Loss: 0.0100 | Entropy: 0.5000\n"
+    )
+    trace = PrimeRLAdapter().parse(prefixed)
+    assert agg(trace, K.TRAINER_WAIT) == {1: 40.0, 2: 4.0}
+    assert agg(trace, K.TRAINER_STEP) == {1: 57.0, 2: 20.0}
+    bare = tmp_path / "bare.txt"
+    bare.write_text(
+        "Waited for batch to arrive for 6.50 seconds\n"
+        "Step 3 | Time: 26.00s | Loss: 0.0031 | Entropy: 0.5512 | Grad. Norm: 0.1834\n"
+        "  Waited for batch to arrive for 13.00 seconds\n"
+        "Step 4 | Time: 32.50s | Loss: 0.0030 | Entropy: 0.5510 | Grad. Norm: 0.1800\n"
+    )
+    trace = PrimeRLAdapter().parse(bare)
+    assert agg(trace, K.TRAINER_WAIT) == {3: 6.5, 4: 13.0}
+    assert compute_metrics(trace, warmup_steps=0)["trainer_idle_ratio"].value == pytest.approx(19.5 / 58.5)

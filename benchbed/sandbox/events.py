@@ -104,9 +104,14 @@ def add_spans(
             if first is not None:
                 span(SANDBOX_START, first, e, "ok", e.attrs or {})
         elif e.ev is Ev.FAILED:
-            first = open_.pop((k, "start"), None) or open_.pop((k, "queue"), None)
+            queued = open_.pop((k, "queue"), None)
+            if queued is not None:  # gave up waiting for admission: the wait is a queue span, the failure a start
+                span(SANDBOX_QUEUE, queued, e, _status(e.reason), {})
+            first = open_.pop((k, "start"), None) or queued
+            if first is queued and (e.attrs or {}).get("cancelled"):
+                continue  # the caller withdrew the request before it was admitted: no start attempt
             if first is not None:
-                span(SANDBOX_START, first, e, _status(e.reason), e.attrs or {})
+                span(SANDBOX_START, e if first is queued else first, e, _status(e.reason), e.attrs or {})
         elif e.ev is Ev.EXEC_START:
             open_[(k, "exec")] = e
         elif e.ev is Ev.EXEC_END:

@@ -25,6 +25,7 @@ class PoolConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_starting: int = Field(16, gt=0, description="sandboxes allowed in the starting state at once")
+    queue_timeout_s: float | None = Field(None, gt=0, description="longest wait for an admission slot; None: no bound")
     start_timeout_s: float = Field(60.0, gt=0, description="admitted -> ready, per attempt")
     exec_timeout_s: float = Field(60.0, gt=0)
     stop_timeout_s: float = Field(30.0, gt=0)
@@ -107,9 +108,14 @@ class SandboxPool:
         ev = self.events
         ev.emit(key, Ev.REQUESTED, attempt=attempt)
         try:
-            await self._starting.acquire()
+            await asyncio.wait_for(self._starting.acquire(), self.config.queue_timeout_s)
+        except asyncio.TimeoutError:
+            message = f"no admission slot within {self.config.queue_timeout_s:g}s"
+            ev.emit(key, Ev.FAILED, attempt=attempt, reason="start_timeout", attrs={"message": message, "queued": True})
+            raise SandboxFailure("start_timeout", message) from None
         except asyncio.CancelledError:
-            ev.emit(key, Ev.FAILED, attempt=attempt, reason="internal", attrs={"message": "cancelled in queue"})
+            withdrawn = {"message": "cancelled in queue", "cancelled": True}
+            ev.emit(key, Ev.FAILED, attempt=attempt, reason="internal", attrs=withdrawn)
             raise
         try:
             ev.emit(key, Ev.ADMITTED, attempt=attempt)

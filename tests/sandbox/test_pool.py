@@ -201,3 +201,25 @@ def test_provider_messages_are_redacted(monkeypatch):
     assert out.reason == "auth"
     failed = [e for e in events.events if e.ev is Ev.FAILED]
     assert failed[0].attrs["message"] == "key *** rejected"
+
+
+def test_queue_deadline_fails_the_start_and_records_the_wait():
+    backend = ScriptedBackend(create_s=0.3)
+    events = EventSink()
+
+    async def main():
+        config = PoolConfig(max_starting=1, queue_timeout_s=0.05, retries=0)
+        async with SandboxPool(backend, config, events) as pool:
+            return await asyncio.gather(*(pool.run(SandboxSpec(), ["x"], key=k) for k in "ab"))
+
+    first, second = asyncio.run(main())
+    assert first.reason is None and second.reason == "start_timeout" and "admission" in second.message
+    builder = TraceBuilder()
+    add_spans(builder, events.events)
+    trace = builder.build(TraceMeta(adapter="test"))
+    queue_b = trace.of(SANDBOX_QUEUE)[trace.of(SANDBOX_QUEUE)["sample"] == "b"]
+    start_b = trace.of(SANDBOX_START)[trace.of(SANDBOX_START)["sample"] == "b"]
+    assert float((queue_b["t1"] - queue_b["t0"]).iloc[0]) >= 0.04
+    assert list(start_b["status"].astype(str)) == ["start_timeout"]
+    assert float((start_b["t1"] - start_b["t0"]).iloc[0]) == 0.0  # never started: no start latency counted
+    assert compute_metrics(trace, warmup_steps=0)["sandbox_init_failure_rate"].value == 0.5

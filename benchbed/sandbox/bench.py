@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -159,6 +160,15 @@ def build_trace(cfg: BenchConfig, events: EventSink, summary: list[dict[str, Any
         warnings=warnings, extra={"sandbox_bench": {"config": cfg.model_dump(mode="json"), "levels": summary}},
     )  # fmt: skip
     return builder.build(meta)
+
+
+def starts_by_level(trace: Trace) -> pd.DataFrame:
+    """One row per sandbox.start span of a sandbox-bench trace: level, status, start_s, sorted for CDF plots."""
+    starts = trace.of(SANDBOX_START)
+    levels = [json.loads(a).get("level") if a else None for a in starts["attrs"]]
+    out = pd.DataFrame({"level": levels, "status": starts["status"].astype(str).to_numpy(),
+                        "start_s": (starts["t1"] - starts["t0"]).to_numpy()})  # fmt: skip
+    return out.dropna(subset=["level"]).astype({"level": int}).sort_values(["level", "start_s"], ignore_index=True)
 
 
 def run_bench(cfg: BenchConfig, store_dir: Path, progress: bool = True) -> tuple[RunRecord, Path, list[dict]]:

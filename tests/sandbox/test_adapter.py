@@ -11,7 +11,7 @@ from benchbed.adapters.base import get_adapter
 from benchbed.errors import NotThisFrameworkError, SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sandbox.adapter import CONFIG_FILE, bench_config
-from benchbed.sandbox.bench import BenchConfig, main
+from benchbed.sandbox.bench import BenchConfig, main, starts_by_level
 from benchbed.spec import ExperimentSpec, expand, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +46,9 @@ def test_launch_writes_a_trace_the_adapter_parses(tmp_path):
     metrics = compute_metrics(trace, warmup_steps=0)
     assert metrics["sandbox_init_failure_rate"].value == 0.0
     assert trace.meta.extra["sandbox_bench"]["levels"][1]["n"] == 3
+    table = starts_by_level(trace)
+    assert list(table["level"]) == [1, 3, 3, 3] and (table["status"] == "ok").all()
+    assert table[table["level"] == 3]["start_s"].is_monotonic_increasing
 
 
 def test_parse_refuses_other_inputs(tmp_path):

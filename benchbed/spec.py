@@ -20,7 +20,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ADAPTER_TABLES = ("sim", "verl", "slime", "prime_rl", "local")
 
 
 class _Strict(BaseModel):
@@ -76,6 +75,7 @@ class ExperimentSpec(_Strict):
     slime: dict[str, Any] = Field(default_factory=dict)
     prime_rl: dict[str, Any] = Field(default_factory=dict)
     local: dict[str, Any] = Field(default_factory=dict)
+    sandbox_bench: dict[str, Any] = Field(default_factory=dict, description="sandbox-bench sweep: levels, per_level")
     matrix: dict[str, list[Any]] = Field(
         default_factory=dict, description="dotted field -> list of values; expands to one spec per combination"
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
@@ -38,7 +39,8 @@ class BenchbedGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BenchbedError as exc:
-            err_console.print(f"[bold red]benchbed: error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+            message = escape(str(exc))
+            err_console.print(f"[bold red]benchbed: error:[/] {message}", highlight=False, soft_wrap=True)
             sys.exit(2)
 
 
@@ -213,7 +215,7 @@ def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
             table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
         Console(width=None if sys.stdout.isatty() else 200).print(table)
     for error in errors:
-        err_console.print(f"[bold red]benchbed: error:[/] {error}", highlight=False)
+        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
     if errors:
         sys.exit(2)
 

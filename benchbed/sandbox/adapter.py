@@ -3,6 +3,7 @@ parses the trace it leaves, so the sweep is stored and reported like any other r
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ def bench_config(spec: ExperimentSpec) -> BenchConfig:
     """BenchConfig from the spec's [sandbox] table, plus a [sandbox_bench] table once the spec has one."""
     if spec.sandbox.backend == "none":
         raise SpecError(f"spec {spec.name!r}: set [sandbox] backend = \"local\" | \"modal\" | \"prime\"")
-    data = dict(spec.adapter_table("sandbox_bench"))
+    data = copy.deepcopy(spec.adapter_table("sandbox_bench"))  # the spec must not change: its hash is the spec id
     data.setdefault("name", spec.name)
     data["backend"] = spec.sandbox.backend
     if spec.sandbox.max_starting is not None:

@@ -17,17 +17,27 @@ from benchbed.spec import ExperimentSpec, expand, load_spec
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("name", "backend"), [("sandbox-scaling.toml", "local"),
-                                               ("sandbox-scaling-modal.toml", "modal")])  # fmt: skip
-def test_case_study_specs_render(name, backend, tmp_path):
+@pytest.mark.parametrize(("name", "backend", "levels"), [
+    ("sandbox-scaling.toml", "local", [1, 32, 96, 256, 960]),
+    ("sandbox-scaling-modal.toml", "modal", [96, 256, 360, 960]),
+])  # fmt: skip
+def test_case_study_specs_render(name, backend, levels, tmp_path):
     specs = expand(load_spec(ROOT / "experiments" / name))
     assert len(specs) == 2
     for spec in specs:
+        spec_id = spec.spec_id
         plan = get_adapter("sandbox").render(spec, tmp_path)
         cfg = BenchConfig.model_validate_json(plan.files[CONFIG_FILE])
-        assert cfg.backend == backend and cfg.levels == [1, 32, 96, 256, 960]
+        assert cfg.backend == backend and cfg.levels == levels and cfg.per_level is None and cfg.retries == 0
         assert cfg.max_starting == spec.sandbox.max_starting
         assert plan.argv[1:3] == ["-m", "benchbed.sandbox.bench"]
+        assert spec.spec_id == spec_id  # rendering leaves the spec (and so its id) unchanged
+
+
+def test_modal_spec_keeps_its_image_and_outlives_the_init_budget():
+    cfg = bench_config(expand(load_spec(ROOT / "experiments" / "sandbox-scaling-modal.toml"))[0])
+    assert cfg.sandbox.image == "python:3.11-slim" and cfg.sandbox.lifetime_s > cfg.start_timeout_s == 900
+    assert cfg.program[0] == "python3" and not cfg.baseline
 
 
 def test_spec_without_backend_is_refused():

@@ -9,30 +9,30 @@ from benchbed.metrics.registry import MetricResult, metric
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
 
 
-def _component_seconds(ctx: MetricContext, kind: str) -> dict[str, float] | None:
-    """Seconds per trainer component over the window steps, or None if no component was ever logged."""
-    if not any(len(ctx.rows(k, kind)) for k in K.TRAINER_COMPONENTS):
-        return None
+def _component_seconds(ctx: MetricContext, kind: str) -> dict[str, float]:
+    """Seconds per trainer component over the window steps, for the components the trace measures at all."""
     out = {}
     for key in K.TRAINER_COMPONENTS:
-        rows = ctx.in_window_steps(ctx.rows(key, kind))
-        if kind == "span":
-            out[key] = float((rows["t1"] - rows["t0"]).sum())
-        else:
-            out[key] = float(rows["value"].sum())
+        rows = ctx.rows(key, kind)
+        if not len(rows):
+            continue  # never logged: unknown, not zero
+        rows = ctx.in_window_steps(rows)
+        out[key] = float((rows["t1"] - rows["t0"]).sum()) if kind == "span" else float(rows["value"].sum())
     return out
 
 
 def _compute_ratios(ctx: MetricContext) -> tuple[dict[str, float], str] | None:
+    """Ratios of the measured components; `other` (the rest of the step) only when compute is measured too,
+    since otherwise the rest would hide unmeasured compute. With every component measured they sum to 1."""
     kind = "span" if ctx.has_spans else "agg"
     steps = ctx.step_spans if kind == "span" else ctx.step_aggs
     if not len(steps):
         return None
     total = float((steps["t1"] - steps["t0"]).sum()) if kind == "span" else float(steps["value"].sum())
     seconds = _component_seconds(ctx, kind)
-    if seconds is None or total <= 0:
+    if not seconds or total <= 0:
         return None
-    named = {k: seconds[k] / total for k in _NAMED}
+    named = {k: seconds[k] / total for k in _NAMED if k in seconds}
     named_sum = sum(named.values())
     if named_sum > 1.0 + 1e-9:
         ctx.warnings.append(
@@ -41,18 +41,21 @@ def _compute_ratios(ctx: MetricContext) -> tuple[dict[str, float], str] | None:
         )
         named = {k: v / named_sum for k, v in named.items()}
         named_sum = 1.0
-    named[K.TRAINER_OTHER] = max(0.0, 1.0 - named_sum)
+    if K.TRAINER_COMPUTE in seconds or K.TRAINER_OTHER in seconds:
+        named[K.TRAINER_OTHER] = max(0.0, 1.0 - named_sum)
     return named, kind
 
 
 def trainer_ratios(ctx: MetricContext) -> tuple[dict[str, float], str] | None:
-    """The five trainer ratios over the window; they sum to 1 (other = the unexplained rest of the step)."""
+    """The trainer ratios over the window (see _compute_ratios), computed once per context."""
     return ctx.memo("trainer_ratios", lambda: _compute_ratios(ctx))
 
 
 def _ratio(ctx: MetricContext, key: str) -> MetricResult:
     result = trainer_ratios(ctx)
-    return None if result is None else (result[0][key], result[1])
+    if result is None or key not in result[0]:
+        return None
+    return result[0][key], result[1]
 
 
 @metric("trainer_idle_ratio", "ratio", False, "Σ trainer.wait / Σ trainer.step over the window")
@@ -100,6 +103,6 @@ def compute_seconds_per_step(ctx: MetricContext) -> tuple[float, str] | None:
     kind = "span" if ctx.has_spans else "agg"
     seconds = _component_seconds(ctx, kind)
     n_steps = len(ctx.window_steps)
-    if seconds is None or n_steps == 0 or seconds[K.TRAINER_COMPUTE] <= 0:
+    if n_steps == 0 or seconds.get(K.TRAINER_COMPUTE, 0.0) <= 0:
         return None
     return seconds[K.TRAINER_COMPUTE] / n_steps, kind

@@ -195,8 +195,24 @@ def test_unexplained_step_time_goes_to_other():
     b.span("trainer.step", end, end + 5, step=3)  # a 5 s step with only 1 s of compute logged
     b.span("trainer.compute", end + 4, end + 5, step=3)
     m = values(b.build(TraceMeta(adapter="t")))
+    assert m["trainer_idle_ratio"] == pytest.approx(2 / 10)
+    assert m["trainer_compute_ratio"] == pytest.approx(4 / 10)
     assert m["trainer_other_ratio"] == pytest.approx(4 / 10)
-    assert sum(m[f"trainer_{c}_ratio"] for c in ("idle", "compute", "weight_sync", "checkpoint", "other")) == 1.0
+    # weight sync and checkpoints were never logged: unknown, so absent rather than 0
+    assert "trainer_weight_sync_ratio" not in m and "trainer_checkpoint_ratio" not in m
+
+
+def test_components_never_logged_are_absent_not_zero():
+    b = TraceBuilder()
+    for step, (wait, total) in enumerate([(5, 10), (3, 12), (6, 8)], start=1):
+        b.agg("trainer.step", step, total)
+        b.agg("trainer.wait", step, wait)
+    m = values(b.build(TraceMeta(adapter="t")))
+    assert m["trainer_idle_ratio"] == pytest.approx(9 / 20)
+    # without measured compute, the rest of the step cannot be split: no compute, sync, checkpoint or other
+    for absent in ("compute", "weight_sync", "checkpoint", "other"):
+        assert f"trainer_{absent}_ratio" not in m
+    assert "trainer_capacity_sps" not in m
 
 
 def test_overlapping_components_are_scaled_with_a_warning():

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -164,3 +167,33 @@ def test_help_documents_every_command():
     run_help = benchbed("run", "--help").stdout
     for option in ("--set", "--launcher", "--store", "--json", "--dry-run", "--timeout"):
         assert option in run_help
+
+
+def test_ctrl_c_stops_the_launch_and_keeps_a_failed_record(tmp_path):
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchbed", "run", str(QUICKSTART), "--set", "workload.steps=100000000",
+         "--store", str(store)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(store.glob("*/sim/*/*/logs/stderr.log")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    run_dir = next(store.glob("*/sim/*/*"))
+    time.sleep(1.0)  # the simulator is running now
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    record = read_record(run_dir)
+    assert record.status == "failed" and "interrupted" in record.error.message
+    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _is_sim_of(p, run_dir)]
+    assert leftovers == []
+
+
+def _is_sim_of(pid: str, run_dir: Path) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    return b"benchbed.sim" in cmdline and cwd == str(run_dir)

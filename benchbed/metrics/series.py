@@ -1,4 +1,4 @@
-"""Plot-ready series derived from a Trace (per-step breakdown, staleness, utilisation, groups, timeline).
+"""Plot-ready series derived from a Trace (per-step breakdown, staleness, utilisation, groups, timeline, sandboxes).
 
 These are pure functions for reports: they shape data, they are not metrics (those live in the registry)
 and they never plot. Each returns an empty result when the trace lacks the data; callers say why.
@@ -7,6 +7,7 @@ and they never plot. Each returns an empty result when the trace lacks the data;
 from __future__ import annotations
 
 import heapq
+import json
 import re
 from dataclasses import dataclass
 
@@ -231,3 +232,107 @@ def timeline_rows(trace: Trace, steps: int = 3, max_lanes: int = 48, max_rollout
     out["t0"] = out["t0"].clip(lower=w0)
     out["t1"] = out["t1"].clip(upper=w1)
     return out.astype(columns)
+
+
+NO_LEVEL = -1  # the level of sandbox starts in runs that are not concurrency sweeps: they form one group
+CDF_POINTS = 400  # a start-latency CDF keeps at most this many ranks per level
+
+
+def sandbox_starts(trace: Trace) -> pd.DataFrame:
+    """One row per sandbox.start attempt: level, status, start_s (NaN without an end time), sorted per level.
+
+    A sandbox-bench sweep's starts carry their concurrency level (through `starts_by_level`); other runs'
+    starts (e.g. prime-rl sandbox boots) form one group at level NO_LEVEL.
+    """
+    from benchbed.sandbox.bench import starts_by_level  # only traces with sandbox starts pay for this import
+
+    levelled = starts_by_level(trace)
+    if len(levelled):
+        return levelled
+    rows = _rows(trace, K.SANDBOX_START, None, ["status", "t0", "t1"])
+    out = pd.DataFrame({"level": NO_LEVEL, "status": rows["status"].astype(str).to_numpy(),
+                        "start_s": (rows["t1"] - rows["t0"]).to_numpy(dtype=float)})  # fmt: skip
+    return out.sort_values("start_s", ignore_index=True)
+
+
+def _sandbox_spans(trace: Trace, key: str, levelled: bool) -> pd.DataFrame:
+    """Spans of a sandbox key with their level (columns level, status, t0, t1); unlevelled ones dropped in sweeps."""
+    rows = _rows(trace, key, "span", ["status", "t0", "t1", "attrs"])
+    if levelled:
+        level = [json.loads(a).get("level", NO_LEVEL) if a else NO_LEVEL for a in rows["attrs"]]
+    else:
+        level = [NO_LEVEL] * len(rows)
+    out = pd.DataFrame({"level": np.asarray(level, dtype=np.int64), "status": rows["status"].astype(str).to_numpy(),
+                        "t0": rows["t0"].to_numpy(dtype=float), "t1": rows["t1"].to_numpy(dtype=float)})  # fmt: skip
+    return out[out["level"] != NO_LEVEL] if levelled else out
+
+
+def sandbox_start_cdf(trace: Trace, max_points: int = CDF_POINTS) -> pd.DataFrame:
+    """Empirical CDF of successful start latencies per level (columns level, start_s, fraction).
+
+    fraction = i / n for the i-th fastest of a level's n successful timed starts; a level with more than
+    `max_points` starts keeps `max_points` evenly spaced ranks (always the slowest), so the plot stays small.
+    """
+    starts = sandbox_starts(trace)
+    ok = starts[(starts["status"] == "ok") & starts["start_s"].notna()]
+    parts = []
+    for level, group in ok.groupby("level", sort=True):
+        values = np.sort(group["start_s"].to_numpy(dtype=float))
+        n = len(values)
+        ranks = np.arange(1, n + 1) if n <= max_points else np.unique(np.linspace(1, n, max_points).round()).astype(int)
+        parts.append(pd.DataFrame({"level": level, "start_s": values[ranks - 1], "fraction": ranks / n}))
+    if not parts:
+        return pd.DataFrame({"level": pd.Series(dtype="int64"), "start_s": pd.Series(dtype="float64"),
+                             "fraction": pd.Series(dtype="float64")})  # fmt: skip
+    return pd.concat(parts, ignore_index=True).astype({"level": "int64"})
+
+
+def sandbox_levels(trace: Trace) -> pd.DataFrame:
+    """Per level: attempts, failures, failure_rate, ok_timed, start_p50_s, start_p99_s, queued, queue_p50_s,
+    queue_p99_s, starts_per_s. As in the sandbox metrics, start percentiles are over successful starts and
+    queue percentiles over every sandbox.queue span; starts_per_s = successful starts / (last ready − first
+    request), the request being the earliest sandbox.queue (or sandbox.start) begin of the level."""
+    starts = sandbox_starts(trace)
+    levelled = bool((starts["level"] != NO_LEVEL).any())
+    queues = _sandbox_spans(trace, K.SANDBOX_QUEUE, levelled)
+    start_spans = _sandbox_spans(trace, K.SANDBOX_START, levelled)
+    rows = []
+    for level, group in starts.groupby("level", sort=True):
+        ok = group.loc[group["status"] == "ok", "start_s"].dropna().to_numpy()
+        waits = queues[queues["level"] == level]
+        wait_s = (waits["t1"] - waits["t0"]).to_numpy()
+        spans = start_spans[start_spans["level"] == level]
+        ready = spans.loc[spans["status"] == "ok", "t1"].to_numpy()
+        first = np.concatenate([waits["t0"].to_numpy(), spans["t0"].to_numpy()])
+        elapsed = float(ready.max() - first.min()) if len(ready) else 0.0
+        rows.append({
+            "level": int(level), "attempts": len(group), "failures": int((group["status"] != "ok").sum()),
+            "failure_rate": float((group["status"] != "ok").mean()), "ok_timed": len(ok),
+            "start_p50_s": _pct(ok, 50), "start_p99_s": _pct(ok, 99), "queued": len(wait_s),
+            "queue_p50_s": _pct(wait_s, 50), "queue_p99_s": _pct(wait_s, 99),
+            "starts_per_s": len(ready) / elapsed if elapsed > 0 else np.nan,
+        })  # fmt: skip
+    columns = ["level", "attempts", "failures", "failure_rate", "ok_timed", "start_p50_s", "start_p99_s", "queued",
+               "queue_p50_s", "queue_p99_s", "starts_per_s"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns).astype(
+        {"level": "int64", "attempts": "int64", "failures": "int64", "ok_timed": "int64", "queued": "int64"}
+    )
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else np.nan
+
+
+def sandbox_failure_reasons(trace: Trace) -> pd.DataFrame:
+    """Failed sandbox starts per level and reason (columns level, reason, failures, rate = failures / the
+    level's attempts), reasons in the order of keys.SANDBOX_FAILURE_REASONS, others after them by name."""
+    starts = sandbox_starts(trace)
+    attempts = starts.groupby("level").size()
+    failed = starts[starts["status"] != "ok"]
+    counts = failed.groupby(["level", "status"]).size().rename("failures").reset_index()
+    counts = counts.rename(columns={"status": "reason"})
+    order = {reason: i for i, reason in enumerate(K.SANDBOX_FAILURE_REASONS)}
+    counts["_order"] = counts["reason"].map(lambda r: order.get(r, len(order)))
+    counts = counts.sort_values(["level", "_order", "reason"], ignore_index=True).drop(columns="_order")
+    counts["rate"] = counts["failures"] / counts["level"].map(attempts).to_numpy()
+    return counts.astype({"level": "int64", "failures": "int64", "rate": "float64"})

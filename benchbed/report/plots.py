@@ -17,9 +17,9 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, PercentFormatter
 
-from benchbed.metrics.series import COMPONENTS
+from benchbed.metrics.series import COMPONENTS, NO_LEVEL
 
 COMPONENT_COLORS = {
     "wait": "#d62728", "compute": "#2ca02c", "weight_sync": "#1f77b4", "checkpoint": "#9467bd", "other": "#7f7f7f",
@@ -35,6 +35,14 @@ MAX_BUCKETS = 400  # per-step series longer than this are drawn as means over bu
 MAX_BARS = 100  # beyond this many buckets, per-step bars become a filled step band
 SPECIAL_LANES = ("trainer", "generator.paused")  # drawn first, always labelled
 MAX_LANE_LABELS = 16  # label every k-th generator lane beyond this (tick labels dominate drawing time)
+PANEL_WIDTH = 4.7  # inches: sandbox panels sit two to a row
+QUEUE_COLOR, START_COLOR = "#9467bd", "#1f77b4"
+REASON_COLORS = {
+    "rate_limited": "#fdb462", "no_capacity": "#fb8072", "start_timeout": "#e31a1c", "image_error": "#bc80bd",
+    "oom": "#8c564b", "exec_timeout": "#e377c2", "lifetime_timeout": "#f7b6d2", "lost": "#7f7f7f",
+    "auth": "#bcbd22", "internal": "#17becf",
+}  # fmt: skip
+LOG_SPREAD = 10.0  # time axes go logarithmic when the largest value exceeds the smallest this many times
 _salt = itertools.count()
 
 
@@ -47,9 +55,8 @@ def to_svg(fig: Figure) -> str:
     return text[text.index("<svg") :]
 
 
-def _figure(height: float = 3.2, left: float = 0.8) -> tuple[Figure, matplotlib.axes.Axes]:
+def _figure(height: float = 3.2, left: float = 0.8, width: float = 9.5) -> tuple[Figure, matplotlib.axes.Axes]:
     """A figure with fixed margins in inches (cheaper than tight layout, which draws twice)."""
-    width = 9.5
     fig = Figure(figsize=(width, height), dpi=96)
     fig.subplots_adjust(left=left / width, right=1 - 0.2 / width, bottom=0.55 / height, top=1 - 0.4 / height)
     ax = fig.add_subplot()
@@ -194,4 +201,132 @@ def timeline(rows: pd.DataFrame) -> str:
     legend.update({f"rollout {s}": STATUS_COLORS.get(s, "#17becf") for s in rollout_status})
     handles = [Patch(color=c, label=name) for name, c in legend.items()]
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=8, fontsize=8, frameon=False)
+    return to_svg(fig)
+
+
+def _panel_figure() -> tuple[Figure, matplotlib.axes.Axes]:
+    """A half-width figure for a sandbox panel, with room on the left for tick labels with units."""
+    return _figure(3.0, left=0.95, width=PANEL_WIDTH)
+
+
+def level_label(level: int) -> str:
+    """How a sandbox concurrency level is named on axes and legends."""
+    return "all starts" if level == NO_LEVEL else str(level)
+
+
+def _duration(seconds: float) -> str:
+    """A duration with a unit that keeps the number short (µs, ms, s, min)."""
+    for limit, scale, unit in ((1e-3, 1e6, "µs"), (1.0, 1e3, "ms"), (120.0, 1.0, "s")):
+        if abs(seconds) < limit:
+            return f"{seconds * scale:.3g} {unit}"
+    return f"{seconds / 60:.3g} min"
+
+
+def _time_axis(ax: matplotlib.axes.Axes, which: str, values: np.ndarray) -> None:
+    """Seconds on the x or y axis, labelled with units; logarithmic when the values span over LOG_SPREAD times."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    positive = values[np.isfinite(values) & (values > 0)]
+    if len(positive) and positive.max() > LOG_SPREAD * positive.min():
+        (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+        decades = float(np.log10(positive.max() / positive.min()))
+        subs = (1.0, 2.0, 5.0) if decades <= 1.2 else (1.0, 3.0) if decades <= 2.5 else (1.0,)  # labels must not touch
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+    else:
+        axis.set_major_locator(MaxNLocator(nbins=6))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else _duration(v)))
+
+
+def _level_colors(levels: list[int]) -> dict[int, Any]:
+    """One colour per level, darker for higher concurrency, the same in every sandbox panel."""
+    cmap = matplotlib.colormaps["viridis"]
+    spots = np.linspace(0.85, 0.1, len(levels)) if len(levels) > 1 else [0.35]
+    return {level: cmap(float(x)) for level, x in zip(sorted(levels), spots, strict=True)}
+
+
+def _level_bars_axis(ax: matplotlib.axes.Axes, levels: list[int]) -> None:
+    ax.set_xticks(range(len(levels)), [level_label(lv) for lv in levels])
+    ax.set_xlim(-0.6, len(levels) - 0.4)
+    if levels != [NO_LEVEL]:
+        ax.set_xlabel("concurrency level")
+
+
+def sandbox_start_cdf(frame: pd.DataFrame) -> str:
+    """Fraction of a level's successful starts ready within a latency, one step line per level."""
+    fig, ax = _panel_figure()
+    levels = sorted(frame["level"].unique().tolist())
+    colors = _level_colors(levels)
+    for level in levels:
+        rows = frame[frame["level"] == level]
+        x = np.append(rows["start_s"].to_numpy()[:1], rows["start_s"].to_numpy())
+        y = np.append(0.0, rows["fraction"].to_numpy())
+        ax.plot(x, y, drawstyle="steps-post", color=colors[level], linewidth=1.6, label=level_label(level))
+    _time_axis(ax, "x", frame["start_s"].to_numpy())
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_xlabel("start latency (admitted → ready)")
+    ax.set_ylabel("fraction of starts")
+    if levels != [NO_LEVEL]:
+        ax.legend(title="level", loc="lower right", fontsize=8, title_fontsize=8, frameon=False)
+    return to_svg(fig)
+
+
+def sandbox_failures(levels: pd.DataFrame, reasons: pd.DataFrame) -> str:
+    """Init-failure rate per level stacked by reason, each bar labelled failures/attempts."""
+    fig, ax = _panel_figure()
+    order = levels["level"].tolist()
+    x = np.arange(len(order))
+    bottom = np.zeros(len(order))
+    for reason in dict.fromkeys(reasons["reason"]):
+        rows = reasons[reasons["reason"] == reason].set_index("level")["rate"]
+        height = rows.reindex(order).fillna(0.0).to_numpy()
+        ax.bar(x, height, bottom=bottom, width=0.6, color=REASON_COLORS.get(reason, "#999999"), label=reason)
+        bottom += height
+    top = max(float(bottom.max()) * 1.25, 0.05)
+    for xi, failures, attempts, b in zip(x, levels["failures"], levels["attempts"], bottom, strict=True):
+        ax.text(xi, b + top * 0.02, f"{failures}/{attempts}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, top)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=None))
+    _level_bars_axis(ax, order)
+    ax.set_ylabel("init failure rate")
+    if len(reasons):
+        ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=3, fontsize=8, frameon=False)
+    return to_svg(fig)
+
+
+def sandbox_throughput(levels: pd.DataFrame) -> str:
+    """Successful starts per second at each level."""
+    fig, ax = _panel_figure()
+    order = levels["level"].tolist()
+    colors = _level_colors(order)
+    rate = levels["starts_per_s"].to_numpy(dtype=float)
+    x = np.arange(len(order))
+    ax.bar(x, np.nan_to_num(rate), width=0.6, color=[colors[lv] for lv in order])
+    top = max(float(np.nanmax(rate)) if np.isfinite(rate).any() else 0.0, 1e-9) * 1.18
+    for xi, value in zip(x, rate, strict=True):
+        known = bool(np.isfinite(value))
+        ax.text(xi, (value if known else 0.0) + top * 0.01, f"{value:.3g}" if known else "—", ha="center",
+                va="bottom", fontsize=8)  # fmt: skip
+    ax.set_ylim(0, top)
+    _level_bars_axis(ax, order)
+    ax.set_ylabel("starts / s")
+    return to_svg(fig)
+
+
+def sandbox_wait_vs_start(levels: pd.DataFrame) -> str:
+    """Queue wait beside start latency per level: a dot at the median, a line up to the 99th percentile."""
+    fig, ax = _panel_figure()
+    order = levels["level"].tolist()
+    x = np.arange(len(order))
+    for offset, name, color in ((-0.13, "queue", QUEUE_COLOR), (0.13, "start", START_COLOR)):
+        p50 = levels[f"{name}_p50_s"].to_numpy(dtype=float)
+        p99 = levels[f"{name}_p99_s"].to_numpy(dtype=float)
+        ax.vlines(x + offset, p50, p99, color=color, linewidth=2.0)
+        ax.plot(x + offset, p50, "o", color=color, markersize=6, label=f"{name} p50")
+        ax.plot(x + offset, p99, "_", color=color, markersize=12, markeredgewidth=2.0, label=f"{name} p99")
+    values = levels[["queue_p50_s", "queue_p99_s", "start_p50_s", "start_p99_s"]].to_numpy(dtype=float).ravel()
+    _time_axis(ax, "y", values)
+    _level_bars_axis(ax, order)
+    ax.set_ylabel("duration")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=4, fontsize=8, frameon=False, handletextpad=0.3,
+              columnspacing=0.9)  # fmt: skip
     return to_svg(fig)

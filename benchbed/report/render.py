@@ -82,4 +82,4 @@ def write_report(runs: list[tuple[RunRecord, Trace]], out_html: Path) -> str:
     tmp = out_html.with_name(f".{out_html.name}.{os.getpid()}.tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(out_html)
-    return markdown_summary([record for record, _ in runs])
+    return markdown_summary([record for record, _ in runs], [trace for _, trace in runs])

@@ -6,11 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from benchbed import keys as K
 from benchbed.metrics import series
 from benchbed.record import RunRecord
 from benchbed.report import plots
+from benchbed.report.tables import TextTable, sandbox_bench_table
 from benchbed.trace import Trace
 
 TIMELINE_STEPS = 3
@@ -20,18 +22,32 @@ TITLES = {
     "utilisation": "Generator utilisation over time",
     "zero_adv": "Zero-advantage groups per step",
     "timeline": f"Timeline of the first {TIMELINE_STEPS} steps",
+    "sandboxes": "Sandboxes",
 }
 
 
 @dataclass(frozen=True)
+class Panel:
+    """One of several figures in a section, with its own title and caption, or why it cannot be drawn."""
+
+    title: str
+    svg: str = ""
+    caption: str = ""
+    unavailable: str = ""
+
+
+@dataclass(frozen=True)
 class Section:
-    """A titled figure (inline SVG) with its caption, or `unavailable` explaining why there is none."""
+    """A titled figure (inline SVG) with its caption, or an introductory caption with a table and panels, or
+    `unavailable` explaining why there is none."""
 
     key: str
     title: str
     svg: str = ""
     caption: str = ""
     unavailable: str = ""
+    panels: tuple[Panel, ...] = ()
+    table: TextTable | None = None
 
 
 def _unavailable(key: str, title: str, why: str) -> Section:
@@ -114,8 +130,76 @@ def timeline_section(record: RunRecord, trace: Trace) -> Section:
     return Section(key, title, plots.timeline(rows), caption)
 
 
+def _levels_phrase(levels: list[int]) -> str:
+    if levels == [series.NO_LEVEL]:
+        return "in one group (the trace has no concurrency levels)"
+    return f"at concurrency levels {', '.join(map(str, levels))}"
+
+
+def _start_cdf_panel(trace: Trace, levels: pd.DataFrame) -> Panel:
+    title = "Start latency CDF per concurrency level"
+    frame = series.sandbox_start_cdf(trace)
+    if not len(frame):
+        return Panel(title, unavailable="Not available in this trace (no successful sandbox.start spans with times).")
+    caption = (
+        "Fraction of each level's successful starts ready within a latency (admitted → ready; admission wait "
+        "excluded, failed starts are in the failure panel)."
+    )
+    if int(levels["ok_timed"].max()) > series.CDF_POINTS:
+        caption += f" Each curve is drawn through {series.CDF_POINTS} evenly spaced ranks."
+    return Panel(title, plots.sandbox_start_cdf(frame), caption)
+
+
+def _failures_panel(levels: pd.DataFrame, reasons: pd.DataFrame) -> Panel:
+    by_reason = reasons.groupby("reason", sort=False)["failures"].sum()
+    named = ", ".join(f"{reason} {int(n)}" for reason, n in by_reason.items())
+    caption = (
+        f"sandbox.start attempts whose status is not ok, stacked by reason, labelled failures/attempts; "
+        f"{int(levels['failures'].sum())} of {int(levels['attempts'].sum())} attempts failed"
+        + (f" ({named})." if named else ".")
+    )
+    return Panel("Init failure rate per level", plots.sandbox_failures(levels, reasons), caption)
+
+
+def _throughput_panel(levels: pd.DataFrame) -> Panel:
+    title = "Start throughput per level"
+    if not levels["starts_per_s"].notna().any():
+        return Panel(title, unavailable="Not available in this trace (no successful sandbox.start spans with times).")
+    caption = "Successful starts per second, from the level's first request to its last sandbox ready."
+    return Panel(title, plots.sandbox_throughput(levels), caption)
+
+
+def _wait_panel(trace: Trace, levels: pd.DataFrame) -> Panel:
+    title = "Queue wait vs start latency"
+    if not _has(trace, K.SANDBOX_QUEUE, "span"):
+        why = "no sandbox.queue spans: the run did not record waits for an admission slot"
+        return Panel(title, unavailable=f"Not available in this trace ({why}).")
+    caption = (
+        "Wait for an admission slot (sandbox.queue) beside start-up once admitted (successful sandbox.start): "
+        "a dot at the median, a bar up to the 99th percentile."
+    )
+    return Panel(title, plots.sandbox_wait_vs_start(levels), caption)
+
+
+def sandboxes_section(record: RunRecord, trace: Trace) -> Section:
+    key, title = "sandboxes", TITLES["sandboxes"]
+    if not _has(trace, K.SANDBOX_START):
+        return _unavailable(key, title, "no sandbox.start spans")
+    levels = series.sandbox_levels(trace)
+    table = sandbox_bench_table(trace)
+    caption = f"{int(levels['attempts'].sum())} sandbox start attempts {_levels_phrase(levels['level'].tolist())}."
+    if table is not None:
+        caption += " The table is sandbox-bench's own per-level summary; the figures are drawn from the trace."
+    panels = (
+        _start_cdf_panel(trace, levels), _failures_panel(levels, series.sandbox_failure_reasons(trace)),
+        _throughput_panel(levels), _wait_panel(trace, levels),
+    )  # fmt: skip
+    return Section(key, title, caption=caption, panels=panels, table=table)
+
+
 BUILDERS: tuple[Callable[[RunRecord, Trace], Section], ...] = (
     breakdown_section, staleness_section, utilisation_section, zero_adv_section, timeline_section,
+    sandboxes_section,
 )  # fmt: skip
 
 

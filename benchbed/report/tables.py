@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from benchbed.metrics import METRICS
 from benchbed.record import MetricValue, RunRecord
 from benchbed.secrets import redact
+from benchbed.trace import Trace
 
 FRAMEWORK_PREFIX = "framework_"
 
@@ -36,6 +39,12 @@ _PREFIX_FAMILY = (
     ("staleness_", "staleness"), ("sandbox_", "sandbox"), ("group", "groups"),
 )  # fmt: skip
 OTHER_FAMILY = "other"
+# sandbox-bench's per-level summary (trace.meta.extra["sandbox_bench"]["levels"]): field -> column heading
+SANDBOX_BENCH_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("level", "level"), ("n", "sandboxes"), ("failures", "init failures"), ("failure_rate", "failure rate"),
+    ("reasons", "reasons"), ("start_p50_ms", "start p50 ms"), ("start_p99_ms", "start p99 ms"),
+    ("queue_p99_ms", "queue p99 ms"), ("starts_per_s", "starts/s"), ("start_ratio_vs_bare", "bare fork/exec ÷ starts"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -111,18 +120,58 @@ def status_line(record: RunRecord) -> str:
     return redact(line)
 
 
+@dataclass(frozen=True)
+class TextTable:
+    """A small table already formatted as text: a header and rows of cells."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "—"
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def sandbox_bench_table(trace: Trace) -> TextTable | None:
+    """sandbox-bench's stored per-level summary as a table (None for other runs); columns absent from every
+    level (e.g. the bare fork/exec ratio of a run without a baseline) are left out."""
+    levels = (trace.meta.extra.get("sandbox_bench") or {}).get("levels")
+    if not isinstance(levels, list) or not levels or not all(isinstance(row, dict) for row in levels):
+        return None
+    columns = [(field, name) for field, name in SANDBOX_BENCH_COLUMNS if any(field in row for row in levels)]
+    return TextTable(
+        tuple(name for _, name in columns), tuple(tuple(_cell(row.get(f)) for f, _ in columns) for row in levels)
+    )
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_summary(records: list[RunRecord]) -> str:
-    """Status and warnings per run, then the metric table (one value column per run when there are several)."""
+def _md_table(table: TextTable) -> list[str]:
+    lines = ["| " + " | ".join(_md_cell(c) for c in table.header) + " |", "|" + "---|" * len(table.header)]
+    lines.extend("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows)
+    return lines
+
+
+def markdown_summary(records: list[RunRecord], traces: Sequence[Trace] = ()) -> str:
+    """Status and warnings per run (and a sandbox-bench run's per-level table when its trace is given), then
+    the metric table (one value column per run when there are several)."""
     lines = []
-    for record in records:
+    for i, record in enumerate(records):
         lines.append(f"## {_md_cell(run_label(record))}")
         lines.append(status_line(record))
         lines.extend(f"- warning: {_md_cell(redact(w))}" for w in record.warnings)
         lines.append("")
+        levels = sandbox_bench_table(traces[i]) if i < len(traces) else None
+        if levels is not None:
+            lines += ["Sandbox starts per concurrency level:", "", *_md_table(levels), ""]
     rows = metric_rows(records)
     if not rows:
         lines.append("No metrics in these records.")

@@ -12,7 +12,8 @@ from benchbed.record import ErrorInfo, MetricValue, RunRecord
 from benchbed.report import render, sections, write_report
 from benchbed.trace import Trace
 
-SECTION_KEYS = ("breakdown", "staleness", "utilisation", "zero_adv", "timeline")
+SECTION_KEYS = ("breakdown", "staleness", "utilisation", "zero_adv", "timeline")  # drawn for a simulated run
+ALL_SECTIONS = (*SECTION_KEYS, "sandboxes")
 # Anything a browser would fetch: src/href/url()/@import pointing at a network location, or external script/css.
 RESOURCE_REF = re.compile(
     r"""\b(?:src|href|action|poster)\s*=\s*["']?\s*(?:https?:)?//"""  # also matches xlink:href
@@ -46,7 +47,10 @@ def test_single_run_report_has_metric_table_all_sections_and_markdown(
         assert f">{family}</th>" in html
     for key in SECTION_KEYS:
         assert "<svg" in section_html(html, key), key
-    assert "Not available" not in html
+    sandboxes = section_html(html, "sandboxes")
+    assert "Not available in this trace (no sandbox.start spans)." in sandboxes and "<svg" not in sandboxes
+    assert html.count("Not available") == 1
+    assert "Sandbox starts per concurrency level" not in markdown
     assert f"| trainer | trainer_idle_ratio | {idle:.4g} | ratio |" in markdown
     assert "status: succeeded" in markdown
     assert not list(tmp_path.glob("sub/.*")), "temporary file left behind"
@@ -82,7 +86,7 @@ def test_agg_only_trace_degrades_sections_with_reasons(
     assert '<span class="tag">agg</span>' in html
 
 
-def test_sandbox_only_trace_renders_with_every_plot_unavailable(
+def test_sandbox_only_trace_draws_only_the_sandbox_section(
     build: Callable[..., Trace], make_record: Callable[..., RunRecord], tmp_path: Path
 ) -> None:
     trace = build([
@@ -92,8 +96,13 @@ def test_sandbox_only_trace_renders_with_every_plot_unavailable(
     metrics = {"sandbox_init_failure_rate": ratio(0.5), "sandbox_start_p50_s": MetricValue(value=2.0, unit="s")}
     markdown = write_report([(make_record(trace, metrics), trace)], tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()
-    for key in SECTION_KEYS[:4]:
+    for key in SECTION_KEYS:
         assert "Not available in this trace" in section_html(html, key), key
+    sandboxes = section_html(html, "sandboxes")
+    assert "2 sandbox start attempts in one group (the trace has no concurrency levels)." in sandboxes
+    assert sandboxes.count("<svg") == 3 and '<table class="levels">' not in sandboxes  # not a sandbox-bench run
+    assert "1 of 2 attempts failed (rate_limited 1)." in sandboxes
+    assert "Not available in this trace (no sandbox.queue spans" in sandboxes
     assert ">sandbox</th>" in html
     assert "| sandbox | sandbox_init_failure_rate | 0.5 | ratio |" in markdown
 
@@ -137,7 +146,7 @@ def test_several_runs_get_one_column_each_and_framework_values_beside_ours(
     assert f"| trainer | trainer_idle_ratio | ratio | {idle[0]:.4g} | {idle[1]:.4g} (fw 0.123) |" in markdown
     assert all(f"<th>{label}</th>" in html for label in labels)
     assert '<span class="fw">framework: 0.123</span>' in html
-    assert html.count('<section class="plot"') == 2 * len(SECTION_KEYS)
+    assert html.count('<section class="plot"') == 2 * len(ALL_SECTIONS)
 
 
 def test_metric_absent_from_one_run_is_a_dash_and_unknown_metrics_go_to_other(

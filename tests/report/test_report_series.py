@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchbed.metrics import series
-from benchbed.trace import Trace
+from benchbed.metrics import compute_metrics, series
+from benchbed.trace import Trace, attrs_json
 
 
 def span(key: str, t0: float, t1: float, **fields: object) -> tuple[str, str, dict[str, object]]:
@@ -166,3 +166,89 @@ def test_series_agree_with_metrics_on_a_simulated_run(sim_pair: tuple[object, Tr
     in_window = groups[groups["step"] > 1]
     fraction = in_window["zero_adv"].sum() / in_window["groups"].sum()
     assert fraction == pytest.approx(metrics["zero_adv_group_fraction"].value)
+
+
+def sandbox(key: str, t0: float, t1: float, status: str = "ok", level: int | None = None) -> tuple[str, str, dict]:
+    attrs = attrs_json({"level": level, "backend": "local"}) if level is not None else ""
+    return span(key, t0, t1, status=status, actor="sandbox", attrs=attrs)
+
+
+@pytest.fixture
+def sweep(build: Callable[..., Trace]) -> Trace:
+    """Two levels of a sandbox-bench-like sweep (queue then start per sandbox, exec rows that do not count)."""
+    rows = [
+        # level 1: waits 0.5 and 0; starts 1.0 and 2.0; first request at 0, last ready at 3.5
+        sandbox("sandbox.queue", 0.0, 0.5, level=1), sandbox("sandbox.start", 0.5, 1.5, level=1),
+        sandbox("sandbox.exec", 1.5, 1.6, level=1),
+        sandbox("sandbox.queue", 1.5, 1.5, level=1), sandbox("sandbox.start", 1.5, 3.5, level=1),
+        # level 4: waits 0, 1, 2, 3, 0.2; starts 0.5, 1.0, 0.4 ok, 5.0 start_timeout, 0 rate_limited
+        sandbox("sandbox.queue", 10.0, 10.0, level=4), sandbox("sandbox.start", 10.0, 10.5, level=4),
+        sandbox("sandbox.queue", 10.0, 11.0, level=4), sandbox("sandbox.start", 11.0, 12.0, level=4),
+        sandbox("sandbox.queue", 10.0, 12.0, level=4), sandbox("sandbox.start", 12.0, 17.0, "start_timeout", 4),
+        sandbox("sandbox.queue", 10.0, 13.0, level=4), sandbox("sandbox.start", 13.0, 13.0, "rate_limited", 4),
+        sandbox("sandbox.queue", 10.0, 10.2, level=4), sandbox("sandbox.start", 10.2, 10.6, level=4),
+    ]  # fmt: skip
+    return build(rows, adapter="sandbox")
+
+
+def test_sandbox_levels_per_level_counts_percentiles_and_throughput(sweep: Trace) -> None:
+    frame = series.sandbox_levels(sweep)
+    assert frame[["level", "attempts", "failures", "ok_timed", "queued"]].values.tolist() == [
+        [1, 2, 0, 2, 2], [4, 5, 2, 3, 5],
+    ]  # fmt: skip
+    np.testing.assert_allclose(frame["failure_rate"], [0.0, 0.4])
+    np.testing.assert_allclose(frame["start_p50_s"], [1.5, 0.5])  # ok starts {1, 2} and {0.4, 0.5, 1.0}
+    np.testing.assert_allclose(frame["start_p99_s"], [1.99, 0.99])  # linear interpolation: 1 + .99, .5 + .98 * .5
+    np.testing.assert_allclose(frame["queue_p50_s"], [0.25, 1.0])  # waits {0, .5} and {0, .2, 1, 2, 3}
+    np.testing.assert_allclose(frame["queue_p99_s"], [0.495, 2.96])
+    np.testing.assert_allclose(frame["starts_per_s"], [2 / 3.5, 3 / 2.0])  # ok starts / (last ready - first request)
+
+
+def test_sandbox_start_cdf_per_level_of_successful_starts(sweep: Trace) -> None:
+    frame = series.sandbox_start_cdf(sweep)
+    assert frame["level"].tolist() == [1, 1, 4, 4, 4]
+    np.testing.assert_allclose(frame["start_s"], [1.0, 2.0, 0.4, 0.5, 1.0])
+    np.testing.assert_allclose(frame["fraction"], [0.5, 1.0, 1 / 3, 2 / 3, 1.0])
+
+
+def test_sandbox_failure_reasons_in_vocabulary_order_with_rate_per_attempt(sweep: Trace) -> None:
+    frame = series.sandbox_failure_reasons(sweep)
+    assert frame[["level", "reason", "failures"]].values.tolist() == [[4, "rate_limited", 1], [4, "start_timeout", 1]]
+    np.testing.assert_allclose(frame["rate"], [0.2, 0.2])
+
+
+def test_sandbox_start_cdf_thins_long_levels_to_evenly_spaced_ranks(build: Callable[..., Trace]) -> None:
+    trace = build([sandbox("sandbox.start", 0.0, i / 1000, level=8) for i in range(1000, 0, -1)])
+    frame = series.sandbox_start_cdf(trace, max_points=4)
+    np.testing.assert_allclose(frame["start_s"], [0.001, 0.334, 0.667, 1.0])  # ranks 1, 334, 667, 1000 of 1000
+    np.testing.assert_allclose(frame["fraction"], [0.001, 0.334, 0.667, 1.0])
+
+
+def test_sandbox_series_without_levels_form_one_group_and_agree_with_metrics(build: Callable[..., Trace]) -> None:
+    trace = build([
+        sandbox("sandbox.start", 0.0, 2.0), sandbox("sandbox.start", 1.0, 4.0),
+        sandbox("sandbox.start", 2.0, 3.0, "image_error"),
+        ("sandbox.start", "point", {"t0": 5.0, "status": "ok"}),  # a start logged without an end: counted, untimed
+        ("sandbox.start", "point", {"t0": 6.0, "status": "internal"}),
+    ])  # fmt: skip
+    frame = series.sandbox_levels(trace)
+    assert frame[["level", "attempts", "failures", "ok_timed", "queued"]].values.tolist() == [
+        [series.NO_LEVEL, 5, 2, 2, 0]
+    ]
+    assert frame["queue_p50_s"].isna().all()
+    np.testing.assert_allclose(frame["starts_per_s"], [2 / 4.0])
+    metrics = compute_metrics(trace, warmup_steps=0)
+    assert frame["failure_rate"].iloc[0] == pytest.approx(metrics["sandbox_init_failure_rate"].value)
+    assert frame["start_p50_s"].iloc[0] == pytest.approx(metrics["sandbox_start_p50_s"].value)
+    assert frame["start_p99_s"].iloc[0] == pytest.approx(metrics["sandbox_start_p99_s"].value)
+    assert series.sandbox_start_cdf(trace)[["start_s", "fraction"]].values.tolist() == [[2.0, 0.5], [3.0, 1.0]]
+    reasons = series.sandbox_failure_reasons(trace)
+    assert reasons[["level", "reason", "failures"]].values.tolist() == [
+        [series.NO_LEVEL, "image_error", 1], [series.NO_LEVEL, "internal", 1],
+    ]  # fmt: skip
+
+
+def test_sandbox_series_are_empty_without_sandbox_starts(build: Callable[..., Trace]) -> None:
+    trace = build([agg("trainer.step", 1, 1.0)])
+    assert len(series.sandbox_levels(trace)) == 0 and "starts_per_s" in series.sandbox_levels(trace)
+    assert len(series.sandbox_start_cdf(trace)) == 0 and len(series.sandbox_failure_reasons(trace)) == 0

@@ -31,6 +31,11 @@ class LaunchPlan(BaseModel):
         default_factory=dict, description="run-dir-relative path -> text written before launch (configs)"
     )
     timeout_s: float | None = Field(None, gt=0)
+    captures: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="run-dir-relative file -> command whose stdout records the environment before launch "
+        "(e.g. pip freeze), so parse can detect the framework version",
+    )
     description: str = ""
 
 

@@ -89,6 +89,7 @@ def execute(
     result: LaunchResult | None = None
     try:
         result = run_plan(plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
+        record.warnings.extend(result.warnings)
         trace = _try_parse(adapter, run_dir, record, required=result.ok)
         if result.ok:
             record.status = "succeeded" if trace is not None else "failed"

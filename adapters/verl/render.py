@@ -266,6 +266,7 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         env=env,
         cwd=None,
         files={PLAN_FILE: json.dumps(plan_info, indent=1) + "\n"},
+        captures={"pip-freeze.txt": [opts.python, "-m", "pip", "freeze"]},  # verl never prints its version
         timeout_s=spec.timeout_s,
         description=(
             f"verl {mode} GRPO on {w.model} ({w.prompts_per_step} prompts x G={w.group_size}, "

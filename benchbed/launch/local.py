@@ -30,6 +30,7 @@ class LaunchResult:
     interrupted: bool
     stdout_path: Path
     stderr_path: Path
+    warnings: list[str]
 
     @property
     def ok(self) -> bool:
@@ -53,6 +54,25 @@ def write_plan_files(plan: LaunchPlan, run_dir: Path) -> None:
             raise LaunchError(f"plan file {rel!r} would be written outside the run directory")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
+
+
+CAPTURE_TIMEOUT_S = 60.0
+
+
+def run_captures(plan: LaunchPlan, run_dir: Path, env: dict[str, str], cwd: Path) -> list[str]:
+    """Record the launch environment (e.g. pip freeze) into the run directory; failures become warnings."""
+    warnings = []
+    for rel, argv in plan.captures.items():
+        try:
+            out = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=CAPTURE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            warnings.append(f"could not record {rel} with {argv[0]!r}: {exc}")
+            continue
+        if out.returncode != 0:
+            warnings.append(f"could not record {rel}: {' '.join(argv)} exited {out.returncode}")
+            continue
+        (run_dir / rel).write_bytes(out.stdout)
+    return warnings
 
 
 def _pump(stream: IO[bytes], sink: IO[bytes], on_line: Callable[[str], None] | None, secrets: list[str]) -> None:
@@ -103,6 +123,7 @@ def run_plan(
     if not cwd.is_dir():
         raise LaunchError(f"working directory {cwd} does not exist; check the spec or the checkout path")
     stdout_path, stderr_path = logs / "stdout.log", logs / "stderr.log"
+    warnings = run_captures(plan, run_dir, env, cwd)
     secrets = secret_values(env)
     start = time.monotonic()
     try:
@@ -147,4 +168,5 @@ def run_plan(
         interrupted=interrupted,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
+        warnings=warnings,
     )

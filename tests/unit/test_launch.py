@@ -106,3 +106,16 @@ def test_missing_executable_is_a_clear_error(tmp_path):
 def test_plan_files_cannot_escape_the_run_dir(tmp_path):
     with pytest.raises(LaunchError, match="outside the run directory"):
         run_plan(python("pass", files={"../escape.txt": "x"}), tmp_path / "run")
+
+
+def test_captures_record_the_environment_before_launch(tmp_path):
+    plan = python(
+        "import pathlib; print(pathlib.Path('env.txt').read_text().strip())",
+        captures={"env.txt": [sys.executable, "-c", "print('verl==0.9.1')"], "bad.txt": ["no-such-binary-xyz"]},
+    )
+    result = run_plan(plan, tmp_path)
+    assert result.ok
+    assert (tmp_path / "env.txt").read_text() == "verl==0.9.1\n"
+    assert (tmp_path / "logs" / "stdout.log").read_text() == "verl==0.9.1\n"  # written before the launch
+    assert not (tmp_path / "bad.txt").exists()
+    assert any("could not record bad.txt" in w for w in result.warnings)

@@ -114,6 +114,8 @@ def _dry_run(specs: list[ExperimentSpec], store: Store) -> None:
         for name, value in redact_env(plan.env).items():
             click.echo(f"export {name}={json.dumps(value)}")
         click.echo(f"cd {plan.cwd or run_dir}")
+        for rel, argv in plan.captures.items():
+            click.echo(f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}")
         click.echo(shlex.join(plan.argv))
         for rel, text in plan.files.items():
             click.echo(f"# file {rel}:\n{text}")

@@ -263,7 +263,7 @@ def sandbox_start_cdf(frame: pd.DataFrame) -> str:
     _time_axis(ax, "x", frame["start_s"].to_numpy())
     ax.set_ylim(0, 1.02)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_xlabel("start latency (admitted → ready)")
+    ax.set_xlabel("start latency (create → ready)")
     ax.set_ylabel("fraction of starts")
     if levels != [NO_LEVEL]:
         ax.legend(title="level", loc="lower right", fontsize=8, title_fontsize=8, frameon=False)

@@ -136,14 +136,20 @@ def _levels_phrase(levels: list[int]) -> str:
     return f"at concurrency levels {', '.join(map(str, levels))}"
 
 
+def _per_level(title: str, levels: pd.DataFrame) -> str:
+    """A panel title, naming levels only when the run swept them."""
+    return title if levels["level"].tolist() == [series.NO_LEVEL] else f"{title} per concurrency level"
+
+
 def _start_cdf_panel(trace: Trace, levels: pd.DataFrame) -> Panel:
-    title = "Start latency CDF per concurrency level"
+    title = _per_level("Start latency CDF", levels)
     frame = series.sandbox_start_cdf(trace)
     if not len(frame):
         return Panel(title, unavailable="Not available in this trace (no successful sandbox.start spans with times).")
+    whose = "successful starts" if levels["level"].tolist() == [series.NO_LEVEL] else "each level's successful starts"
     caption = (
-        "Fraction of each level's successful starts ready within a latency (admitted → ready; admission wait "
-        "excluded, failed starts are in the failure panel)."
+        f"Fraction of {whose} ready within a latency (sandbox.start, create → ready: the wait for an admission "
+        "slot is excluded, failed starts are in the failure panel)."
     )
     if int(levels["ok_timed"].max()) > series.CDF_POINTS:
         caption += f" Each curve is drawn through {series.CDF_POINTS} evenly spaced ranks."
@@ -158,14 +164,20 @@ def _failures_panel(levels: pd.DataFrame, reasons: pd.DataFrame) -> Panel:
         f"{int(levels['failures'].sum())} of {int(levels['attempts'].sum())} attempts failed"
         + (f" ({named})." if named else ".")
     )
-    return Panel("Init failure rate per level", plots.sandbox_failures(levels, reasons), caption)
+    return Panel(_per_level("Init failure rate", levels), plots.sandbox_failures(levels, reasons), caption)
 
 
 def _throughput_panel(levels: pd.DataFrame) -> Panel:
-    title = "Start throughput per level"
+    title = _per_level("Start throughput", levels)
     if not levels["starts_per_s"].notna().any():
         return Panel(title, unavailable="Not available in this trace (no successful sandbox.start spans with times).")
-    caption = "Successful starts per second, from the level's first request to its last sandbox ready."
+    if levels["level"].tolist() == [series.NO_LEVEL]:
+        caption = (
+            "Successful starts per second from the first request to the last sandbox ready; in a training run "
+            "this follows the rollout schedule, so it is a lower bound on what the provider can start."
+        )
+    else:
+        caption = "Successful starts per second, from the level's first request to its last sandbox ready."
     return Panel(title, plots.sandbox_throughput(levels), caption)
 
 

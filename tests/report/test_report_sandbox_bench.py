@@ -11,13 +11,15 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from benchbed.adapters.base import get_adapter
 
-from benchbed.metrics import series
+from benchbed.metrics import compute_metrics, series
 from benchbed.record import RunRecord
-from benchbed.report import write_report
+from benchbed.report import render, write_report
 from benchbed.store import read_record
 from benchbed.trace import Trace, read_trace
 
@@ -78,3 +80,23 @@ def test_series_match_the_bench_summary_and_the_record(bench_run: tuple[RunRecor
     assert cdf.groupby("level")["fraction"].max().tolist() == [1.0, 1.0]
     assert len(cdf) == len(LEVELS) * PER_LEVEL
     assert record.metrics["sandbox_init_failure_rate"].value == 0.0
+
+
+def test_a_framework_run_with_sandbox_boots_gets_the_section_without_levels(
+    make_record: Callable[..., RunRecord],
+) -> None:
+    """prime-rl episodes' sandbox boots (no concurrency levels, no admission queue) in one group."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "prime_rl" / "head-559b447-sandbox-failures"
+    trace = get_adapter("prime_rl").parse(fixture)
+    starts = trace.of("sandbox.start")
+    metrics = compute_metrics(trace)
+    levels = series.sandbox_levels(trace)
+    assert levels["level"].tolist() == [series.NO_LEVEL] and levels["attempts"].tolist() == [len(starts)]
+    assert levels["failure_rate"].iloc[0] == pytest.approx(metrics["sandbox_init_failure_rate"].value)
+    assert levels["failures"].iloc[0] > 0
+    html = render.render_html([(make_record(trace, metrics, name="prime-rl"), trace)])
+    section = re.search(r'<section class="plot" id="run-1-sandboxes".*?</section>', html, re.DOTALL).group(0)
+    failed = int((starts["status"] != "ok").sum())
+    assert f"{len(starts)} sandbox start attempts in one group (the trace has no concurrency levels)." in section
+    assert f"{failed} of {len(starts)} attempts failed (" in section
+    assert section.count("<svg") == 3 and "Not available in this trace (no sandbox.queue spans" in section

@@ -28,7 +28,7 @@ from benchbed.trace import read_trace
 HEADLINE_METRICS = (
     "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
     "rate_gap", "staleness_mean", "staleness_max", "zero_adv_group_fraction", "wasted_generation_fraction",
-    "step_time_mean_s",
+    "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s", "sandbox_start_p99_s",
 )  # fmt: skip
 
 

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchbed.sandbox.procs import pid_alive
+
 PARENT = "benchbed"
 LIMIT_CONTROLLERS = ("memory", "pids", "cpu")
 
@@ -285,7 +287,7 @@ def sweep(layout: CgroupLayout, *, include_self: bool = False) -> int:
             owner = d.name.split("-", 1)[0]
             if not d.is_dir() or not owner.isdigit():
                 continue
-            if not ((include_self and int(owner) == me) or (int(owner) != me and not _alive(int(owner)))):
+            if not ((include_self and int(owner) == me) or (int(owner) != me and not pid_alive(int(owner)))):
                 continue
             with contextlib.suppress(OSError):
                 if (d / "cgroup.kill").exists():
@@ -301,13 +303,3 @@ def sweep(layout: CgroupLayout, *, include_self: bool = False) -> int:
             cg.remove(timeout_s=2.0)
             swept.add(d.name)
     return len(swept)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
+from benchbed.sandbox.procs import pid_alive
 
 APP_NAME = "benchbed-sandboxes"
 MAX_THROTTLE_WAIT_S = 5
@@ -193,7 +194,7 @@ class ModalBackend:
             async for sandbox in self.sdk.Sandbox.list.aio(tags=tags):
                 if not final:
                     pid = (await sandbox.get_tags.aio()).get("benchbed_pid", "")
-                    if not pid.isdigit() or _pid_alive(int(pid)):
+                    if not pid.isdigit() or pid_alive(int(pid)):
                         continue
                 with contextlib.suppress(Exception):
                     await self._call(sandbox.terminate.aio())
@@ -220,13 +221,3 @@ async def _read_capped(stream: Any, cap: int) -> tuple[bytes, bool]:
             return bytes(buf), True
         buf += data
     return bytes(buf), False
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
+from benchbed.sandbox.procs import pid_alive
 
 DEFAULT_IMAGE = "python:3.11-slim"
 CALL_TIMEOUT_S = 30.0
@@ -179,7 +180,7 @@ class PrimeBackend:
                                                             exclude_terminated=True, page=page, per_page=100))
                 for sb in listing.sandboxes:
                     pids = [lb.removeprefix("benchbed-pid-") for lb in sb.labels if lb.startswith("benchbed-pid-")]
-                    if pids and pids[0].isdigit() and not _pid_alive(int(pids[0])):
+                    if pids and pids[0].isdigit() and not pid_alive(int(pids[0])):
                         orphans.append(sb.id)
                 if not listing.has_next:
                     break
@@ -199,13 +200,3 @@ class PrimeBackend:
         if closer is not None:
             with contextlib.suppress(Exception):
                 await closer()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

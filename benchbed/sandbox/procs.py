@@ -224,3 +224,14 @@ def reap_orphans(uid_lo: int, uid_hi: int) -> int:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(info.si_pid, 0)
             reaped += 1
+
+
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists (one of another user's counts: kill(0) is refused, not failed)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

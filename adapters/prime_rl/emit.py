@@ -9,9 +9,9 @@ from functools import lru_cache
 
 import numpy as np
 from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
-from benchbed.adapters.prime_rl.sandbox import failure_reason
 
 from benchbed import keys as K
+from benchbed.sandbox.reasons import failure_reason
 from benchbed.secrets import redact
 from benchbed.trace import COLUMNS, TraceBuilder, attrs_json
 

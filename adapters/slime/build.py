@@ -10,9 +10,10 @@ from benchbed.adapters.slime import trainer as T
 from benchbed.adapters.slime.collect import Collected, clock_shift
 from benchbed.adapters.slime.detect import Detected
 from benchbed.adapters.slime.dumps import DumpSample, group_reward_std
-from benchbed.adapters.slime.sandbox import abort_failure, failure_reason
+from benchbed.adapters.slime.sandbox import abort_failure
 
 from benchbed import keys as K
+from benchbed.sandbox.reasons import failure_reason
 from benchbed.secrets import redact
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 

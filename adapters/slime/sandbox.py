@@ -1,23 +1,10 @@
-"""Coding-agent sandbox events in slime runs: failure reasons normalised to benchbed's vocabulary."""
+"""Coding-agent sandbox aborts in slime runs: which abort reasons stand for which sandbox failure.
+Provider error text is classified by benchbed.sandbox.reasons.failure_reason."""
 
 from __future__ import annotations
 
-import re
+from benchbed.sandbox.reasons import failure_reason
 
-# (pattern over "<ExcType>: <message>" or an abort reason, benchbed reason); first match wins.
-FAILURE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), reason)
-    for p, reason in (
-        (r"rate.?limit|too many requests|\b429\b|quota", "rate_limited"),
-        (r"unauthori[sz]ed|forbidden|\b40[13]\b|auth|api.?key|credential", "auth"),
-        (r"missing_image|image|manifest unknown|pull access denied|not found: .*image|registry", "image_error"),
-        (r"capacity|no (available )?(resources|nodes|workers)|insufficient|unavailable|\b503\b", "no_capacity"),
-        (r"out of memory|\boom\b|memory", "oom"),
-        (r"wall_clock_timeout|lifetime|sandbox.*(expired|killed after)", "lifetime_timeout"),
-        (r"timeout|timed out|deadline", "start_timeout"),
-        (r"connection (reset|refused|closed)|disconnect|not found|gone|\b404\b|lost", "lost"),
-    )
-)
 # coding_agent_rl abort reasons (examples/coding_agent_rl/generate.py _abort_result) -> benchbed reason.
 # `exception:<ExcType>` is classified from the exception name; `unevaluatable:<why>` is a dataset problem found
 # before any sandbox is requested, so it is not a sandbox attempt at all.
@@ -27,14 +14,6 @@ ABORT_REASONS: dict[str, str] = {
     "adapter_session_empty": "internal",
 }
 NOT_A_SANDBOX_ABORT = "unevaluatable"
-
-
-def failure_reason(text: str) -> str:
-    """Map a provider error or abort reason to one of benchbed's SANDBOX_FAILURE_REASONS (default: internal)."""
-    for pattern, reason in FAILURE_PATTERNS:
-        if pattern.search(text):
-            return reason
-    return "internal"
 
 
 def abort_failure(reason: str) -> str | None:

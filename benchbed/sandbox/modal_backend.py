@@ -15,6 +15,7 @@ from typing import Any
 
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.procs import pid_alive
+from benchbed.sandbox.reasons import failure_reason
 
 APP_NAME = "benchbed-sandboxes"
 MAX_THROTTLE_WAIT_S = 5
@@ -22,8 +23,7 @@ CALL_TIMEOUT_S = 30.0  # below the ~56 s the client spends retrying an unreachab
 
 
 def classify(exc: BaseException, exc_mod: Any) -> str:
-    """Normalize a Modal SDK exception to a SANDBOX_FAILURE_REASONS entry."""
-    name = type(exc).__name__
+    """Normalize a Modal SDK exception to a SANDBOX_FAILURE_REASONS entry: by type, else by its text."""
     text = str(exc).lower()
 
     def isa(*names: str) -> bool:
@@ -41,13 +41,11 @@ def classify(exc: BaseException, exc_mod: Any) -> str:
         return "exec_timeout"
     if isa("SandboxTerminatedError", "NotFoundError", "ClientClosed"):
         return "lost"
-    if isa("ImageBuildError") or "image" in text and ("pull" in text or "not found" in text):
+    if isa("ImageBuildError"):
         return "image_error"
     if isa("TimeoutError"):
         return "start_timeout"
-    if "throttl" in text or "rate limit" in text or name == "RateLimitError":
-        return "rate_limited"
-    return "internal"
+    return failure_reason(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.procs import pid_alive
+from benchbed.sandbox.reasons import failure_reason
 
 DEFAULT_IMAGE = "python:3.11-slim"
 CALL_TIMEOUT_S = 30.0
@@ -31,26 +32,23 @@ def creation_attempts(budget_s: float) -> int:
 
 
 def classify(exc: BaseException) -> str:
-    """Normalize a prime-sandboxes exception to a SANDBOX_FAILURE_REASONS entry."""
+    """Normalize a prime-sandboxes exception to a SANDBOX_FAILURE_REASONS entry. An HTTP status or wording that
+    says auth, rate limit or capacity outranks the exception's type; otherwise the type, else the text decides."""
     name = type(exc).__name__
-    text = str(exc)
-    status = re.search(r"HTTP (\d{3})", text)
-    code = int(status.group(1)) if status else None
     if isinstance(exc, asyncio.TimeoutError) or name in ("APITimeoutError",):
         return "start_timeout"
-    if name in ("UnauthorizedError", "PaymentRequiredError") or code in (401, 402, 403):
+    if name in ("UnauthorizedError", "PaymentRequiredError"):
         return "auth"
-    if code == 429:
-        return "rate_limited"
-    if code == 503 or "capacity" in text.lower():
-        return "no_capacity"
+    by_text = failure_reason(str(exc))
+    if by_text in ("auth", "rate_limited", "no_capacity"):
+        return by_text
     by_type = {"SandboxOOMError": "oom", "SandboxTimeoutError": "lifetime_timeout",
                "SandboxImagePullError": "image_error", "CommandTimeoutError": "exec_timeout",
                "SandboxNotRunningError": "lost"}  # fmt: skip
     for cls in type(exc).__mro__:
         if cls.__name__ in by_type:
             return by_type[cls.__name__]
-    return "internal"
+    return by_text
 
 
 @dataclass

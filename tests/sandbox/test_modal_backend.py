@@ -135,7 +135,9 @@ def test_sweeps_by_tag():
      ("AuthError", "", "auth"), ("SandboxTimeoutError", "", "lifetime_timeout"),
      ("SandboxTerminatedError", "", "lost"), ("NotFoundError", "", "lost"),
      ("ImageBuildError", "", "image_error"), ("InternalError", "", "internal"),
-     ("ConnectionError", "Could not connect", "internal")],
+     ("ConnectionError", "Could not connect", "internal"),
+     ("InternalError", "image pull failed: manifest unknown", "image_error"),
+     ("InternalError", "429 Too Many Requests", "rate_limited")],
 )  # fmt: skip
 def test_classify(name, message, reason):
     exc_mod = FakeModal().exception

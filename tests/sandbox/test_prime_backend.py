@@ -112,7 +112,8 @@ def test_sweeps_with_bulk_delete():
     [(fakes.APIError("HTTP 429: slow down"), "rate_limited"), (fakes.APIError("HTTP 503: busy"), "no_capacity"),
      (fakes.UnauthorizedError("API key unauthorized. Check PRIME_API_KEY."), "auth"),
      (fakes.SandboxOOMError("oom"), "oom"), (fakes.SandboxNotRunningError("gone"), "lost"),
-     (fakes.APIError("HTTP 500: boom"), "internal")],
+     (fakes.APIError("HTTP 500: boom"), "internal"), (fakes.APIError("HTTP 402: Payment Required"), "auth"),
+     (fakes.APIError("HTTP 400: failed to pull image python:9"), "image_error")],
 )  # fmt: skip
 def test_classify(exc, reason):
     assert classify(exc) == reason

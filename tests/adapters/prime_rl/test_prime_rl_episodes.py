@@ -12,7 +12,6 @@ import pytest
 from benchbed.adapters.prime_rl import PrimeRLAdapter
 from benchbed.adapters.prime_rl import episodes as episodes_module
 from benchbed.adapters.prime_rl.episodes import episode_careful, episode_direct, episode_from_record, load_record, slim
-from benchbed.adapters.prime_rl.sandbox import RULES, failure_reason
 
 from benchbed import keys as K
 from benchbed.metrics import compute_metrics
@@ -153,28 +152,6 @@ def test_failed_boot_durations_end_at_the_last_recorded_phase(failures, fixtures
         if timing["boot"]["end"] == 0:
             row = starts.loc[episode_id]
             assert row["t1"] - row["t0"] == pytest.approx(timing["finalize"]["end"] - timing["boot"]["start"])
-
-
-@pytest.mark.parametrize(
-    ("message", "reason"),
-    [
-        ("prime sandbox provisioning failed: Sandbox s did not reach RUNNING within 355s", "start_timeout"),
-        ("prime sandbox provisioning failed: Sandbox s failed (TIMEOUT): exceeded", "start_timeout"),
-        ("prime sandbox provisioning failed: Sandbox s failed (IMAGE_PULL_FAILED): x", "image_error"),
-        ("prime sandbox provisioning failed: Sandbox s failed (OOM_KILLED): x", "oom"),
-        ("prime sandbox provisioning failed: 429 Too Many Requests", "rate_limited"),
-        ("prime sandbox provisioning failed: PaymentRequiredError: 402 Payment Required", "auth"),
-        ("prime sandbox provisioning failed: 503 Service Unavailable: no capacity in region", "no_capacity"),
-        ("prime sandbox provisioning failed: Sandbox s is not running (TERMINATED)", "lost"),
-        ("prime sandbox provisioning failed: KeyError: 'id'", "internal"),
-    ],
-)
-def test_failure_reason(message: str, reason: str) -> None:
-    assert failure_reason(message) == reason
-
-
-def test_every_rule_yields_a_known_reason() -> None:
-    assert {reason for reason, _ in RULES} <= set(K.SANDBOX_FAILURE_REASONS)
 
 
 def test_crashed_run_aborts_unfinished_batches(fixtures: Path) -> None:

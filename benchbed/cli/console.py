@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -33,3 +34,8 @@ def launch_progress(description: str, enabled: bool = True) -> Iterator[Callable
                 progress.update(task, status=line.strip()[-60:])
 
         yield on_line
+
+
+def stdout_console() -> Console:
+    """Console for tables on stdout: the terminal's width, or wide enough not to truncate when piped."""
+    return Console(width=None if sys.stdout.isatty() else 200)

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
-from benchbed.cli.console import err_console, launch_progress
+from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import RunOutcome, execute, ingest, render
@@ -96,7 +96,7 @@ def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout
         with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
             outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s)
         if not as_json:
-            _summarize(outcome, Console())
+            _summarize(outcome, stdout_console())
         outcomes.append(outcome)
     return outcomes
 
@@ -182,7 +182,7 @@ def ingest_command(path: Path, adapter_name: str, warmup_steps: int, store_dir: 
     if as_json:
         _print_record_json([outcome.record])
     else:
-        _summarize(outcome, Console())
+        _summarize(outcome, stdout_console())
 
 
 @cli.command()
@@ -215,7 +215,7 @@ def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
         for row in frame.to_dict(orient="records"):
             row["started_at"] = str(row["started_at"])[:16].replace("T", " ")
             table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
-        Console(width=None if sys.stdout.isatty() else 200).print(table)
+        stdout_console().print(table)
     for error in errors:
         err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
     if errors:
@@ -247,11 +247,11 @@ def demo(store_dir: Path) -> None:
     with launch_progress(f"simulating {spec.name} ({spec.workload.steps} steps)") as on_line:
         outcome = execute(spec, store, on_line=on_line)
     if outcome.trace is None:
-        _summarize(outcome, Console())
+        _summarize(outcome, stdout_console())
         sys.exit(1)
     html = outcome.run_dir / "report.html"
     write_report([(outcome.record, outcome.trace)], html)
-    console = Console()
+    console = stdout_console()
     console.print(_metric_table(outcome.record, HEADLINE_METRICS))
     console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
 

@@ -11,11 +11,10 @@ from typing import Any
 
 import click
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchbed.cli.console import err_console
+from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.sandbox.base import SandboxSpec
 from benchbed.sandbox.events import EventSink, phase_durations
@@ -145,7 +144,7 @@ def sandbox_doctor(as_json: bool) -> None:
         table.add_column(col)
     for name, state, detail in rows:
         table.add_row(name, "[green]ok[/]" if state == "ok" else "[yellow]degraded[/]", detail)
-    console = Console()
+    console = stdout_console()
     console.print(table)
     for warning in caps.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
@@ -207,7 +206,7 @@ def _print_summary(summary: list[dict[str, Any]], run_dir: Path) -> None:
         table.add_column(col, justify="right")
     for row in summary:
         table.add_row(*(_fmt(row.get(k)) for k in cols))
-    console = Console()
+    console = stdout_console()
     console.print(table)
     console.print(f"stored in {run_dir}")
 

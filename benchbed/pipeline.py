@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -77,13 +76,12 @@ def execute(
 ) -> RunOutcome:
     """Launch one spec, keep its artifacts in a fresh run directory, and record the result."""
     adapter = get_adapter(spec.adapter)
-    info = benchbed_info()
+    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, "local")
     while True:
-        run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, info.commit)
+        run_dir = store.propose_run_dir(record.machine.name, spec.adapter, spec.spec_id, record.benchbed.commit)
         plan = adapter.render(spec, run_dir)  # invalid specs fail here, before anything is stored
         if store.claim(run_dir):
             break
-    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, "local")
     write_record(run_dir, record)
     trace: Trace | None = None
     result: LaunchResult | None = None
@@ -127,21 +125,16 @@ def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -
     if not path.exists():
         raise BenchbedError(f"{path}: no such file or directory; pass a run directory or a log file")
     adapter = get_adapter(adapter_name)
-    started = time.monotonic()
-    trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
     source = str(path.resolve())
     spec_data = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}
-    digest = hashlib.sha256(source.encode()).hexdigest()[:8]
-    spec_id = f"ingest-{path.name}-{digest}"
-    info = benchbed_info()
-    run_dir = store.new_run_dir(machine_info().name, adapter_name, spec_id, info.commit)
-    record = _new_record(spec_data, spec_id, adapter_name, "ingest")
-    record.status = "succeeded"
+    spec_id = f"ingest-{path.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+    record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
+    trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
+    run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     write_record(run_dir, record)
     copy_native(path, run_dir / NATIVE_DIRNAME)
+    record.status = "succeeded"
     _finish(record, run_dir, trace, warmup_steps)
-    record.duration_s = time.monotonic() - started
-    write_record(run_dir, record)
     return RunOutcome(run_dir, record, trace)
 
 

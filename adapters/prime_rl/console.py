@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from benchbed.adapters.prime_rl.lines import read_text_lines, strip_ansi
+from benchbed.adapters.prime_rl.lines import read_text_lines
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
+
+from benchbed.logtext import strip_ansi
 
 # A loguru line, possibly behind a prefix a paste or a log collector added ("trainer-1  | ", "[rank0]: ").
 TEXT_LINE = re.compile(

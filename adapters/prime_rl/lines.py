@@ -1,20 +1,14 @@
-"""Line readers shared by the prime-rl parsers: JSONL with per-line warnings, and ANSI colour stripping."""
+"""Line readers shared by the prime-rl parsers: JSONL with per-line warnings, text logs without ANSI colours."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# The same escape-sequence pattern prime-rl's own tests use to strip loguru's forced colours.
-ANSI_RE = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
-
-
-def strip_ansi(text: str) -> str:
-    return ANSI_RE.sub("", text)
+from benchbed.logtext import strip_ansi
 
 
 class NonFinite(ValueError):

@@ -29,12 +29,12 @@ from benchbed.adapters.prime_rl.emit import (
 )
 from benchbed.adapters.prime_rl.envlog import read_env_log
 from benchbed.adapters.prime_rl.episodes import read_episode_files, step_dirs
-from benchbed.adapters.prime_rl.lines import strip_ansi
 from benchbed.adapters.prime_rl.metrics_file import HEAD_MARKERS, LEGACY_MARKERS, read_metrics_file
 from benchbed.adapters.prime_rl.model import RunData
 from benchbed.adapters.prime_rl.render import run_name
 
 from benchbed.errors import NotThisFrameworkError
+from benchbed.logtext import strip_ansi
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
 if sys.version_info >= (3, 11):

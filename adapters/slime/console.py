@@ -11,9 +11,8 @@ from typing import Any
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime.pyrepr import ReprError, parse_repr_dict
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
-_RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[^)\s]+))?\)\s?")
+from benchbed.logtext import split_ray_line
+
 _LOGGER = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (?P<file>[\w.-]+\.py):(?P<line>\d+) - (?P<msg>.*)$"
 )
@@ -121,11 +120,7 @@ class _Clock:
 
 def strip_prefix(raw: str) -> tuple[str, str, str]:
     """(actor class, pid, message without ANSI colours, Ray prefix and Ray's de-dup suffix); '' when absent."""
-    text = _RAY_REPEAT.sub("", _ANSI.sub("", raw.rstrip("\r\n")))
-    m = _RAY_PREFIX.match(text)
-    if m:
-        return m.group("actor"), m.group("pid") or "", text[m.end() :]
-    return "", "", text
+    return split_ray_line(raw)
 
 
 def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:

@@ -12,6 +12,7 @@ from typing import Any
 from orjson import loads  # ~3x faster than json on the file logger's lines; its errors are ValueErrors
 
 from benchbed.errors import NotThisFrameworkError
+from benchbed.logtext import split_ray_line
 
 
 @dataclass
@@ -100,9 +101,6 @@ def read_jsonl(path: Path) -> Reading:
 
 # ----------------------------------------------------------------------------------------------- console
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.]*)(?: pid=\d+)?(?:, ip=[\w.:-]+)?\)\s?")
-_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 _STEP = re.compile(r"(?:^|[\s\r|\]])step:(?P<step>-?\d+) - ")
 _WRAPPED = re.compile(r"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((?P<inner>[^,)]*)")
 _CRASH_MARKERS = ("Traceback (most recent call last)", "RayTaskError", "Error executing job with overrides")
@@ -120,16 +118,8 @@ def _ends_config(line: str) -> bool:
 
 def clean_console_line(line: str) -> tuple[str, str | None]:
     """(text, Ray actor) with ANSI colours, Ray's `(Actor pid=N)` prefix and dedup suffix removed."""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    actor = None
-    match = _RAY_PREFIX.match(line)
-    if match:
-        actor = match.group("actor")
-        line = line[match.end() :]
-    if line.endswith("across cluster]"):
-        line = _RAY_REPEAT.sub("", line)
-    return line, actor
+    actor, _, text = split_ray_line(line)
+    return text, actor or None
 
 
 def console_value(text: str) -> float | None:

@@ -49,6 +49,8 @@ def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps:
         record.adapter.version = meta.framework_version
         record.adapter.mode = meta.mode
         warnings = list(meta.warnings)
+        if isinstance(record.spec.get("resources"), dict):
+            meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
         record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
         record.warnings.extend(redact(w) for w in warnings)
         record.trace_events = len(trace.events)

@@ -49,6 +49,9 @@ class Resources(_Strict):
     gpus_per_node: int = Field(8, gt=0)
     colocated: bool = False
     gpu: str = Field("H200", description="accelerator model, for records and presets")
+    price_per_gpu_hour: float | None = Field(None, ge=0, description="$ per GPU-hour, for the cost metrics")
+    trainer_price_per_gpu_hour: float | None = Field(None, ge=0, description="overrides the price for trainer GPUs")
+    generator_price_per_gpu_hour: float | None = Field(None, ge=0, description="overrides it for generator GPUs")
 
 
 class SandboxSpec(_Strict):

@@ -23,15 +23,17 @@ _META_KEY = b"benchbed.trace_meta"
 
 STRING_COLUMNS: tuple[str, ...] = ("key", "kind", "actor", "sample", "group", "status", "attrs")
 FLOAT_COLUMNS: tuple[str, ...] = ("t0", "t1", "value")
-INT_COLUMNS: tuple[str, ...] = ("step", "v_start", "v_end", "v_train")
+# prompt_tokens / response_tokens (-1 = unknown) are additions to DESIGN §3, for cost per trained token.
+INT_COLUMNS: tuple[str, ...] = ("step", "v_start", "v_end", "v_train", "prompt_tokens", "response_tokens")
 COLUMNS: tuple[str, ...] = (
     "key", "kind", "step", "t0", "t1", "value", "actor", "sample", "group",
-    "v_start", "v_end", "v_train", "status", "attrs",
+    "v_start", "v_end", "v_train", "status", "attrs", "prompt_tokens", "response_tokens",
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
 _DEFAULTS: dict[str, Any] = {
     "step": -1, "t0": math.nan, "t1": math.nan, "value": math.nan, "actor": "", "sample": "",
-    "group": "", "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "",
+    "group": "", "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "", "prompt_tokens": -1,
+    "response_tokens": -1,
 }  # fmt: skip
 
 

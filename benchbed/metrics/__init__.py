@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from benchbed.metrics import generator, samples, sandbox, trainer  # noqa: F401  (registers metrics)
+from benchbed.metrics import cost, generator, partial, samples, sandbox, trainer  # noqa: F401  (registers metrics)
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import METRICS, MetricDef
 from benchbed.record import MetricValue

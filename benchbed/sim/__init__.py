@@ -34,6 +34,8 @@ def sim_params(spec: ExperimentSpec) -> SimParams:
         group_size=workload.group_size,
         max_staleness=workload.max_staleness,
         config=config,
+        max_response_tokens=workload.max_response_tokens,
+        resources=spec.resources.model_dump(mode="json"),
     )
 
 

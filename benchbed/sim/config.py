@@ -30,12 +30,82 @@ class Latency(_Strict):
 
 
 class PassRate(_Strict):
-    """Per-prompt probability that a sample is rewarded: Beta(a, b) per prompt, or a fixed p."""
+    """Per-prompt probability that a sample is rewarded: Beta(a, b) per prompt, a fixed p, or a mixture of
+    prompts always solved (p = 1), never solved (p = 0) and the rest from Beta(a, b)."""
 
-    dist: Literal["beta", "fixed"] = "beta"
+    dist: Literal["beta", "fixed", "mixture"] = "beta"
     a: float = Field(1.0, gt=0)
     b: float = Field(1.0, gt=0)
     p: float = Field(0.5, ge=0, le=1)
+    always: float = Field(0.0, ge=0, le=1, description="mixture: share of prompts solved by every sample")
+    never: float = Field(0.0, ge=0, le=1, description="mixture: share of prompts no sample solves")
+
+    @model_validator(mode="after")
+    def _check_mixture(self) -> PassRate:
+        if self.always + self.never > 1:
+            raise ValueError(f"always + never must be at most 1 (got {self.always} + {self.never})")
+        return self
+
+
+class Spread(_Strict):
+    """A positive random quantity: lognormal with this mean and coefficient of variation (cv = 0: fixed)."""
+
+    mean: float = Field(gt=0)
+    cv: float = Field(0.0, ge=0)
+
+
+class Turns(_Strict):
+    """Multi-turn tool use: environment time per tool call added to the LLM time (`latency`) of a sample."""
+
+    count: float = Field(gt=0, description="tool calls per sample (mean when dist = poisson)")
+    dist: Literal["fixed", "poisson"] = "fixed"
+    env_s: Spread = Field(description="seconds of environment time per tool call")
+
+
+class Tokens(_Strict):
+    """Token counts: a fixed prompt length and a response length proportional to the sample's LLM time
+    (mean response at mean LLM time); responses longer than workload.max_response_tokens are truncated,
+    and so is their LLM time."""
+
+    prompt: int = Field(gt=0)
+    response_mean: float = Field(gt=0)
+
+
+class Saturation(_Strict):
+    """Inference engines that are throughput-bound past `seqs_per_engine` concurrent sequences: LLM time
+    grows by max(1, concurrency / (engines × seqs_per_engine))."""
+
+    engines: int = Field(gt=0)
+    seqs_per_engine: float = Field(gt=0)
+
+
+class Oversample(_Strict):
+    """Batch-filling generator: dispatch factor × the groups a step needs, train the first to finish.
+
+    The rest: `discard` (left to finish, then discarded), `carry` (used for the next batch) or `partial`
+    (aborted when the batch fills, buffered, resumed first in the next batch with a re-prefill cost)."""
+
+    factor: float = Field(1.0, ge=1.0)
+    policy: Literal["discard", "carry", "partial"] = "discard"
+
+
+class Sandbox(_Strict):
+    """A sandbox started on each sample's critical path before its first token.
+
+    Creates are throttled to `create_rate` per second and at most `max_starting` start at once; a start fails
+    (`start_timeout`) when queueing plus start-up exceed `start_timeout_s`, and (`no_capacity`, after the
+    timeout: init dead) when `account_limit` sandboxes are already alive. Failed inits are retried with
+    exponential backoff up to `max_retries` (policy retry) and then become reward-0 masked samples."""
+
+    start_s: Spread = Field(default_factory=lambda: Spread(mean=2.0, cv=0.5))
+    create_rate: float | None = Field(None, gt=0, description="creates per second the provider accepts")
+    max_starting: int | None = Field(None, gt=0)
+    account_limit: int | None = Field(None, gt=0, description="live sandboxes the account allows")
+    start_timeout_s: float = Field(300.0, gt=0)
+    fail_p: float = Field(0.0, ge=0, le=1, description="failure probability of any start")
+    policy: Literal["retry", "mask"] = "retry"
+    max_retries: int = Field(2, ge=0)
+    backoff_s: float = Field(10.0, ge=0)
 
 
 class SimConfig(_Strict):
@@ -48,6 +118,16 @@ class SimConfig(_Strict):
     pass_rate: PassRate = Field(default_factory=PassRate)
     filter_zero_adv: bool = False
     seed: int = 0
+    turns: Turns | None = None
+    tokens: Tokens | None = None
+    saturation: Saturation | None = None
+    oversample: Oversample | None = None
+    update_weights_interval: int = Field(1, gt=0, description="steps between weight pushes to the generator")
+    abort_on_weight_push: bool = Field(False, description="abort in-flight samples at each push; resume them later")
+    reprefill_fraction: float = Field(
+        0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"
+    )
+    sandbox: Sandbox | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -11,20 +11,23 @@ import pyarrow as pa
 
 import benchbed
 from benchbed import keys as K
-from benchbed.sim.engine import ABORTED, OK, STATUS_NAMES, SimOutcome, SimParams
+from benchbed.sim.engine import (
+    ABORTED, OK, SANDBOX_QUEUE_ROW, SANDBOX_STATUSES, STATUS_NAMES, SimOutcome, SimParams,
+)  # fmt: skip
 from benchbed.trace import COLUMNS, Trace, TraceMeta
 
 _KEYS = [K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_STEP, K.GENERATOR_PAUSED,
-         K.ROLLOUT_GROUP, K.ROLLOUT]  # fmt: skip
-_KINDS = ["span", "point"]
-_STATUSES = ["", *STATUS_NAMES]
+         K.ROLLOUT_GROUP, K.ROLLOUT, K.SANDBOX_QUEUE, K.SANDBOX_START, K.SAMPLES_PARTIAL_BUFFERED]  # fmt: skip
+_KINDS = ["span", "point", "agg"]
+_STATUSES = ["", *STATUS_NAMES, *SANDBOX_STATUSES[1:]]
+_SANDBOX_STATUS_CODES = np.array([STATUS_NAMES.index("ok"), *range(len(STATUS_NAMES), len(_STATUSES) - 1)])
 
 
 class _Blocks:
     """Builds event blocks whose categorical columns all use the same categories."""
 
     def __init__(self, concurrency: int) -> None:
-        self.actors = ["trainer", "generator", *(f"slot/{i}" for i in range(concurrency))]
+        self.actors = ["trainer", "generator", "sandboxes", *(f"slot/{i}" for i in range(concurrency))]
 
     def frame(self, n: int, key: str, kind: str, actor: str | np.ndarray, status: np.ndarray | None = None,
               **columns: np.ndarray) -> pd.DataFrame:  # fmt: skip
@@ -38,7 +41,8 @@ class _Blocks:
                 np.zeros(n, dtype=np.int8) if status is None else status + 1, _STATUSES
             ),
         }
-        defaults = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start": -1, "v_end": -1, "v_train": -1}
+        defaults = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start": -1, "v_end": -1, "v_train": -1,
+                    "prompt_tokens": -1, "response_tokens": -1}  # fmt: skip
         for col in COLUMNS:
             if col in data:
                 continue
@@ -65,9 +69,17 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFra
     in_flight = np.isnan(out.sample_t1)
     status = np.where(in_flight, ABORTED, out.group_status[group]).astype(np.int8)
     v_train = out.group_v_train[group]
+    extra: dict[str, object] = {}
+    if out.sample_response_tokens is not None:
+        extra["response_tokens"] = out.sample_response_tokens
+        extra["prompt_tokens"] = np.full(n, out.prompt_tokens or -1)
+    if out.sample_attrs:
+        attrs = np.full(n, "", dtype=object)
+        attrs[list(out.sample_attrs)] = list(out.sample_attrs.values())
+        extra["attrs"] = _strings(pa.array(attrs, pa.string()))
     return blocks.frame(
         n, K.ROLLOUT, "span",
-        actor=out.sample_slot + 2,  # slot i is actor "slot/i", after "trainer" and "generator"
+        actor=out.sample_slot + 3,  # slot i is actor "slot/i", after "trainer", "generator" and "sandboxes"
         status=status,
         step=np.where(status == OK, np.where(v_train >= 0, v_train + 1, -1), out.group_step[group]),
         t0=out.group_t0[group],
@@ -78,7 +90,31 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFra
         v_start=out.group_v_start[group],
         v_end=np.where(in_flight, -1, out.sample_v_end),
         v_train=v_train,
+        **extra,
     )  # fmt: skip
+
+
+def _sandboxes(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
+    """sandbox.queue and sandbox.start spans of every start attempt, tied to their sample."""
+    rows = out.sandbox_rows
+    if rows is None:
+        return []
+    frames = []
+    for row_kind, key in ((SANDBOX_QUEUE_ROW, K.SANDBOX_QUEUE), (SANDBOX_QUEUE_ROW + 1, K.SANDBOX_START)):
+        part = rows[rows[:, 0] == row_kind]
+        frames.append(blocks.frame(
+            len(part), key, "span", actor="sandboxes", status=_SANDBOX_STATUS_CODES[part[:, 4].astype(int)],
+            t0=part[:, 2], t1=part[:, 3], sample=_ids(part[:, 1].astype(np.int64)),
+        ))  # fmt: skip
+    return frames
+
+
+def _buffered(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
+    if out.step_aborted is None:
+        return []
+    n = len(out.step_aborted)
+    return [blocks.frame(n, K.SAMPLES_PARTIAL_BUFFERED, "agg", actor="generator", step=np.arange(1, n + 1),
+                         value=out.step_aborted.astype(float))]  # fmt: skip
 
 
 def _groups(out: SimOutcome, blocks: _Blocks) -> pd.DataFrame:
@@ -110,7 +146,8 @@ def _paused(out: SimOutcome, blocks: _Blocks) -> pd.DataFrame:
 def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
     cfg = params.config
     blocks = _Blocks(cfg.concurrency)
-    frames = [*_trainer(out, blocks), _paused(out, blocks), _groups(out, blocks), _rollouts(out, params, blocks)]
+    frames = [*_trainer(out, blocks), _paused(out, blocks), _groups(out, blocks), _rollouts(out, params, blocks),
+              *_sandboxes(out, blocks), *_buffered(out, blocks)]  # fmt: skip
     meta = TraceMeta(
         adapter="sim",
         framework="benchbed-sim",
@@ -119,6 +156,10 @@ def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
         concurrency=cfg.concurrency,
         samples_per_step=params.samples_per_step,
         group_size=params.group_size,
-        extra={"end_time_s": out.end_time, "seed": cfg.seed},
+        extra={
+            "end_time_s": out.end_time, "seed": cfg.seed,
+            **({"max_response_tokens": params.max_response_tokens} if cfg.tokens is not None else {}),
+            **({"resources": params.resources} if params.resources else {}),
+        },  # fmt: skip
     )
     return Trace(pd.concat(frames, ignore_index=True), meta)

@@ -12,7 +12,7 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 def test_every_registered_metric_is_defined_in_the_readme():
     table = README.split("## Metric definitions", 1)[1].split("\n## ", 1)[0]
-    suffixes = "_ratio|_sps|_s|_mean|_p50|_p99|_max|_fraction|_rate|_gap|_utilization"
+    suffixes = "_ratio|_sps|_s|_mean|_p50|_p99|_max|_fraction|_rate|_gap|_utilization|_step|_mtok"
     documented = set(re.findall(rf"\b[a-z_0-9]+(?:{suffixes})\b", table))
     assert set(METRICS) <= documented, sorted(set(METRICS) - documented)
 

@@ -1,0 +1,206 @@
+"""Simulator mechanisms against closed forms and cases worked by hand: oversampling, partial rollout, sandbox
+starts, multi-turn environment time, response cap, pass-rate mixtures, saturation, cost."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from benchbed.metrics import compute_metrics
+from benchbed.sim import simulate_spec
+from benchbed.spec import build_spec
+
+
+def make_spec(sim: dict, prompts: int = 4, group: int = 1, staleness: int = 0, steps: int = 100,
+              resources: dict | None = None, **workload):  # fmt: skip
+    return build_spec(
+        {
+            "name": "t", "adapter": "sim",
+            "workload": {"prompts_per_step": prompts, "group_size": group, "max_staleness": staleness,
+                         "steps": steps, **workload},
+            "resources": resources or {},
+            "sim": sim,
+        }  # fmt: skip
+    )
+
+
+def metrics_of(trace) -> dict[str, float]:
+    return {k: v.value for k, v in compute_metrics(trace).items()}
+
+
+def lognormal(mean: float, cv: float) -> stats.rv_continuous:
+    sigma2 = math.log1p(cv * cv)
+    return stats.lognorm(s=math.sqrt(sigma2), scale=math.exp(math.log(mean) - sigma2 / 2))
+
+
+def expected_order_statistic(dist: stats.rv_continuous, k: int, n: int) -> float:
+    """E[k-th smallest of n iid draws] = ∫ P(fewer than k draws ≤ x) dx."""
+    value, _ = integrate.quad(lambda x: stats.binom.cdf(k - 1, n, dist.cdf(x)), 0, np.inf, limit=200)
+    return value
+
+
+def first_wave(rows, n: int):
+    """Rows of samples 0..n-1 (the first batch of a one-step synchronous run)."""
+    return rows[rows["sample"].astype(int) < n]
+
+
+def test_oversampling_trains_the_first_to_finish_and_discards_the_rest():
+    # sync rounds of 2 × 8 dispatched samples: the batch is the 8 fastest, the step waits for the 8th of 16.
+    spec = make_spec({"mode": "sync", "concurrency": 4096, "latency": {"mean": 30.0, "cv": 0.8},
+                      "train_step_time": 10.0, "oversample": {"factor": 2.0, "policy": "discard"}, "seed": 4},
+                     prompts=8, steps=600)  # fmt: skip
+    trace = simulate_spec(spec)
+    m = metrics_of(trace)
+    wait = expected_order_statistic(lognormal(30.0, 0.8), 8, 16)
+    assert m["trainer_idle_ratio"] == pytest.approx(wait / (wait + 10.0), abs=0.02)
+    assert m["wasted_generation_fraction"] == pytest.approx(0.5, abs=0.01)
+    rollouts = trace.of("rollout")
+    assert set(rollouts.status.astype(str).unique()) <= {"ok", "discarded", "aborted"}
+    ok = rollouts[rollouts.status == "ok"]
+    assert (ok[ok.v_train >= 0].groupby("v_train").size() == 8).all()
+
+
+def test_carry_over_keeps_the_surplus_for_the_next_batch():
+    spec = make_spec({"mode": "async", "concurrency": 256, "latency": {"mean": 20.0, "cv": 1.0},
+                      "train_step_time": 5.0, "oversample": {"factor": 2.0, "policy": "carry"}},
+                     prompts=8, group=4, staleness=4, steps=100)  # fmt: skip
+    trace = simulate_spec(spec)
+    groups = trace.of("rollout.group")
+    assert (groups.status == "ok").all()
+    assert metrics_of(trace)["wasted_generation_fraction"] == 0.0
+    # Rounds 0..104 may start (version 100 + staleness 4): about 8 fresh groups each, the surplus being reused,
+    # where discarding dispatches the full 16 per round.
+    dispatched = trace.of("rollout").group.nunique()
+    assert dispatched <= 1.1 * (100 + 4 + 1) * 8 + 16
+    discard = simulate_spec(make_spec({**spec.sim, "oversample": {"factor": 2.0, "policy": "discard"}},
+                                      prompts=8, group=4, staleness=4, steps=100))  # fmt: skip
+    assert discard.of("rollout").group.nunique() >= (100 + 4) * 16
+
+
+def test_partial_rollout_abort_at_weight_push_by_hand():
+    # One slot, B = 1, 10 s samples, 3 s steps, push after every step, re-prefill 50% of the time generated:
+    # each sample runs 3 s, is aborted at the push and resumes with 10 − 3 + 0.5 × 3 = 8.5 s left,
+    # so a step takes 10 + 0.5 × 3 = 11.5 s, of which the trainer waits 8.5 s.
+    spec = make_spec({"mode": "async", "concurrency": 1, "latency": 10.0, "train_step_time": 3.0,
+                      "abort_on_weight_push": True, "reprefill_fraction": 0.5},
+                     prompts=1, staleness=10, steps=20)  # fmt: skip
+    trace = simulate_spec(spec)
+    m = metrics_of(trace)
+    assert m["step_time_mean_s"] == pytest.approx(11.5)
+    assert m["trainer_idle_ratio"] == pytest.approx(8.5 / 11.5)
+    assert m["partial_resumed_fraction"] == 1.0
+    assert m["staleness_env_mean"] == 1.0 and m["staleness_env_max"] == 1.0
+    assert m["partial_buffered_per_step"] == 1.0
+    resumed = trace.of("rollout").query("v_train >= 0 and attrs != ''")
+    assert json.loads(resumed["attrs"].iloc[0]) == {"resumes": 1, "staleness_env": 1}
+
+
+def test_partial_rollout_buffers_rise_after_weight_pushes():
+    # slime: the batch fills → surplus aborted and buffered; weights pushed every 5 steps abort everything.
+    spec = make_spec({"mode": "async", "concurrency": 128, "latency": {"mean": 40.0, "cv": 0.6},
+                      "train_step_time": 10.0, "oversample": {"factor": 4.0, "policy": "partial"},
+                      "update_weights_interval": 5, "abort_on_weight_push": True, "reprefill_fraction": 0.05},
+                     prompts=8, group=4, staleness=2, steps=60)  # fmt: skip
+    trace = simulate_spec(spec)
+    m = metrics_of(trace)
+    assert m["wasted_generation_fraction"] == 0.0
+    assert 0 < m["partial_resumed_fraction"] < 1 and m["staleness_env_max"] >= 1
+    buffered = trace.of("samples.partial_buffered").set_index("step")["value"]
+    after_push = buffered[(buffered.index % 5 == 1) & (buffered.index > 1)]
+    others = buffered[(buffered.index % 5 != 1) & (buffered.index > 1)]
+    assert after_push.mean() > 1.5 * others.mean()
+    trained = trace.of("rollout").query("v_train >= 0")
+    assert ((trained.v_end - trained.v_start) >= 0).all()
+    assert (trained.v_start % 5 == 0).all()  # the generator only ever holds pushed weights
+
+
+def test_sandbox_create_rate_and_timeout_fail_the_tail_of_a_burst():
+    # 20 starts requested at t = 0, one create per second, 2 s to start, 10 s timeout: start k is ready at
+    # k + 2, so k = 9..19 (11 of 20) time out and become reward-0 masked samples; 5 starts all succeed.
+    sandbox = {"create_rate": 1.0, "start_s": {"mean": 2.0}, "start_timeout_s": 10.0, "policy": "mask"}
+    trace = simulate_spec(make_spec({"mode": "sync", "concurrency": 20, "latency": 5.0, "train_step_time": 1.0,
+                                     "pass_rate": 1.0, "sandbox": sandbox}, prompts=20, steps=1))  # fmt: skip
+    starts = first_wave(trace.of("sandbox.start"), 20)  # the next batch is dispatched as the run ends
+    assert len(starts) == 20 and (starts.status == "start_timeout").sum() == 11
+    assert (starts[starts.status == "ok"].t1 - starts[starts.status == "ok"].t0 == 2.0).all()
+    rollouts = first_wave(trace.of("rollout"), 20)
+    masked = rollouts[rollouts["attrs"].str.contains("masked")]
+    assert len(masked) == 11 and (masked.value == 0).all() and (masked.t1 - masked.t0 == 10.0).all()
+    small = simulate_spec(make_spec({"mode": "sync", "concurrency": 5, "latency": 5.0, "train_step_time": 1.0,
+                                     "sandbox": sandbox}, prompts=5, steps=3))  # fmt: skip
+    assert metrics_of(small)["sandbox_init_failure_rate"] == 0.0
+
+
+def test_sandbox_retries_back_off_then_mask_and_account_limit_fails_starts():
+    # fail_p = 1, 2 s starts, 2 retries, 10 s backoff doubling: attempts end at 2, 14 and 36 s, then masked.
+    sandbox = {"start_s": {"mean": 2.0}, "fail_p": 1.0, "max_retries": 2, "backoff_s": 10.0}
+    trace = simulate_spec(make_spec({"mode": "sync", "concurrency": 2, "latency": 5.0, "train_step_time": 1.0,
+                                     "sandbox": sandbox}, prompts=2, steps=1))  # fmt: skip
+    assert len(first_wave(trace.of("sandbox.start"), 2)) == 6
+    rollouts = first_wave(trace.of("rollout"), 2)
+    assert (rollouts.t1 - rollouts.t0 == 36.0).all()
+    limited = {"start_s": {"mean": 1.0}, "account_limit": 4, "start_timeout_s": 50.0, "policy": "mask"}
+    trace = simulate_spec(make_spec({"mode": "sync", "concurrency": 10, "latency": 5.0, "train_step_time": 1.0,
+                                     "sandbox": limited}, prompts=10, steps=1))  # fmt: skip
+    starts = first_wave(trace.of("sandbox.start"), 10)
+    assert (starts.status == "no_capacity").sum() == 6 and (starts.status == "ok").sum() == 4
+
+
+def test_latency_is_llm_time_plus_environment_time_over_tool_calls():
+    fixed = simulate_spec(make_spec({"mode": "sync", "concurrency": 4, "latency": 10.0, "train_step_time": 1.0,
+                                     "turns": {"count": 5, "env_s": {"mean": 2.0}}}, steps=5))  # fmt: skip
+    done = fixed.of("rollout").query("status == 'ok'")
+    assert np.allclose(done.t1 - done.t0, 20.0)
+    poisson = simulate_spec(make_spec({"mode": "async", "concurrency": 64, "latency": {"mean": 10.0, "cv": 0.5},
+                                       "train_step_time": 1.0,
+                                       "turns": {"count": 12, "dist": "poisson", "env_s": {"mean": 2.0, "cv": 1.0}}},
+                                      prompts=16, staleness=4, steps=300))  # fmt: skip
+    done = poisson.of("rollout").query("status == 'ok'")
+    assert (done.t1 - done.t0).mean() == pytest.approx(10.0 + 12 * 2.0, rel=0.03)
+
+
+def test_response_cap_truncates_the_lognormal_tail():
+    # response tokens ∝ LLM time, mean 1000 at 60 s; cap 1500 truncates P(X > 90 s) of the samples.
+    spec = make_spec({"mode": "async", "concurrency": 64, "latency": {"mean": 60.0, "cv": 0.5},
+                      "train_step_time": 1.0, "tokens": {"prompt": 200, "response_mean": 1000}},
+                     prompts=16, staleness=4, steps=300, max_response_tokens=1500)  # fmt: skip
+    trace = simulate_spec(spec)
+    m = metrics_of(trace)
+    assert m["response_truncated_fraction"] == pytest.approx(lognormal(60.0, 0.5).sf(90.0), abs=0.01)
+    done = trace.of("rollout").query("status == 'ok'")
+    assert (done.t1 - done.t0).max() == pytest.approx(90.0)
+    assert done.response_tokens.max() == 1500 and (done.prompt_tokens == 200).all()
+
+
+def test_pass_rate_mixture_gives_the_zero_advantage_closed_form():
+    # 55% always solved, 10% never, the rest Beta(1, 1): z = 0.65 + 0.35 × 2 / (G + 1) with G = 8.
+    spec = make_spec({"mode": "async", "concurrency": 256, "latency": {"mean": 5.0, "cv": 0.5},
+                      "train_step_time": 1.0, "pass_rate": {"dist": "mixture", "always": 0.55, "never": 0.1}},
+                     prompts=8, group=8, staleness=4, steps=300)  # fmt: skip
+    assert metrics_of(simulate_spec(spec))["zero_adv_group_fraction"] == pytest.approx(0.65 + 0.35 * 2 / 9, abs=0.015)
+
+
+def test_throughput_bound_engines_cap_generation():
+    # 256 slots on 4 engines saturating at 32 sequences each: LLM time doubles, rate = 256 / (2 × 60 s).
+    spec = make_spec({"mode": "async", "concurrency": 256, "latency": {"mean": 60.0, "cv": 0.5},
+                      "train_step_time": 20.0, "saturation": {"engines": 4, "seqs_per_engine": 32}},
+                     prompts=128, staleness=1000, steps=200)  # fmt: skip
+    m = metrics_of(simulate_spec(spec))
+    assert m["trainer_idle_ratio"] == pytest.approx(1 - (256 / 120.0) / (128 / 20.0), abs=0.02)
+
+
+def test_cost_per_step_and_per_million_trained_tokens():
+    resources = {"trainer_gpus": 8, "generator_gpus": 16, "price_per_gpu_hour": 2.0,
+                 "generator_price_per_gpu_hour": 3.0}  # fmt: skip
+    spec = make_spec({"mode": "sync", "concurrency": 4, "latency": 10.0, "train_step_time": 5.0,
+                      "tokens": {"prompt": 100, "response_mean": 900}}, steps=10, resources=resources)  # fmt: skip
+    m = metrics_of(simulate_spec(spec))
+    assert m["step_time_mean_s"] == pytest.approx(15.0)
+    assert m["gpu_hours_per_step"] == pytest.approx(24 * 15 / 3600)
+    dollars_per_step = (8 * 2.0 + 16 * 3.0) * 15 / 3600
+    assert m["cost_per_step"] == pytest.approx(dollars_per_step)
+    assert m["cost_per_mtok"] == pytest.approx(dollars_per_step / (4 * 1000 / 1e6))

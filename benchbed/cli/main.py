@@ -17,6 +17,7 @@ from rich.table import Table
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.sandbox import sandbox, sandbox_bench
+from benchbed.cli.simtools import COMMANDS as SIM_COMMANDS
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import RunOutcome, execute, ingest, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
@@ -258,3 +259,5 @@ def demo(store_dir: Path) -> None:
 
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
+for _command in SIM_COMMANDS:  # reproduce, calibrate, plan
+    cli.add_command(_command)

@@ -26,8 +26,8 @@ def gpu_counts(res: dict[str, Any]) -> tuple[int, int]:
 def dollars_per_hour(res: dict[str, Any]) -> float | None:
     """Trainer GPUs × their price + generator GPUs × theirs; None without a price."""
     base = res.get("price_per_gpu_hour")
-    trainer_price = res.get("trainer_price_per_gpu_hour", None) or base
-    generator_price = res.get("generator_price_per_gpu_hour", None) or base
+    trainer_price = res.get("trainer_price_per_gpu_hour") or base
+    generator_price = res.get("generator_price_per_gpu_hour") or base
     trainer, generator = gpu_counts(res)
     if (trainer and trainer_price is None) or (generator and generator_price is None):
         return None

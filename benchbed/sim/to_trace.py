@@ -12,7 +12,13 @@ import pyarrow as pa
 import benchbed
 from benchbed import keys as K
 from benchbed.sim.engine import (
-    ABORTED, OK, SANDBOX_QUEUE_ROW, SANDBOX_STATUSES, STATUS_NAMES, SimOutcome, SimParams,
+    ABORTED,
+    OK,
+    SANDBOX_QUEUE_ROW,
+    SANDBOX_STATUSES,
+    STATUS_NAMES,
+    SimOutcome,
+    SimParams,
 )  # fmt: skip
 from benchbed.trace import COLUMNS, Trace, TraceMeta
 

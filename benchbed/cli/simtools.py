@@ -1,0 +1,68 @@
+"""`benchbed reproduce`, `benchbed calibrate` and `benchbed plan`: the simulator as a tool for questions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from benchbed.cli.console import err_console, stdout_console
+from benchbed.errors import BenchbedError
+from benchbed.pipeline import execute
+from benchbed.sim.reproduce import CASE_FILES, CaseRun, Row, reproduce, simulate_in_process
+from benchbed.spec import ExperimentSpec
+from benchbed.store import DEFAULT_STORE, Store
+
+
+def _published(value: float | list[float] | str) -> str:
+    if isinstance(value, list):
+        return f"{value[0]:.3g}-{value[1]:.3g}"
+    return value if isinstance(value, str) else f"{value:.4g}"
+
+
+def _rows_table(rows: list[Row]) -> Table:
+    table = Table(title="reproducing the study's case studies (anchors.md §1)", title_justify="left")
+    for column in ("case", "quantity", "published", "reproduced", "tolerance", "within", "kind", "inputs"):
+        table.add_column(column, justify="right" if column in ("published", "reproduced") else "left")
+    for row in rows:
+        table.add_row(row.case, row.quantity, _published(row.published), f"{row.reproduced:.4g}", row.tolerance,
+                      "yes" if row.ok else "[bold red]NO[/]", row.kind, ", ".join(row.inputs))  # fmt: skip
+    return table
+
+
+@click.command(name="reproduce")
+@click.argument("case", type=click.Choice([*CASE_FILES, "all"]), default="all")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a field of every case spec, e.g. --set workload.steps=20 (repeatable)")  # fmt: skip
+@click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help=f"also keep each simulated run in this results directory (e.g. {DEFAULT_STORE})")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="print the rows as one JSON list on stdout, nothing else")
+def reproduce_command(case: str, overrides: tuple[str, ...], store_dir: Path | None, as_json: bool) -> None:
+    """Simulate the study's case studies from experiments/reproduce/*.toml and compare each reproduced quantity
+    with the published figure. Rows are `prediction` (the published value was not an input) or `consistency`
+    (it was, directly or through a derived parameter). Exits 1 if a row is out of tolerance."""
+    cases = list(CASE_FILES) if case == "all" else [case]
+
+    def simulate(spec: ExperimentSpec) -> CaseRun:
+        if store_dir is None:
+            return simulate_in_process(spec)
+        outcome = execute(spec, Store(store_dir))
+        if outcome.trace is None or outcome.record.status != "succeeded":
+            raise BenchbedError(f"{spec.source}: simulation failed; see {outcome.run_dir}")
+        values = {k: v.value for k, v in outcome.record.metrics.items()}
+        return CaseRun(spec, outcome.trace, values, outcome.run_dir)
+
+    with err_console.status("simulating") as status:
+        rows = reproduce(cases, simulate, overrides, progress=lambda text: status.update(f"simulating {text}"))
+    if as_json:
+        click.echo(json.dumps([row.as_json() for row in rows], indent=2))
+    else:
+        stdout_console().print(_rows_table(rows))
+    if not all(row.ok for row in rows):
+        sys.exit(1)
+
+
+COMMANDS = (reproduce_command,)

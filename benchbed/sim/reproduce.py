@@ -1,0 +1,190 @@
+"""`benchbed reproduce`: simulate the study's four case studies from their published configurations
+(experiments/reproduce/*.toml) and compare each reproduced quantity with the published figure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchbed import keys as K
+from benchbed.metrics import compute_metrics
+from benchbed.sim import simulate_spec
+from benchbed.spec import ExperimentSpec, expand, load_spec
+from benchbed.trace import Trace
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "reproduce"
+CASE_FILES: dict[str, tuple[str, ...]] = {
+    "case1": ("case1.toml",),
+    "case2": ("case2.toml",),
+    "case3": ("case3-phase1.toml", "case3.toml"),
+    "case4": ("case4.toml",),
+}
+TINKER_PER_MTOK = 3.34  # Tinker's steady average per million tokens (anchors.md §1, TCO table)
+IDLE_TOLERANCE = 0.05
+
+
+@dataclass
+class Row:
+    """One reproduced quantity beside its published value."""
+
+    case: str
+    quantity: str
+    published: float | list[float] | str
+    reproduced: float
+    tolerance: str
+    ok: bool
+    kind: str  # prediction: the published value was not an input; consistency: it was (directly or derived)
+    inputs: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CaseRun:
+    """One simulated variant of a case: its spec, trace and metric values."""
+
+    spec: ExperimentSpec
+    trace: Trace
+    metrics: dict[str, float]
+    run_dir: Path | None = None
+
+
+Simulate = Callable[[ExperimentSpec], CaseRun]
+
+
+def simulate_in_process(spec: ExperimentSpec) -> CaseRun:
+    trace = simulate_spec(spec)
+    values = {k: v.value for k, v in compute_metrics(trace, warmup_steps=spec.warmup_steps).items()}
+    return CaseRun(spec, trace, values)
+
+
+def case_specs(case: str, overrides: tuple[str, ...] = ()) -> list[ExperimentSpec]:
+    """The case's specs, matrix expanded, with `--set`-style overrides applied."""
+    specs: list[ExperimentSpec] = []
+    for filename in CASE_FILES[case]:
+        path = EXPERIMENTS / filename
+        specs.extend(expand(load_spec(path, overrides), str(path)))
+    return specs
+
+
+def _near(case: str, quantity: str, published: float, reproduced: float, rel: float, kind: str,
+          inputs: list[str]) -> Row:  # fmt: skip
+    ok = abs(reproduced - published) <= rel * abs(published)
+    return Row(case, quantity, published, reproduced, f"±{rel:.0%}", ok, kind, inputs)
+
+
+def _idle(case: str, quantity: str, published: float | list[float], reproduced: float, kind: str,
+          inputs: list[str]) -> Row:  # fmt: skip
+    lo, hi = (published, published) if isinstance(published, float) else published
+    ok = lo - IDLE_TOLERANCE <= reproduced <= hi + IDLE_TOLERANCE
+    return Row(case, quantity, published, reproduced, f"±{IDLE_TOLERANCE:.2f}", ok, kind, inputs)
+
+
+def _cost_rows(case: str, run: CaseRun, published: float, framework: str) -> list[Row]:
+    price = float(run.spec.resources.price_per_gpu_hour or 0.0)
+    cost = run.metrics["cost_per_mtok"]
+    implied = published / cost * price
+    tinker_price = TINKER_PER_MTOK / cost * price
+    return [
+        _near(case, f"{framework} $/Mtok at ${price:.2f}/GPU-h (published figure implies ${implied:.2f}/GPU-h)",
+              published, cost, 0.10, "consistency", ["resources.price_per_gpu_hour (assumed)", "step time",
+              "sim.tokens"]),
+        _near(case, f"{framework} cost / Tinker ${TINKER_PER_MTOK}/Mtok (Tinker matches at ${tinker_price:.2f}/GPU-h)",
+              round(published / TINKER_PER_MTOK, 2), cost / TINKER_PER_MTOK, 0.10, "consistency",
+              ["resources.price_per_gpu_hour (assumed)", "Tinker TCO table"]),
+    ]  # fmt: skip
+
+
+def rows_case1(runs: list[CaseRun]) -> list[Row]:
+    (run,) = runs
+    m = run.metrics
+    discard = m["wasted_generation_fraction"]
+    return [
+        _idle("case1", "trainer idle", 0.30, m["trainer_idle_ratio"], "prediction",
+              ["sim.train_step_time (2.75/s)", "sim.concurrency (1.95/s)", "sim.oversample.factor (60%)"]),
+        _near("case1", "trainer samples/s (capacity)", 2.75, m["trainer_capacity_sps"], 0.05, "consistency",
+              ["sim.train_step_time"]),
+        _near("case1", "generator samples/s (delivered to the trainer)", 1.95, m["trainer_throughput_sps"], 0.10,
+              "consistency", ["sim.concurrency", "sim.latency", "sim.oversample"]),
+        Row("case1", "discarded / dispatched rollouts", "up to 0.60", discard, "0.30-0.62", 0.30 <= discard <= 0.62,
+            "consistency", ["sim.oversample.factor"]),
+        *_cost_rows("case1", run, 6.90, "prime-rl"),
+    ]  # fmt: skip
+
+
+def rows_case2(runs: list[CaseRun]) -> list[Row]:
+    (run,) = runs
+    m = run.metrics
+    ratio = m["trainer_capacity_sps"] / m["effective_generator_throughput_sps"]
+    zero = m["zero_adv_group_fraction"]
+    return [
+        _idle("case2", "trainer idle", 0.74, m["trainer_idle_ratio"], "prediction",
+              ["sim.concurrency (5x)", "sim.weight_sync_time (assumed)", "sim.train_step_time (assumed)"]),
+        _near("case2", "trainer consumption / delivered rate", 5.0, ratio, 0.10, "consistency",
+              ["sim.concurrency", "sim.latency", "sim.turns"]),
+        Row("case2", "zero-advantage groups (55% of problems solved 100%)", "at least 0.55", zero, ">= 0.55",
+            zero >= 0.55, "consistency", ["sim.pass_rate.always"]),
+    ]  # fmt: skip
+
+
+def rows_case3(runs: list[CaseRun]) -> list[Row]:
+    by_c = {run.spec.sim["concurrency"]: run for run in runs}
+    rows = []
+    for c in (96, 256, 360):
+        rows.append(_idle("case3", f"trainer idle at {c} concurrent rollouts", [0.30, 0.60],
+                          by_c[c].metrics["trainer_idle_ratio"], "consistency",
+                          ["sim.latency.mean (derived from the idle range)", "sim.saturation", "sim.train_step_time"]))
+    fail_960 = by_c[960].metrics["sandbox_init_failure_rate"]
+    fail_96 = by_c[96].metrics["sandbox_init_failure_rate"]
+    sandbox_inputs = ["sim.sandbox.create_rate (PR #47)", "sim.sandbox.start_timeout_s (PR #47)"]
+    rows.append(Row("case3", "sandbox init failure rate at 960 (init dead)", "> 0", fail_960, "> 0.01",
+                    fail_960 > 0.01, "prediction", sandbox_inputs))
+    rows.append(Row("case3", "sandbox init failure rate at 96", 0.0, fail_96, "< 0.005", fail_96 < 0.005,
+                    "prediction", sandbox_inputs))
+    truncated = [by_c[c].metrics["response_truncated_fraction"] for c in (96, 256, 360)]
+    mean_truncated = float(np.mean(truncated))
+    rows.append(Row("case3", "samples hitting the 128K cap", [0.03, 0.08], mean_truncated, "0.03-0.08",
+                    0.03 <= mean_truncated <= 0.08, "consistency", ["sim.tokens.response_mean"]))
+    return rows
+
+
+def rows_case4(runs: list[CaseRun]) -> list[Row]:
+    (run,) = runs
+    m = run.metrics
+    buffered = run.trace.of(K.SAMPLES_PARTIAL_BUFFERED).set_index("step")["value"]
+    interval = int(run.spec.sim["update_weights_interval"])
+    steady = buffered[buffered.index > run.spec.warmup_steps]
+    after_push = steady[steady.index % interval == 1]
+    rise = float(after_push.mean() / max(steady[steady.index % interval != 1].mean(), 1e-9))
+    return [
+        _idle("case4", "trainer idle", 0.60, m["trainer_idle_ratio"], "consistency",
+              ["sim.concurrency (derived from the idle)", "sim.train_step_time"]),
+        Row("case4", "buffered partials after a weight push / other steps", "rises after steps 5, 10, 15", rise,
+            "> 1.5x", rise > 1.5, "prediction",
+            ["sim.update_weights_interval", "sim.abort_on_weight_push", "sim.oversample.policy"]),
+        *_cost_rows("case4", run, 16.23, "slime"),
+    ]  # fmt: skip
+
+
+ROWS: dict[str, Callable[[list[CaseRun]], list[Row]]] = {
+    "case1": rows_case1, "case2": rows_case2, "case3": rows_case3, "case4": rows_case4,
+}  # fmt: skip
+
+
+def reproduce(cases: list[str], simulate: Simulate = simulate_in_process, overrides: tuple[str, ...] = (),
+              progress: Callable[[str], None] | None = None) -> list[Row]:  # fmt: skip
+    """Simulate every variant of each case and return its table rows."""
+    rows: list[Row] = []
+    for case in cases:
+        runs = []
+        for spec in case_specs(case, overrides):
+            if progress is not None:
+                progress(f"{case}: {spec.name} {spec.variant or ''}".strip())
+            runs.append(simulate(spec))
+        rows.extend(ROWS[case](runs))
+    return rows

@@ -179,8 +179,11 @@ class Rows:
         v_train: int = -1,
         status: str = "",
         attrs: str = "",
+        prompt_tokens: int = -1,
+        response_tokens: int = -1,
     ) -> None:
-        self.rows.append((key, kind, step, t0, t1, value, actor, sample, group, v_start, v_end, v_train, status, attrs))
+        self.rows.append((key, kind, step, t0, t1, value, actor, sample, group, v_start, v_end, v_train, status, attrs,
+                          prompt_tokens, response_tokens))  # fmt: skip
 
     def flush(self, b: TraceBuilder) -> None:
         if not self.rows:

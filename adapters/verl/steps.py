@@ -100,7 +100,7 @@ class AggRows:
 
     _FIXED: ClassVar[dict[str, Any]] = {
         "kind": "agg", "t0": math.nan, "t1": math.nan, "sample": "", "group": "", "status": "",
-        "v_start": -1, "v_end": -1, "v_train": -1,
+        "v_start": -1, "v_end": -1, "v_train": -1, "prompt_tokens": -1, "response_tokens": -1,
     }  # fmt: skip
 
     def __init__(self) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import execute
+from benchbed.sim.calibrate import calibrate, simulated
 from benchbed.sim.reproduce import CASE_FILES, CaseRun, Row, reproduce, simulate_in_process
 from benchbed.spec import ExperimentSpec
 from benchbed.store import DEFAULT_STORE, Store
@@ -65,4 +66,29 @@ def reproduce_command(case: str, overrides: tuple[str, ...], store_dir: Path | N
         sys.exit(1)
 
 
-COMMANDS = (reproduce_command,)
+@click.command(name="calibrate")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), metavar="RUN_DIR")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the calibrated spec here (default: print it on stdout)")  # fmt: skip
+@click.option("--warmup-steps", type=int, default=None, help="steps left out of the fit (default: the record's)")
+def calibrate_command(run_dir: Path, output: Path | None, warmup_steps: int | None) -> None:
+    """Fit a simulator spec to the stored run in RUN_DIR (any adapter's trace.parquet): rollout latency,
+    batch and group size, trainer compute and weight sync, concurrency, pass rates, mode and staleness bound.
+    Every parameter's comment says where it came from; what the trace lacked is listed on stderr with what was
+    assumed, and the round trip (the run's idle and staleness beside the calibrated spec's) is printed there."""
+    cal = calibrate(run_dir, warmup_steps)
+    text = cal.to_toml()
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text)
+        err_console.print(f"calibrated spec: {output}", highlight=False)
+    for line in cal.missing:
+        err_console.print(f"[yellow]missing or fitted:[/] {line}", highlight=False, soft_wrap=True)
+    for name, observed in cal.observed.items():
+        value = simulated(cal, name)
+        shown = "n/a" if value is None else f"{value:.4g}"
+        err_console.print(f"round trip {name}: run {observed:.4g}, calibrated spec {shown}", highlight=False)
+
+
+COMMANDS = (reproduce_command, calibrate_command)

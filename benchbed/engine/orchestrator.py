@@ -305,6 +305,9 @@ class Orchestrator:
                     if turn < self.ref.tool_turns:
                         await asyncio.gather(*(self._tool(r) for r in live))
                 await asyncio.gather(*(self._check(r) for r in live))
+            else:
+                for r in live:
+                    r.status, r.t1, r.error = "aborted", time.time(), "too few sandboxes started to form a group"
             self._group_done(group)
         except asyncio.CancelledError:
             now = time.time()

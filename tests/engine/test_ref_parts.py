@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from benchbed.adapters.base import get_adapter
+
 from benchbed.engine.config import EngineConfig, engine_config
 from benchbed.engine.tasks import CALCULATOR, CHECKER, EOS, OBS, build_tokenizer, response_text
 from benchbed.engine.trainer import advantages

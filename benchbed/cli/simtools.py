@@ -13,8 +13,9 @@ from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import execute
 from benchbed.sim.calibrate import calibrate, simulated
+from benchbed.sim.plan import VARIABLES, parse_target, plan, plan_html
 from benchbed.sim.reproduce import CASE_FILES, CaseRun, Row, reproduce, simulate_in_process
-from benchbed.spec import ExperimentSpec
+from benchbed.spec import ExperimentSpec, load_spec
 from benchbed.store import DEFAULT_STORE, Store
 
 
@@ -91,4 +92,54 @@ def calibrate_command(run_dir: Path, output: Path | None, warmup_steps: int | No
         err_console.print(f"round trip {name}: run {observed:.4g}, calibrated spec {shown}", highlight=False)
 
 
-COMMANDS = (reproduce_command, calibrate_command)
+def _range(text: str | None) -> tuple[int | None, int | None]:
+    if text is None:
+        return None, None
+    try:
+        lo, hi = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise BenchbedError(f"--range {text!r}: expected LO:HI, two integers, e.g. 16:1024") from None
+    return lo, hi
+
+
+@click.command(name="plan")
+@click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
+@click.option("--target", "target_text", required=True, metavar="'METRIC<=X'",
+              help="what must hold, e.g. 'trainer_idle_ratio<=0.1' (also >=, <, >)")  # fmt: skip
+@click.option("--vary", type=click.Choice(VARIABLES), required=True, help="the field to size")
+@click.option("--range", "range_text", default=None, metavar="LO:HI",
+              help="values to search (default: group size to 4x the larger of the spec's value and the closed form "
+                   "for concurrency; 0 to 64 for the staleness bound)")  # fmt: skip
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a spec field (repeatable)")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML page with the curve (default: results/plans/<spec>-<field>.html)")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="print the answer as one JSON object on stdout, nothing else")
+def plan_command(spec_path: Path, target_text: str, vary: str, range_text: str | None, overrides: tuple[str, ...],
+                 output: Path | None, as_json: bool) -> None:  # fmt: skip
+    """The smallest (or largest, as the target requires) value of --vary that meets --target, found by
+    simulating SPEC (a sweep, then bisection), beside the closed-form estimate (generation-bound 1 - rate ratio,
+    the staleness-budget cap, or the synchronous straggler maximum). Writes the curve as an HTML plot."""
+    spec = load_spec(spec_path, overrides)
+    target = parse_target(target_text)
+    lo, hi = _range(range_text)
+    with err_console.status("simulating") as status:
+        result = plan(spec, target, vary, lo, hi, progress=lambda text: status.update(f"simulating {text}"))
+    output = output or Path("results") / "plans" / f"{spec.name}-{vary.split('.')[-1]}.html"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(plan_html(result))
+    if as_json:
+        click.echo(json.dumps({**result.as_json(), "plot": str(output)}, indent=2))
+    else:
+        console = stdout_console()
+        answer = "none" if result.answer is None else str(result.answer)
+        metric = "n/a" if result.answer_metric is None else f"{result.answer_metric:.4g}"
+        estimate = "n/a" if result.closed_form is None else f"{result.closed_form:.4g}"
+        console.print(f"{vary} for {target}: simulated {answer} ({result.note}; {target.metric} = {metric} there)",
+                      highlight=False, soft_wrap=True)  # fmt: skip
+        console.print(f"closed form: {estimate}  [{result.closed_form_formula}]", highlight=False, soft_wrap=True)
+        console.print(f"plot: {output.resolve()}", highlight=False, soft_wrap=True)
+    if result.answer is None:
+        sys.exit(1)
+
+
+COMMANDS = (reproduce_command, calibrate_command, plan_command)

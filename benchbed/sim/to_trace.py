@@ -15,6 +15,7 @@ from benchbed.sim.engine import (
     ABORTED,
     OK,
     SANDBOX_QUEUE_ROW,
+    SANDBOX_START_ROW,
     SANDBOX_STATUSES,
     STATUS_NAMES,
     SimOutcome,
@@ -106,7 +107,7 @@ def _sandboxes(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
     if rows is None:
         return []
     frames = []
-    for row_kind, key in ((SANDBOX_QUEUE_ROW, K.SANDBOX_QUEUE), (SANDBOX_QUEUE_ROW + 1, K.SANDBOX_START)):
+    for row_kind, key in ((SANDBOX_QUEUE_ROW, K.SANDBOX_QUEUE), (SANDBOX_START_ROW, K.SANDBOX_START)):
         part = rows[rows[:, 0] == row_kind]
         frames.append(blocks.frame(
             len(part), key, "span", actor="sandboxes", status=_SANDBOX_STATUS_CODES[part[:, 4].astype(int)],

@@ -269,6 +269,15 @@ def test_every_design_metric_is_registered():
         "sandbox_queue_p99_s",
         "step_time_mean_s",
         "startup_s",
+        # issue 12: partial rollout, response cap and cost (README deliberate additions)
+        "staleness_env_mean",
+        "staleness_env_max",
+        "partial_resumed_fraction",
+        "partial_buffered_per_step",
+        "response_truncated_fraction",
+        "gpu_hours_per_step",
+        "cost_per_step",
+        "cost_per_mtok",
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)

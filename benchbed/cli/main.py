@@ -16,6 +16,7 @@ from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.export import export
 from benchbed.cli.nightly import compare, history, nightly
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
@@ -261,6 +262,7 @@ def demo(store_dir: Path) -> None:
 
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
+cli.add_command(export)
 cli.add_command(nightly)
 cli.add_command(compare)
 cli.add_command(history)

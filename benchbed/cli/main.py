@@ -16,6 +16,7 @@ from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.export import export
 from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
@@ -266,3 +267,4 @@ def demo(store_dir: Path) -> None:
 
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
+cli.add_command(export)

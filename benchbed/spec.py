@@ -74,6 +74,9 @@ class SlurmSpec(_Strict):
     container_mounts: list[str] = Field(default_factory=list, description="extra SRC:DST mounts; the run dir is one")
     env: dict[str, str] = Field(default_factory=dict, description="exported in the batch script (never secrets)")
     sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
+    ray_cluster: bool | None = Field(
+        None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"
+    )
 
 
 class RaySpec(_Strict):

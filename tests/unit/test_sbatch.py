@@ -4,6 +4,7 @@ be written into one: secrets."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ SIM_PLAN = LaunchPlan(argv=["/opt/venv/bin/python", "-m", "benchbed.sim", "--spe
 
 
 def check_golden(name: str, text: str) -> None:
+    """The script parses as bash, and matches its golden file."""
+    syntax = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+    assert syntax.returncode == 0, syntax.stderr
     path = GOLDEN / name
     if os.environ.get("BENCHBED_UPDATE_GOLDEN"):
         path.write_text(text)
@@ -75,3 +79,26 @@ def test_slurm_table_is_strict():
         build_spec({"name": "x", "adapter": "sim", "slurm": {"gpus": 8}})
     with pytest.raises(SpecError, match="slurm.time_limit"):
         build_spec({"name": "x", "adapter": "sim", "slurm": {"time_limit": "two hours"}})
+
+
+def test_slime_ray_job_submit_gets_a_ray_cluster_over_the_allocation():
+    spec = build_spec({"name": "slime nightly", "adapter": "slime",
+                       "resources": {"trainer_gpus": 8, "generator_gpus": 8, "gpus_per_node": 8}})  # fmt: skip
+    plan = LaunchPlan(
+        argv=["ray", "job", "submit", "--address", "http://127.0.0.1:8265", "--runtime-env-json",
+              '{"env_vars":{"PYTHONPATH":"/root/Megatron-LM"}}', "--", "python3", "/root/slime/train.py",
+              "--actor-num-nodes", "1"],
+        cwd="/root/slime",
+    )  # fmt: skip
+    script = render_script(spec, plan, RUN_DIR)
+    check_golden("slime-ray-cluster.sbatch", script)
+    assert "--dashboard-port=8265" in script  # where the rendered `ray job submit --address` looks
+
+
+def test_ray_cluster_only_when_needed_or_asked():
+    single = build_spec({"name": "x", "adapter": "sim", "slurm": {"nodes": 1, "gpus_per_node": 0}})
+    assert "ray start" not in render_script(single, SIM_PLAN, RUN_DIR)
+    asked = build_spec({"name": "x", "adapter": "sim", "slurm": {"nodes": 1, "ray_cluster": True}})
+    assert "ray start --head" in render_script(asked, SIM_PLAN, RUN_DIR)
+    declined = build_spec({"name": "x", "adapter": "sim", "slurm": {"nodes": 4, "ray_cluster": False}})
+    assert "ray start" not in render_script(declined, SIM_PLAN, RUN_DIR)

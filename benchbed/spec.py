@@ -148,6 +148,9 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     for table in ("slurm", "ray"):  # launcher tables join the id only when given, so older ids stay valid
         if data.get(table) is None:
             data.pop(table, None)
+    for key in ("price_per_gpu_hour", "trainer_price_per_gpu_hour", "generator_price_per_gpu_hour"):
+        if data["resources"].get(key) is None:  # prices join the id only when given, so older ids stay valid
+            data["resources"].pop(key, None)
     if not data.get("ref"):
         data.pop("ref", None)  # added later: specs without it keep their spec_id
     return data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -57,11 +58,11 @@ def test_prime_rl_fixture_round_trips_and_a_metrics_only_fixture_says_what_it_as
     sim = simulate_calibrated(cal)
     assert sim["trainer_idle_ratio"] == pytest.approx(cal.observed["trainer_idle_ratio"], abs=0.03)
     # 5 window steps of 8 samples: staleness is too coarse for a 10% round trip, and calibrate says so.
-    assert any(line.startswith("staleness_mean: only 39 trained samples") for line in cal.missing)
+    assert any(re.match(r"staleness_mean: only \d+ trained samples", line) for line in cal.missing)
     bare = ingest(FIXTURES / "verl" / "verl-0.9.1-v1_separate_async", "verl", store).run_dir
     cal = calibrate(bare)
     assert any(line.startswith("sim.latency: mean fitted by simulation") for line in cal.missing)
-    assert any(line.startswith("workload.group_size") for line in cal.missing)
+    assert any(line.startswith("sim.concurrency: no rollout spans") for line in cal.missing)
     assert simulate_calibrated(cal)["trainer_idle_ratio"] == pytest.approx(cal.observed["trainer_idle_ratio"],
                                                                            abs=0.03)  # fmt: skip
 

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from benchbed.errors import SpecError
+from benchbed.secrets import is_secret_name, redact_mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,6 +59,14 @@ class SandboxSpec(_Strict):
     image: str | None = None
 
 
+def _refuse_secrets(env: dict[str, str]) -> dict[str, str]:
+    secret = sorted(k for k in env if is_secret_name(k))
+    if secret:
+        raise ValueError(f"{secret} look like secrets: they must come from the cluster's own environment, never "
+                         "from a spec (specs are stored with every record)")  # fmt: skip
+    return env
+
+
 class SlurmSpec(_Strict):
     """`[slurm]`: how `--launcher slurm` asks for the allocation; unset fields come from [resources] and timeout_s."""
 
@@ -73,6 +82,11 @@ class SlurmSpec(_Strict):
     container_image: str | None = Field(None, description="pyxis/enroot image; the command runs in it via srun")
     container_mounts: list[str] = Field(default_factory=list, description="extra SRC:DST mounts; the run dir is one")
     env: dict[str, str] = Field(default_factory=dict, description="exported in the batch script (never secrets)")
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_secrets(env)
     sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
     ray_cluster: bool | None = Field(
         None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"
@@ -89,6 +103,11 @@ class RaySpec(_Strict):
     entrypoint_memory: int | None = Field(None, ge=0, description="bytes")
     entrypoint_resources: dict[str, float] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict, description="runtime_env env_vars (never secrets)")
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_secrets(env)
 
 
 class ExperimentSpec(_Strict):
@@ -167,7 +186,7 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
         elif err["type"] == "missing":
             lines.append(f"{source}: missing required field '{path}'")
         else:
-            lines.append(f"{source}: field '{path}': {err['msg']} (got {err.get('input')!r})")
+            lines.append(f"{source}: field '{path}': {err['msg']} (got {redact_mapping(err.get('input'))!r})")
     return "; ".join(lines)
 
 

@@ -18,7 +18,7 @@ from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
-from benchbed.launch.rayjob import RaySubmission, check_no_secrets, entrypoint, unwrap, with_env
+from benchbed.launch.rayjob import RaySubmission, entrypoint, unwrap, with_env
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, secret_values
 from benchbed.spec import ExperimentSpec, RaySpec
@@ -136,7 +136,6 @@ class RayLauncher:
         return address
 
     def _runtime_env(self, plan: LaunchPlan, options: RaySpec, sub: RaySubmission) -> dict[str, Any]:
-        check_no_secrets(options.env, "[ray].env")
         runtime_env = with_env(sub.runtime_env, plan.env, options.env)
         working_dir = options.working_dir or self.working_dir
         if working_dir:

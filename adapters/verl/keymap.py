@@ -18,7 +18,6 @@ else:  # pragma: no cover
 
 KEYMAP_FILE = Path(__file__).with_name("keymap.toml")
 TIMING_PREFIX = "timing_s/"
-V1_MODES = ("v1_sync", "v1_colocate_async", "v1_separate_async")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.export import export
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, render
@@ -276,3 +277,4 @@ def demo(store_dir: Path) -> None:
 
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
+cli.add_command(export)

@@ -14,7 +14,7 @@ from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
 from benchbed.launch.local import LaunchResult, run_plan
 from benchbed.metrics import compute_metrics
-from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, benchbed_info, machine_info, utc_now
+from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
 from benchbed.spec import ExperimentSpec
 from benchbed.store import Store, write_record
@@ -73,10 +73,12 @@ def execute(
     store: Store,
     on_line: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
+    suite: SuiteInfo | None = None,
 ) -> RunOutcome:
-    """Launch one spec, keep its artifacts in a fresh run directory, and record the result."""
+    """Launch one spec (its `repeat`-th run), keep its artifacts in a fresh run directory, and record the result."""
     adapter = get_adapter(spec.adapter)
     record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, "local")
+    record.repeat, record.suite = spec.repeat, suite
     while True:
         run_dir = store.propose_run_dir(record.machine.name, spec.adapter, spec.spec_id, record.benchbed.commit)
         plan = adapter.render(spec, run_dir)  # invalid specs fail here, before anything is stored

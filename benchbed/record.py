@@ -67,6 +67,15 @@ class ErrorInfo(_Model):
     log_tail: str = ""
 
 
+class SuiteInfo(_Model):
+    """Where a run sits in a suite: its series is (machine, entry); `night` groups one invocation's repeats."""
+
+    name: str
+    entry: str
+    night: str
+    watch: list[str] = Field(default_factory=list)
+
+
 class RunRecord(_Model):
     format_version: int = FORMAT_VERSION
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -77,6 +86,8 @@ class RunRecord(_Model):
     benchbed: BenchbedInfo
     machine: MachineInfo
     launcher: str = "local"
+    repeat: int = 0
+    suite: SuiteInfo | None = None
     started_at: str = Field(default_factory=lambda: utc_now().isoformat())
     finished_at: str | None = None
     duration_s: float | None = None

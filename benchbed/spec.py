@@ -85,11 +85,17 @@ class ExperimentSpec(_Strict):
     )
     variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
     _source: str = PrivateAttr(default="<spec>")
+    _repeat: int = PrivateAttr(default=0)
 
     @property
     def source(self) -> str:
         """Where the spec came from (file path, plus the matrix point), for error messages."""
         return self._source
+
+    @property
+    def repeat(self) -> int:
+        """Index of this launch among the spec's `repeats` (0-based); not part of the spec, so not of spec_id."""
+        return self._repeat
 
     @property
     def spec_id(self) -> str:
@@ -136,6 +142,8 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json")
     data.pop("description", None)
     data.pop("matrix", None)
+    if not data.get("ref"):
+        data.pop("ref", None)  # added later: specs without it keep their spec_id
     return data
 
 
@@ -284,3 +292,13 @@ def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]
         data["variant"] = dict(zip(keys, values, strict=True))
         out.append(build_spec(data, f"{source} (matrix point {data['variant']})"))
     return out
+
+
+def repeated(spec: ExperimentSpec) -> list[ExperimentSpec]:
+    """One copy of `spec` per repeat, each knowing its index; all share the spec_id."""
+    copies = []
+    for index in range(spec.repeats):
+        one = spec.model_copy(deep=True)
+        one._source, one._repeat = spec.source, index
+        copies.append(one)
+    return copies

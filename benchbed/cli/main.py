@@ -17,12 +17,13 @@ from rich.table import Table
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.export import export
+from benchbed.cli.nightly import compare, history, nightly
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact_env
-from benchbed.spec import ExperimentSpec, expand, load_spec
+from benchbed.spec import ExperimentSpec, expand, load_spec, repeated
 from benchbed.store import DEFAULT_STORE, Store, read_record
 from benchbed.trace import read_trace
 
@@ -92,8 +93,9 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
 
 def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None) -> list[RunOutcome]:
     outcomes = []
-    for spec in specs:
+    for spec in (one for each in specs for one in repeated(each)):
         label = f"{spec.adapter}: {spec.name}" + (f" {spec.variant}" if spec.variant else "")
+        label += f" (repeat {spec.repeat + 1}/{spec.repeats})" if spec.repeats > 1 else ""
         with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
             outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s)
         if not as_json:
@@ -141,7 +143,8 @@ def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: f
         store_dir: Path, as_json: bool) -> None:  # fmt: skip
     """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
 
-    A spec with a [matrix] table launches one run per combination. Exit status 1 if any run failed."""
+    A spec with a [matrix] table launches one run per combination, each `repeats` times (the simulator's seed
+    is sim.seed + the repeat index). Exit status 1 if any run failed."""
     specs = _load_specs(spec_path, overrides)
     store = Store(store_dir)
     if dry_run:
@@ -254,16 +257,21 @@ def _cell(value: object) -> str:
 
 
 @cli.command()
+@click.option("--real", is_flag=True,
+              help="run a short real GRPO run of the CPU reference engine (adapter ref) instead of the simulator")
 @store_option
-def demo(store_dir: Path) -> None:
-    """Simulate the embedded quickstart experiment, store it, write its report and print where it is."""
+def demo(real: bool, store_dir: Path) -> None:
+    """Simulate the embedded quickstart experiment, store it, write its report and print where it is.
+
+    With --real, run the reference engine for 10 steps (about a minute on 2 cores) and report that run."""
     from benchbed.report import write_report
 
-    source = resources.files("benchbed") / "data" / "quickstart.toml"
+    source = resources.files("benchbed") / "data" / ("ref-demo.toml" if real else "quickstart.toml")
     with resources.as_file(source) as spec_path:
         spec = load_spec(spec_path)
     store = Store(store_dir)
-    with launch_progress(f"simulating {spec.name} ({spec.workload.steps} steps)") as on_line:
+    verb = "running" if real else "simulating"
+    with launch_progress(f"{verb} {spec.name} ({spec.workload.steps} steps)") as on_line:
         outcome = execute(spec, store, on_line=on_line)
     if outcome.trace is None:
         _summarize(outcome, stdout_console())
@@ -278,3 +286,6 @@ def demo(store_dir: Path) -> None:
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
 cli.add_command(export)
+cli.add_command(nightly)
+cli.add_command(compare)
+cli.add_command(history)

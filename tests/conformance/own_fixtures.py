@@ -16,6 +16,7 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "prime_rl": ("prime_rl/head-*", "prime_rl/v0.*", "prime_rl/*.log"),
     "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*"),
     "example": ("example/*",),
+    "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

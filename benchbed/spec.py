@@ -205,10 +205,9 @@ def validation_problems(exc: ValidationError, prefix: str = "") -> list[str]:
             lines.append(f"unknown field '{path}'")
         elif err["type"] == "missing":
             lines.append(f"missing required field '{path}'")
-        elif path:
-            lines.append(f"field '{path}': {err['msg']} (got {err.get('input')!r})")
         else:
-            lines.append(f"{err['msg']} (got {err.get('input')!r})")
+            message = err["msg"].removeprefix("Value error, ")  # a model's own check says what is wrong
+            lines.append(f"field '{path}': {message} (got {err.get('input')!r})" if path else message)
     return lines
 
 

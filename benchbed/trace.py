@@ -194,6 +194,25 @@ class TraceBuilder:
     def agg(self, key: str, step: int, value: float, **fields: Any) -> None:
         self.add(key, "agg", step=step, value=value, **fields)
 
+    def extend_columns(self, n: int, values: Mapping[str, Any]) -> None:
+        """Append n rows at once: each column from a sequence of length n, a scalar shared by all, or its default."""
+        unknown = set(values) - set(COLUMNS)
+        if unknown:
+            raise TraceError(f"unknown trace column(s) {sorted(unknown)}; expected {list(COLUMNS)}")
+        for col in COLUMNS:
+            given = values.get(col, _DEFAULTS.get(col))
+            if isinstance(given, (list, tuple)):
+                if len(given) != n:
+                    raise TraceError(f"column {col!r}: {len(given)} values for {n} rows")
+                self.columns[col].extend(given)
+            else:
+                self.columns[col].extend([given] * n)
+
+    def extend_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Append rows given as tuples in COLUMNS order."""
+        if rows:
+            self.extend_columns(len(rows), dict(zip(COLUMNS, zip(*rows, strict=True), strict=True)))
+
     def __len__(self) -> int:
         return len(self.columns["key"])
 

@@ -16,6 +16,8 @@ from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 from benchbed.adapters.prime_rl.sandbox import SANDBOX_RUNTIMES, is_provisioning_error
 from orjson import loads as _loads  # ~3x faster than the standard library on episode records
 
+from benchbed.adapterkit.lines import JsonLines
+
 STEP_DIR = re.compile(r"^step_(\d+)$")
 _ID_START = b'{"id":"'
 _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
@@ -74,7 +76,7 @@ def read_step_folder(step: int, folder: Path) -> StepFiles:
         return out
     if source is all_path:
         out.sources.append(str(all_path))
-    for lineno, record in _read_records(source, out.warnings):
+    for lineno, record in JsonLines(source, out.warnings, load_record):
         episode = episode_from_record(record, step, f"{source}:{lineno}", out.warnings)
         if episode is not None:
             out.episodes.append(episode)
@@ -121,30 +123,6 @@ def _read_ids(path: Path, warnings: list[str]) -> list[str]:
                 warnings.append(f"{path}:{lineno}: skipped effective episode line without a readable id")
         pos = end + 1
     return ids
-
-
-def _read_records(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
-    lines = path.read_bytes().split(b"\n")
-    last = len(lines)
-    while last and not lines[last - 1].strip():
-        last -= 1
-    complete = path.stat().st_size == 0 or lines[-1] == b""
-    out = []
-    for i in range(last):
-        raw = lines[i]
-        if not raw.strip():
-            continue
-        try:
-            record = load_record(raw)
-        except ValueError as exc:
-            kind = "truncated last line" if i == last - 1 and not complete else "line that is not JSON"
-            warnings.append(f"{path}:{i + 1}: skipped {kind} ({exc.__class__.__name__})")
-            continue
-        if isinstance(record, dict):
-            out.append((i + 1, record))
-        else:
-            warnings.append(f"{path}:{i + 1}: skipped line that is not a JSON object")
-    return out
 
 
 def slim(raw: bytes) -> bytes:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from benchbed.adapters.verl.keymap import TIMING_PREFIX, ModeMap
 from benchbed.adapters.verl.records import Record
 
 from benchbed import keys as K
+from benchbed.adapterkit.breakdown import StepBreakdown
+from benchbed.adapterkit.rows import AggRows
 from benchbed.trace import TraceBuilder, attrs_json
 
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
@@ -32,7 +34,7 @@ class StepSummary:
     segments: int = 0
     last_step: int = -1
     timing_keys: set[str] = field(default_factory=set)
-    clamped: list[int] = field(default_factory=list)
+    breakdown: StepBreakdown = field(default_factory=StepBreakdown)
     local_steps: dict[int, int] = field(default_factory=dict)
 
 
@@ -71,7 +73,7 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
         if action is not None:
             return action
         if key in mm.framework:
-            action = ("framework", "framework." + mm.framework[key])
+            action = ("framework", mm.framework[key])
         elif key == step_key:
             action = ("step", K.TRAINER_STEP)
         elif key.startswith(TIMING_PREFIX) and not key.startswith("timing_s/agent_loop/"):
@@ -79,7 +81,7 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
             if name in mm.not_trainer:
                 action = ("native", "native." + key) if mm.native(key) else ("ignore", "")
             elif name in mm.outside_step:
-                action = ("outside", mm.components.get(name, K.TRAINER_OTHER))
+                action = ("outside", mm.outside_step[name])
             elif name in mm.components:
                 action = ("inside", mm.components[name])
             else:
@@ -92,41 +94,6 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
         return action
 
     return classify
-
-
-class AggRows:
-    """Agg rows gathered column-wise and handed to a TraceBuilder in one go (the parse of 10k steps x 300 keys
-    makes hundreds of thousands of rows; one builder call per row would dominate the run time)."""
-
-    _FIXED: ClassVar[dict[str, Any]] = {
-        "kind": "agg", "t0": math.nan, "t1": math.nan, "sample": "", "group": "", "status": "",
-        "v_start": -1, "v_end": -1, "v_train": -1,
-    }  # fmt: skip
-
-    def __init__(self) -> None:
-        self.key: list[str] = []
-        self.step: list[int] = []
-        self.value: list[float] = []
-        self.actor: list[str] = []
-        self.attrs: list[str] = []
-
-    def add(self, key: str, step: int, value: float, actor: str = "", attrs: str = "") -> None:
-        self.key.append(key)
-        self.step.append(step)
-        self.value.append(value)
-        self.actor.append(actor)
-        self.attrs.append(attrs)
-
-    def flush(self, builder: TraceBuilder) -> None:
-        n = len(self.key)
-        filled = {"key": self.key, "step": self.step, "value": self.value, "actor": self.actor, "attrs": self.attrs}
-        for column, values in builder.columns.items():
-            if column in filled:
-                values.extend(filled[column])
-            elif column in self._FIXED:
-                values.extend([self._FIXED[column]] * n)
-            else:
-                raise AssertionError(f"trace column {column!r} is new; teach AggRows its default")
 
 
 def _plan(data: dict[str, Any], classify: Callable[[str], Action]) -> list[tuple[str, str, str]]:
@@ -155,6 +122,7 @@ def emit_steps(
     cycles = mm.record == "sync_cycle"
     rows = AggRows()
     agg = rows.add
+    breakdown = summary.breakdown
     timing_kinds = ("inside", "outside", "step", "timer")
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
@@ -209,13 +177,10 @@ def emit_steps(
                             agg(key, step, value, "trainer", attrs)
                 continue
             total = step_time + outside
-            other = total - sum(named.values())
-            if other < -1e-6:
-                summary.clamped.append(step)
+            parts = breakdown.settle(step, total, named, f"{rec.source}:{rec.line}")
             agg(K.TRAINER_STEP, step, total, "trainer", attrs)
-            for key, value in named.items():
-                agg(key, step, float(value), "trainer", attrs)
-            agg(K.TRAINER_OTHER, step, max(0.0, other), "trainer", attrs)
+            for key, value in parts.items():
+                agg(key, step, value, "trainer", attrs)
             samples = samples_for(step, local)
             if samples is not None:
                 agg(K.SAMPLES_TRAINED, step, samples, "", attrs)

@@ -217,7 +217,22 @@ class TraceBuilder:
         return len(self.columns["key"])
 
     def build(self, meta: TraceMeta) -> Trace:
-        return Trace(pd.DataFrame(self.columns), meta)
+        """The Trace; columns go to typed arrays first (repeated strings as categoricals), which is what makes
+        building 10^5-10^6 rows cheap. A column that does not fit its type is left to normalize_events' errors."""
+        return Trace(pd.DataFrame({col: _typed(col, values) for col, values in self.columns.items()}), meta)
+
+
+def _typed(col: str, values: list[Any]) -> Any:
+    try:
+        if col in FLOAT_COLUMNS:
+            return np.asarray(values, dtype=np.float64)
+        if col in INT_COLUMNS:
+            return np.asarray(values, dtype=np.int64)
+        if col in _CATEGORICAL and all(v.__class__ is str for v in set(values)):
+            return pd.Categorical(values)
+    except (ValueError, TypeError, OverflowError):
+        pass
+    return values
 
 
 def attrs_json(attrs: Mapping[str, Any]) -> str:

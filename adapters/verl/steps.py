@@ -119,72 +119,101 @@ def emit_steps(
     summary = StepSummary(segments=len(segments))
     classify = _classifier(mm)
     plans: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
-    cycles = mm.record == "sync_cycle"
     rows = AggRows()
-    agg = rows.add
-    breakdown = summary.breakdown
-    timing_kinds = ("inside", "outside", "step", "timer")
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
-        prev_global = None
+        by_plan: dict[tuple[str, ...], list[Record]] = {}
         for rec in segment.records:
-            data = rec.data
-            signature = tuple(data)
-            plan = plans.get(signature)
-            if plan is None:
-                plan = plans[signature] = _plan(data, classify)
-                summary.timing_keys.update(key for key, kind, _ in plan if kind in timing_kinds)
-            step = rec.step
-            step_time = math.nan
-            named = dict.fromkeys(_NAMED, 0.0)
-            outside = 0.0
-            timed = False
-            for key, kind, target in plan:
-                value = data[key]
-                kind_of_value = type(value)
-                if kind_of_value is not float and kind_of_value is not int:
-                    continue
-                if value != value:  # NaN
-                    continue
-                if kind == "inside":
-                    named[target] += value
-                    timed = True
-                elif kind == "step":
-                    step_time = float(value)
-                elif kind == "outside":
-                    outside += value
-                    if target != K.TRAINER_OTHER:
-                        named[target] += value
-                    timed = True
-                elif kind == "timer":
-                    timed = True
-                else:
-                    agg(target, step, float(value), "", attrs)
-            local = 1
-            if cycles:
-                global_step = data.get("training/global_step")
-                if isinstance(global_step, (int, float)) and prev_global is not None:
-                    local = max(1, int(global_step) - prev_global)
-                elif isinstance(global_step, (int, float)) and segment.index == 0:
-                    local = max(1, int(global_step))
-                if isinstance(global_step, (int, float)):
-                    prev_global = int(global_step)
-                summary.local_steps[step] = local
-            if math.isnan(step_time):
-                if timed:
-                    for key, value in named.items():
-                        if value:
-                            agg(key, step, value, "trainer", attrs)
-                continue
-            total = step_time + outside
-            parts = breakdown.settle(step, total, named, f"{rec.source}:{rec.line}")
-            agg(K.TRAINER_STEP, step, total, "trainer", attrs)
-            for key, value in parts.items():
-                agg(key, step, value, "trainer", attrs)
-            samples = samples_for(step, local)
-            if samples is not None:
-                agg(K.SAMPLES_TRAINED, step, samples, "", attrs)
-            summary.steps += 1
-            summary.last_step = step
+            signature = tuple(rec.data)
+            if signature not in plans:
+                plans[signature] = _plan(rec.data, classify)
+                summary.timing_keys.update(key for key, kind, _ in plans[signature] if kind in _TIMING_KINDS)
+            by_plan.setdefault(signature, []).append(rec)
+        timing = {sig: [step for step in plans[sig] if step[1] in _TIMING_KINDS] for sig in by_plan}
+        _emit_timing(segment, timing, mm.record == "sync_cycle", rows, samples_for, summary, attrs)
+        for signature, records in by_plan.items():
+            _emit_figures(records, plans[signature], rows, attrs)
     rows.flush(builder)
     return summary
+
+
+_TIMING_KINDS = ("inside", "outside", "step", "timer")
+
+
+def _emit_figures(records: list[Record], plan: list[tuple[str, str, str]], rows: AggRows, attrs: str) -> None:
+    """verl's own and native figures of records that share a key set, one key at a time (a comprehension per key
+    rather than a call per row: these are most of the rows)."""
+    steps = [rec.step for rec in records]
+    for key, kind, target in plan:
+        if kind in _TIMING_KINDS:
+            continue
+        values = [rec.data[key] for rec in records]
+        ok = [(v.__class__ is float and v == v) or v.__class__ is int for v in values]  # numbers, not NaN or bool
+        if all(ok):
+            rows.extend(target, steps, [float(v) for v in values], "", attrs)
+        else:
+            kept = [s for s, good in zip(steps, ok, strict=True) if good]
+            rows.extend(target, kept, [float(v) for v, good in zip(values, ok, strict=True) if good], "", attrs)
+
+
+def _emit_timing(
+    segment: Segment,
+    timing: dict[tuple[str, ...], list[tuple[str, str, str]]],
+    cycles: bool,
+    rows: AggRows,
+    samples_for: Callable[[int, int], float | None],
+    summary: StepSummary,
+    attrs: str,
+) -> None:
+    """trainer.step and its five components per record, and samples trained (`timing`: the timer keys of each
+    key set)."""
+    agg = rows.add
+    prev_global = None
+    for rec in segment.records:
+        data = rec.data
+        step = rec.step
+        step_time = math.nan
+        named = dict.fromkeys(_NAMED, 0.0)
+        outside = 0.0
+        timed = False
+        for key, kind, target in timing[tuple(data)]:
+            value = data[key]
+            if (value.__class__ is not float and value.__class__ is not int) or value != value:
+                continue
+            if kind == "inside":
+                named[target] += value
+                timed = True
+            elif kind == "step":
+                step_time = float(value)
+            elif kind == "outside":
+                outside += value
+                if target != K.TRAINER_OTHER:
+                    named[target] += value
+                timed = True
+            else:
+                timed = True
+        local = 1
+        if cycles:
+            global_step = data.get("training/global_step")
+            if isinstance(global_step, (int, float)) and prev_global is not None:
+                local = max(1, int(global_step) - prev_global)
+            elif isinstance(global_step, (int, float)) and segment.index == 0:
+                local = max(1, int(global_step))
+            if isinstance(global_step, (int, float)):
+                prev_global = int(global_step)
+            summary.local_steps[step] = local
+        if math.isnan(step_time):
+            if timed:
+                for key, value in named.items():
+                    if value:
+                        agg(key, step, value, "trainer", attrs)
+            continue
+        total = step_time + outside
+        agg(K.TRAINER_STEP, step, total, "trainer", attrs)
+        for key, value in summary.breakdown.settle(step, total, named, f"{rec.source}:{rec.line}").items():
+            agg(key, step, value, "trainer", attrs)
+        samples = samples_for(step, local)
+        if samples is not None:
+            agg(K.SAMPLES_TRAINED, step, samples, "", attrs)
+        summary.steps += 1
+        summary.last_step = step

@@ -30,6 +30,15 @@ class AggRows:
         self.actor.append(actor)
         self.attrs.append(attrs)
 
+    def extend(self, key: str, steps: list[int], values: list[float], actor: str = "", attrs: str = "") -> None:
+        """Many rows of one key at once."""
+        n = len(steps)
+        self.key += [key] * n
+        self.step += steps
+        self.value += values
+        self.actor += [actor] * n
+        self.attrs += [attrs] * n
+
     def __len__(self) -> int:
         return len(self.key)
 

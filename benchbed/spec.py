@@ -75,6 +75,7 @@ class ExperimentSpec(_Strict):
     slime: dict[str, Any] = Field(default_factory=dict)
     prime_rl: dict[str, Any] = Field(default_factory=dict)
     local: dict[str, Any] = Field(default_factory=dict)
+    ref: dict[str, Any] = Field(default_factory=dict, description="the CPU reference engine (adapter ref)")
     sandbox_bench: dict[str, Any] = Field(default_factory=dict, description="sandbox-bench sweep: levels, per_level")
     matrix: dict[str, list[Any]] = Field(
         default_factory=dict, description="dotted field -> list of values; expands to one spec per combination"
@@ -100,6 +101,8 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json")
     data.pop("description", None)
     data.pop("matrix", None)
+    if not data.get("ref"):
+        data.pop("ref", None)  # added later: specs without it keep their spec_id
     return data
 
 

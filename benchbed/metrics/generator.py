@@ -10,10 +10,10 @@ from benchbed.metrics.registry import MetricResult, metric
 from benchbed.metrics.trainer import compute_seconds_per_step
 
 
-def _union_length(t0: np.ndarray, t1: np.ndarray) -> float:
-    """Total length covered by a set of intervals (overlaps counted once)."""
+def merged_intervals(t0: np.ndarray, t1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of a set of intervals as sorted, disjoint (starts, ends)."""
     if len(t0) == 0:
-        return 0.0
+        return np.empty(0), np.empty(0)
     order = np.argsort(t0, kind="stable")
     starts, ends = t0[order], t1[order]
     running_end = np.maximum.accumulate(ends)
@@ -22,10 +22,20 @@ def _union_length(t0: np.ndarray, t1: np.ndarray) -> float:
     new_block[0] = True
     new_block[1:] = starts[1:] > running_end[:-1]
     block_ids = np.cumsum(new_block) - 1
-    block_start = starts[new_block]
     block_end = np.zeros(block_ids[-1] + 1)
     np.maximum.at(block_end, block_ids, ends)
-    return float((block_end - block_start).sum())
+    return starts[new_block], block_end
+
+
+def covered_before(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time in `t`, how much of the disjoint sorted blocks (starts, ends) lies before it."""
+    if len(starts) == 0:
+        return np.zeros(len(t))
+    lengths = ends - starts
+    cumulative = np.concatenate([[0.0], np.cumsum(lengths)])
+    i = np.searchsorted(starts, t, side="right") - 1
+    inside = np.clip(t - starts[np.maximum(i, 0)], 0.0, lengths[np.maximum(i, 0)])
+    return np.where(i < 0, 0.0, cumulative[np.maximum(i, 0)] + inside)
 
 
 @metric("generator_utilization", "ratio", True, "time-average of running rollouts / generator concurrency")
@@ -39,19 +49,57 @@ def generator_utilization(ctx: MetricContext) -> MetricResult:
     return float(overlap.sum() / (concurrency * (w1 - w0))), "span"
 
 
-@metric("generator_paused_ratio", "ratio", False, "union of generator.paused spans / window")
-def generator_paused_ratio(ctx: MetricContext) -> MetricResult:
+PAUSED_DEFINITION = (
+    "fraction of the window in which free generator slots (at least one group's worth) could not start work "
+    "because admission held them back (staleness bound, synchronous alternation, weight sync): union of "
+    "generator.paused spans / window (agg: Σ paused / Σ step)"
+)
+ADMISSION_IDLE_DEFINITION = (
+    "slot-time lost to admission: ∫ free slots during generator.paused spans dt / (concurrency × window); "
+    "utilisation + this + slots idle for other reasons = 1 (agg: Σ paused / Σ step, the whole generator paused)"
+)
+
+
+def _window_pauses(ctx: MetricContext) -> tuple[np.ndarray, np.ndarray] | None:
+    """generator.paused spans clipped to the window and merged, or None without spans or a window."""
     spans = ctx.rows(K.GENERATOR_PAUSED, "span")
-    if ctx.window is not None and len(spans):
-        w0, w1 = ctx.window
-        t0 = np.clip(spans["t0"].to_numpy(), w0, w1)
-        t1 = np.clip(spans["t1"].to_numpy(), w0, w1)
-        return _union_length(t0, t1) / (w1 - w0), "span"
+    if ctx.window is None or not len(spans):
+        return None
+    w0, w1 = ctx.window
+    return merged_intervals(np.clip(spans["t0"].to_numpy(), w0, w1), np.clip(spans["t1"].to_numpy(), w0, w1))
+
+
+def _agg_paused_ratio(ctx: MetricContext) -> MetricResult:
     paused = ctx.agg_sum(K.GENERATOR_PAUSED)
     window = ctx.window_seconds
     if paused is None or window is None or window[0] <= 0:
         return None
     return min(1.0, paused / window[0]), "agg"
+
+
+@metric("generator_paused_ratio", "ratio", False, PAUSED_DEFINITION)
+def generator_paused_ratio(ctx: MetricContext) -> MetricResult:
+    pauses = _window_pauses(ctx)
+    if pauses is None:
+        return _agg_paused_ratio(ctx)
+    w0, w1 = ctx.window  # type: ignore[misc]
+    return float((pauses[1] - pauses[0]).sum() / (w1 - w0)), "span"
+
+
+@metric("generator_admission_idle_ratio", "ratio", False, ADMISSION_IDLE_DEFINITION)
+def generator_admission_idle_ratio(ctx: MetricContext) -> MetricResult:
+    pauses = _window_pauses(ctx)
+    if pauses is None:
+        return None if len(ctx.rows(K.GENERATOR_PAUSED, "span")) else _agg_paused_ratio(ctx)
+    concurrency = ctx.trace.meta.concurrency
+    spans = ctx.rows(K.ROLLOUT, "span")
+    if not concurrency or not len(spans):
+        return None
+    starts, ends = pauses
+    busy = covered_before(starts, ends, spans["t1"].to_numpy()) - covered_before(starts, ends, spans["t0"].to_numpy())
+    w0, w1 = ctx.window  # type: ignore[misc]
+    held_back = concurrency * float((ends - starts).sum()) - float(busy.sum())
+    return max(0.0, held_back) / (concurrency * (w1 - w0)), "span"
 
 
 def samples_per_step(ctx: MetricContext) -> tuple[float, str] | None:

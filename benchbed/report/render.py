@@ -9,6 +9,7 @@ from pathlib import Path
 import jinja2
 
 from benchbed.record import RunRecord, utc_now
+from benchbed.report.comparison import build_comparison, markdown_comparison
 from benchbed.report.sections import Section, build_sections
 from benchbed.report.tables import MetricRow, format_value, markdown_summary, metric_rows, run_label, status_line
 from benchbed.secrets import redact
@@ -69,6 +70,7 @@ def render_html(runs: list[tuple[RunRecord, Trace]]) -> str:
     return template.render(
         runs=[_run_view(record, trace) for record, trace in runs],
         families=families,
+        comparison=build_comparison(runs) if len(runs) > 1 else None,
         with_framework=any(row.has_framework for row in rows),
         generated_at=utc_now().strftime("%Y-%m-%d %H:%M:%S UTC"),
     )
@@ -82,4 +84,6 @@ def write_report(runs: list[tuple[RunRecord, Trace]], out_html: Path) -> str:
     tmp = out_html.with_name(f".{out_html.name}.{os.getpid()}.tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(out_html)
-    return markdown_summary([record for record, _ in runs], [trace for _, trace in runs])
+    records = [record for record, _ in runs]
+    comparison = markdown_comparison(records) if len(records) > 1 else ""
+    return comparison + markdown_summary(records, [trace for _, trace in runs])

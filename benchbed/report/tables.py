@@ -21,8 +21,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "trainer_other_ratio", "step_time_mean_s", "startup_s",
     ),
     "generator / throughput": (
-        "generator_utilization", "generator_paused_ratio", "trainer_capacity_sps", "trainer_throughput_sps",
-        "generator_throughput_sps", "effective_generator_throughput_sps", "rate_gap",
+        "generator_utilization", "generator_paused_ratio", "generator_admission_idle_ratio", "trainer_capacity_sps",
+        "trainer_throughput_sps", "generator_throughput_sps", "effective_generator_throughput_sps", "rate_gap",
     ),
     "staleness": (
         "staleness_mean", "staleness_p50", "staleness_p99", "staleness_max", "staleness_in_flight_mean",

@@ -4,9 +4,11 @@ helpers work under any pytest import mode)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from benchbed.adapters.base import get_adapter
 
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord
@@ -75,3 +77,38 @@ def make_record() -> Callable[..., RunRecord]:
 def sim_run() -> Callable[..., tuple[RunRecord, Trace]]:
     """Simulate a small run: sim_run(name, steps, **sim_table)."""
     return _sim_run
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FRAMEWORK_FIXTURES = (("verl", "verl/verl-0.9.1-v1_sync"), ("slime", "slime/fully_async_swe"),
+                      ("prime_rl", "prime_rl/head-559b447"))  # fmt: skip
+
+
+def _fixture_run(adapter: str, fixture: str) -> tuple[RunRecord, Trace]:
+    """A framework's fixture parsed and measured as `benchbed ingest` would (no resources known)."""
+    trace = get_adapter(adapter).parse(FIXTURES / fixture)
+    name = fixture.split("/")[-1]
+    record = _make_record(trace, compute_metrics(trace), name=name)
+    adapter_info = record.adapter.model_copy(update={"version": trace.meta.framework_version})
+    return record.model_copy(update={"adapter": adapter_info}), trace
+
+
+def _matrix_run(concurrency: int, seed: int) -> tuple[RunRecord, Trace]:
+    """One repeat of a simulated matrix point; repeats share the spec (and spec_id) and differ in their seed."""
+    table = {"mode": "async", "concurrency": concurrency, "latency": {"dist": "lognormal", "mean": 30.0, "cv": 0.5},
+             "train_step_time": 10.0, "pass_rate": {"dist": "beta", "a": 0.5, "b": 0.5}}  # fmt: skip
+    data = {"name": "sweep", "adapter": "sim", "variant": {"sim.concurrency": concurrency},
+            "workload": {"prompts_per_step": 2, "group_size": 8, "steps": 10, "max_staleness": 1},
+            "resources": {"trainer_gpus": 2, "generator_gpus": 6}}  # fmt: skip
+    spec = build_spec({**data, "sim": table})
+    trace = simulate_spec(build_spec({**data, "sim": {**table, "seed": seed}}))
+    record = _make_record(trace, compute_metrics(trace), name="sweep")
+    return record.model_copy(update={"spec": spec.model_dump(mode="json"), "spec_id": spec.spec_id}), trace
+
+
+@pytest.fixture(scope="session")
+def comparison_runs() -> list[tuple[RunRecord, Trace]]:
+    """The three frameworks' fixture runs and a simulated concurrency sweep with two repeats per point."""
+    runs = [_fixture_run(adapter, fixture) for adapter, fixture in FRAMEWORK_FIXTURES]
+    runs += [_matrix_run(c, seed) for c in (16, 48) for seed in (0, 1)]
+    return runs

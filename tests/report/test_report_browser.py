@@ -85,3 +85,42 @@ def test_report_loads_without_errors_and_shows_the_metric_table(
     assert errors == []
     driver.execute_script("console.error('benchbed-probe')")  # the console channel really reports errors
     assert any("benchbed-probe" in entry["message"] for entry in driver.get_log("browser"))
+
+
+def test_comparison_report_fits_1280_px_and_every_plot_is_labelled(
+    driver: object, comparison_runs: list[tuple[RunRecord, Trace]], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    page = tmp_path / "compare.html"
+    write_report(comparison_runs, page)
+    driver.set_window_size(1280, 2000)
+    driver.get(page.as_uri())
+    width = driver.execute_script("return document.documentElement.clientWidth")
+    assert driver.execute_script("return document.body.scrollWidth") <= width  # no horizontal overflow
+    # the wide tables scroll inside their own box, with the metric names kept in view
+    assert driver.execute_script(
+        "return getComputedStyle(document.querySelector('#compare-metrics td')).position") == "sticky"
+    figures = driver.find_elements(By.CSS_SELECTOR, "section.compare-plot figure svg")
+    drawn = {s.get_attribute("data-section") for s in driver.find_elements(By.CSS_SELECTOR, "section.compare-plot")}
+    assert {"per_gpu", "breakdown", "generator", "staleness", "sandboxes", "step_times", "waste",
+            "matrix-sim.concurrency"} <= drawn  # fmt: skip
+    assert len(figures) >= 8
+    for svg in figures:
+        assert svg.size["width"] <= width
+        texts = driver.execute_script(
+            """const svg = arguments[0], text = sel => [...svg.querySelectorAll(sel)].map(e => e.textContent.trim());
+            return {title: text('[id^="title-"]'), x: text('[id^="xlabel-"]'), y: text('[id^="ylabel-"]'),
+                    legend: text('[id^="legend-"]')};""",
+            svg,
+        )
+        assert texts["title"] and all(texts["title"]), texts
+        assert texts["x"] and all(texts["x"]) and texts["y"] and all(texts["y"]), texts
+        assert texts["legend"] and all(texts["legend"]), texts
+        assert any("(" in label for label in texts["x"] + texts["y"]), texts  # a unit on at least one axis
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched == []
+    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    height = driver.execute_script("return document.getElementById('metrics-heading').offsetTop")
+    driver.set_window_size(1280, min(int(height), 9000))
+    assert driver.save_screenshot(str(tmp_path / "comparison.png"))

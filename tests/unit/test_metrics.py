@@ -94,6 +94,9 @@ def test_generator_utilization_and_pauses(span_trace):
     assert m["generator_utilization"] == pytest.approx(54 / 90)
     # pauses clipped to the window: [12, 18] (two overlapping spans) and [35, 40] = 11 s
     assert m["generator_paused_ratio"] == pytest.approx(11 / 30)
+    # slot-time held back: 3 slots × 11 s of pauses = 33, minus rollouts running inside them
+    # ([12, 18]: s3 6, s4 6, s5 1; [35, 40]: s7 3, s8 4 = 20) = 13 slot-seconds of 3 × 30
+    assert m["generator_admission_idle_ratio"] == pytest.approx(13 / 90)
 
 
 def test_staleness_family(span_trace):
@@ -182,6 +185,7 @@ def test_metrics_from_agg_rows_only():
     assert m["wasted_generation_fraction"] == pytest.approx(0.2)
     assert m["zero_adv_group_fraction"] == pytest.approx(0.4)
     assert m["generator_paused_ratio"] == pytest.approx(0.2)
+    assert m["generator_admission_idle_ratio"] == pytest.approx(0.2)  # per-step pauses stop the whole generator
     assert all(v.source == "agg" for v in metrics.values())
     # no spans, no rollouts, no concurrency: these cannot be computed and are absent, not 0
     for absent in ("generator_utilization", "staleness_mean", "startup_s", "sandbox_init_failure_rate"):
@@ -240,6 +244,7 @@ def test_every_design_metric_is_registered():
         "trainer_other_ratio",
         "generator_utilization",
         "generator_paused_ratio",
+        "generator_admission_idle_ratio",
         "trainer_capacity_sps",
         "trainer_throughput_sps",
         "generator_throughput_sps",

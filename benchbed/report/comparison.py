@@ -1,0 +1,290 @@
+"""The comparison section at the top of a multi-run report: groups, what differs, aggregated metrics and the
+side-by-side figures. Figures that no group can supply are left out with a sentence saying why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchbed.metrics import METRICS, series
+from benchbed.record import RunRecord
+from benchbed.report import compare_plots
+from benchbed.report.compare import (
+    GPU_DENOMINATOR,
+    PER_GPU_SUFFIX,
+    Interval,
+    RunGroup,
+    aggregate,
+    gpu_count,
+    group_runs,
+    matrix_axes,
+    matrix_curves,
+    per_gpu_unit,
+    what_differs,
+)  # fmt: skip
+from benchbed.report.tables import FAMILIES, TextTable, family_of
+from benchbed.trace import Trace
+
+BREAKDOWN_RATIOS = {
+    "wait": "trainer_idle_ratio", "compute": "trainer_compute_ratio", "weight_sync": "trainer_weight_sync_ratio",
+    "checkpoint": "trainer_checkpoint_ratio", "other": "trainer_other_ratio",
+}  # fmt: skip
+# Drawn against each matrix axis, the first MAX_CURVE_PANELS that have values (raw throughput only without GPUs).
+CURVE_METRICS = (
+    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_per_gpu", "trainer_throughput_sps",
+    "staleness_mean", "wasted_generation_fraction",
+)  # fmt: skip
+MAX_CURVE_PANELS = 4
+MARKDOWN_DIFFERS = 8  # fields of 'what differs' in the terminal summary
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A comparison figure (inline SVG) and its caption, or why it is missing."""
+
+    key: str
+    title: str
+    svg: str = ""
+    caption: str = ""
+    unavailable: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the template shows above the per-run sections of a multi-run report."""
+
+    groups: TextTable
+    differs: TextTable
+    metrics: TextTable
+    figures: tuple[Figure, ...]
+    denominator: str
+
+
+def _interval_cell(iv: Interval | None) -> str:
+    return "—" if iv is None else iv.text()
+
+
+def _group_table(groups: Sequence[RunGroup], traces: dict[str, Trace]) -> TextTable:
+    rows = []
+    for g in groups:
+        first = g.records[0]
+        version = " / ".join(dict.fromkeys(r.adapter.version or traces[r.run_id].meta.framework_version or "—"
+                                           for r in g.records))  # fmt: skip
+        rows.append((g.label, g.adapter, version, first.adapter.mode or traces[first.run_id].meta.mode or "—",
+                     str(g.n), ", ".join(r.run_id for r in g.records), str(gpu_count(first) or "—")))  # fmt: skip
+    header = ("group", "adapter", "framework version", "mode", "n", "runs", "GPUs")
+    return TextTable(header, tuple(rows))
+
+
+def _metric_order(name: str) -> tuple[int, int, str]:
+    base = name.removesuffix(PER_GPU_SUFFIX)
+    family = family_of(base if base in METRICS else base + "_sps")
+    families = [*FAMILIES, "other"]
+    known = FAMILIES.get(family, ())
+    source = base if base in known else base + "_sps"
+    position = known.index(source) if source in known else len(known)
+    return families.index(family), position * 2 + (1 if name.endswith(PER_GPU_SUFFIX) else 0), name
+
+
+def _unit(name: str, records: Sequence[RunRecord]) -> str:
+    if name.endswith(PER_GPU_SUFFIX):
+        return per_gpu_unit(name, records)
+    return next((r.metrics[name].unit for r in records if name in r.metrics), "")
+
+
+def _metrics_table(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> TextTable:
+    records = [r for g in groups for r in g.records]
+    names = sorted((n for n in aggregated if not n.startswith("framework_")), key=_metric_order)
+    rows = tuple(
+        (name, _unit(name, records), *(_interval_cell(iv) for iv in aggregated[name])) for name in names
+    )
+    return TextTable(("metric", "unit", *(g.label for g in groups)), rows)
+
+
+def _breakdown(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> Figure:
+    title = "Trainer step breakdown"
+    step = aggregated.get("step_time_mean_s", [None] * len(groups))
+    seconds: list[dict[str, float] | None] = []
+    for i in range(len(groups)):
+        parts = {c: aggregated[m][i] for c, m in BREAKDOWN_RATIOS.items() if m in aggregated}
+        if step[i] is None or not any(parts.values()):
+            seconds.append(None)
+            continue
+        seconds.append({c: iv.median * step[i].median for c, iv in parts.items() if iv is not None})
+    if not any(seconds):
+        return Figure("breakdown", title, unavailable="No run has trainer component ratios and a step time.")
+    svg = compare_plots.breakdown_bars([g.label for g in groups], seconds, [g.n for g in groups])
+    caption = ("Median step time split by the median trainer ratios (wait = trainer_idle_ratio); components a "
+               "framework does not log are absent, the rest of the step is 'other'.")  # fmt: skip
+    return Figure("breakdown", title, svg, caption)
+
+
+def _bars(key: str, title: str, groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]],
+          names: dict[str, str], xlabel: str, caption: str, percent: bool = True) -> Figure:  # fmt: skip
+    series_ = {label: aggregated[name] for name, label in names.items() if name in aggregated}
+    if not any(iv for values in series_.values() for iv in values):
+        return Figure(key, title, unavailable=f"No run has {', '.join(names)}.")
+    svg = compare_plots.interval_bars(title, [g.label for g in groups], series_, xlabel, percent=percent)
+    return Figure(key, title, svg, caption)
+
+
+def _pooled(groups: Sequence[RunGroup], traces: dict[str, Trace],
+            values: Callable[[RunRecord, Trace], np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
+    """Each group's values pooled over its repeats; groups without any are left out."""
+    out = {}
+    for g in groups:
+        parts = [values(r, traces[r.run_id]) for r in g.records]
+        pooled = np.concatenate(parts) if parts else np.empty(0)
+        if len(pooled):
+            out[g.label] = pooled
+    return out
+
+
+def _warmup(record: RunRecord) -> int:
+    return int(record.spec.get("warmup_steps", 1))
+
+
+def _staleness(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dict[str, str]) -> Figure:
+    title = "Staleness of trained samples"
+    curves = _pooled(groups, traces, lambda r, t: series.staleness_values(t, _warmup(r)).astype(float))
+    if not curves:
+        return Figure("staleness", title, unavailable="No run has trained rollouts with known versions.")
+    svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, "staleness v_train − v_start (versions)",
+                                      discrete=True)  # fmt: skip
+    return Figure("staleness", title, svg, "Trained samples after warm-up, pooled over each group's repeats.")
+
+
+def _sandbox_starts(record: RunRecord, trace: Trace) -> np.ndarray:
+    starts = series.sandbox_starts(trace)
+    ok = starts[(starts["status"] == "ok") & starts["start_s"].notna()]
+    return ok["start_s"].to_numpy(dtype=float)
+
+
+def _sandboxes(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dict[str, str]) -> Figure:
+    title = "Sandbox start latency"
+    has = {g.label for g in groups for r in g.records if (traces[r.run_id].events["key"] == "sandbox.start").any()}
+    curves = _pooled([g for g in groups if g.label in has], traces, _sandbox_starts)
+    if not curves:
+        return Figure("sandboxes", title, unavailable="No run has successful sandbox.start spans.")
+    xlabel = "start latency, create → ready (time; unit on each tick)"
+    svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, xlabel, seconds=True)
+    return Figure("sandboxes", title, svg, "Successful sandbox starts of the whole run (start-up included), "
+                  "admission wait excluded, pooled over each group's repeats.")  # fmt: skip
+
+
+def _step_durations(record: RunRecord, trace: Trace) -> np.ndarray:
+    frame = series.step_breakdown(trace).frame
+    return frame.loc[frame["step"] > _warmup(record), "step_s"].dropna().to_numpy(dtype=float)
+
+
+def _step_times(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dict[str, str]) -> Figure:
+    title = "Per-step time distribution"
+    durations = [np.concatenate([_step_durations(r, traces[r.run_id]) for r in g.records]) for g in groups]
+    if not any(len(d) for d in durations):
+        return Figure("step_times", title, unavailable="No run has per-step trainer durations.")
+    svg = compare_plots.step_time_boxes([g.label for g in groups], durations, [colors[g.label] for g in groups])
+    return Figure("step_times", title, svg, "Trainer step durations after warm-up, pooled over repeats.")
+
+
+def _per_gpu(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> list[Figure]:
+    title = "Throughput per GPU"
+    caption = (f"Trained samples per second divided by {GPU_DENOMINATOR}: the same denominator for every mode and "
+               "framework.")  # fmt: skip
+    if not any(aggregated.get("trainer_throughput" + PER_GPU_SUFFIX, [])):
+        why = "no run's spec states its GPUs (ingested runs do not), or no run has trainer_throughput_sps"
+        return [Figure("per_gpu", title, unavailable=f"Not available ({why}).")]
+    names = {"trainer_throughput" + PER_GPU_SUFFIX: "trained samples/s per GPU"}
+    out = [_bars("per_gpu", title + " (samples)", groups, aggregated, names, "throughput (samples/s per GPU)",
+                 caption + " n/a: the run's spec states no GPUs.", False)]  # fmt: skip
+    tokens = {n: n.removesuffix(PER_GPU_SUFFIX).replace("_", " ") + " per GPU" for n in aggregated
+              if n.endswith(PER_GPU_SUFFIX) and "token" in n}  # fmt: skip
+    if tokens:
+        caption = f"Tokens per second divided by {GPU_DENOMINATOR}."
+        out.append(_bars("per_gpu_tokens", title + " (tokens)", groups, aggregated, tokens,
+                         "throughput (tokens/s per GPU)", caption, False))  # fmt: skip
+    return out
+
+
+def _curves(groups: Sequence[RunGroup], records: Sequence[RunRecord]) -> list[Figure]:
+    figures = []
+    for axis in matrix_axes(groups):
+        panels = {}
+        for name in CURVE_METRICS:
+            curves = matrix_curves(groups, axis, name)
+            if name == "trainer_throughput_sps" and "trainer_throughput_per_gpu" in panels:
+                continue
+            if curves and len(panels) < MAX_CURVE_PANELS:
+                panels[name] = (_unit(name, records), curves)
+        title = f"Matrix: metrics versus {axis}"
+        if not panels:
+            figures.append(Figure(f"matrix-{axis}", title, unavailable="No headline metric along this axis."))
+            continue
+        caption = (f"Median over repeats at each value of {axis}, with the 95% interval of the median as error bars; "
+                   "one line per combination of the other matrix fields.")  # fmt: skip
+        figures.append(Figure(f"matrix-{axis}", title, compare_plots.matrix_panels(axis, panels), caption))
+    return figures
+
+
+def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
+    """The comparison of these runs: repeats grouped by (adapter, spec) and aggregated, figures side by side."""
+    records = [r for r, _ in runs]
+    traces = {r.run_id: t for r, t in runs}
+    groups = group_runs(records)
+    aggregated = aggregate(groups)
+    colors = dict(zip((g.label for g in groups), compare_plots.group_colors(len(groups)), strict=True))
+    differs = what_differs(groups)
+    figures: list[Figure] = [
+        *_per_gpu(groups, aggregated),
+        _breakdown(groups, aggregated),
+        _bars("generator", "Generator utilisation and admission", groups, aggregated,
+              {"generator_utilization": "utilisation", "generator_admission_idle_ratio": "slot-time held back",
+               "generator_paused_ratio": "paused (free slots held back)"},
+              "fraction of the window (%)",
+              "Utilisation: busy slot-time / (slots × window). Slot-time held back: free slots that admission "
+              "(staleness bound, synchronous alternation, weight sync) kept idle. Paused: share of the window in "
+              "which any free slots were held back."),  # fmt: skip
+        _staleness(groups, traces, colors),
+        _sandboxes(groups, traces, colors),
+        _step_times(groups, traces, colors),
+        _bars("waste", "Zero-advantage groups and wasted generation", groups, aggregated,
+              {"zero_adv_group_fraction": "zero-advantage groups", "wasted_generation_fraction": "wasted samples",
+               "dropped_stale_fraction": "dropped for staleness"},
+              "fraction (%)", "Zero-advantage: finished groups whose rewards all agree. Wasted: finished samples "
+              "never trained on (dropped, filtered, discarded)."),  # fmt: skip
+        *_curves(groups, records),
+    ]
+    return Comparison(
+        groups=_group_table(groups, traces),
+        differs=TextTable(("field", *(g.label for g in groups)), tuple((f, *v) for f, v in differs)),
+        metrics=_metrics_table(groups, aggregated),
+        figures=tuple(figures),
+        denominator=GPU_DENOMINATOR,
+    )
+
+
+MARKDOWN_METRICS = (
+    "trainer_idle_ratio", "generator_utilization", "generator_admission_idle_ratio", "trainer_throughput_sps",
+    "trainer_throughput_per_gpu", "staleness_mean", "zero_adv_group_fraction", "wasted_generation_fraction",
+    "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s",
+)  # fmt: skip
+
+
+def markdown_comparison(records: Sequence[RunRecord]) -> str:
+    """The comparison as a compact Markdown table: headline metrics by group, median [95% interval] n."""
+    groups = group_runs(records)
+    aggregated = aggregate(groups, MARKDOWN_METRICS)
+    rows = [(name, values) for name, values in aggregated.items() if any(values)]
+    lines = ["## Comparison (median [95% interval] n=runs, per group of repeats)", ""]
+    lines.append("| metric | unit | " + " | ".join(g.label.replace("|", "\\|") for g in groups) + " |")
+    lines.append("|" + "---|" * (2 + len(groups)))
+    lines += [f"| {name} | {_unit(name, records)} | " + " | ".join(map(_interval_cell, values)) + " |"
+              for name, values in rows]  # fmt: skip
+    differs = what_differs(groups)
+    if differs:
+        shown = "; ".join(f"{field}: {' vs '.join(values)}" for field, values in differs[:MARKDOWN_DIFFERS])
+        hidden = len(differs) - MARKDOWN_DIFFERS
+        more = f"; and {hidden} more fields (see the HTML report)" if hidden > 0 else ""
+        lines += ["", f"What differs: {shown}{more}"]
+    return "\n".join(lines) + "\n\n"

@@ -23,11 +23,11 @@ _ID_START = b'{"id":"'
 _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
 # Most of a record's bytes are what benchbed never reads: each trace's message graph and model calls (token ids,
 # logprobs), the task payload (prompt, data) stored once per episode and once per trace, and the agent's config.
-# They are cut out by byte search before parsing. Pydantic dumps fields in declaration order (verifiers@a60a606:
-# Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent, tools,
-# nodes, calls, request_rewrites, ...; AgentInfo = config, runtime, ...; AgentConfig ends with its timeout and
-# retries tables), and `,"` / `},"` never occur inside a JSON string, so the markers are structural. A cut that
-# does not fit (a nested key of the same name) leaves invalid JSON, and then the whole line is parsed instead.
+# They are cut out by byte search before parsing. Pydantic dumps fields in declaration order (verifiers@a60a606
+# and 0.3.1: Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent,
+# tools, nodes, calls, mm_token_type_id_map (0.3.1 on), request_rewrites, ...; AgentInfo = config, runtime, ...;
+# AgentConfig ends with its timeout and retries tables), and `,"` / `},"` never occur inside a JSON string, so
+# the markers are structural. A cut that does not fit (a nested key of the same name) leaves invalid JSON, and then the whole line is parsed instead.
 _TASK = b',"task":{"type":'
 _TASK_ENDS = (b'},"group":{"id":', b'},"run":{"type":')
 _TRACE_TASK_END = b'},"agent":{'
@@ -35,7 +35,7 @@ _CONFIG = b'"config":{'
 _CONFIG_END = b'}},"runtime":{'
 _TOOLS = b',"tools":['
 _NODES = b',"nodes":['
-_CALLS_END = b'],"request_rewrites":['
+_CALLS_ENDS = (b'],"mm_token_type_id_map":', b'],"request_rewrites":[')
 MAX_MESSAGE = 500
 
 
@@ -144,9 +144,10 @@ def slim(raw: bytes) -> bytes:
         if raw.startswith(_CONFIG, agent_body) and 0 <= k < raw.find(_TOOLS, agent_body):
             cuts.append((agent_body, k + 3))  # from `"config":{` up to the runtime info's `"runtime":{`
         n = raw.find(_NODES, j)
-        m = raw.find(_CALLS_END, n) if n >= 0 else -1
-        if m < 0:
+        ends = [m for marker in _CALLS_ENDS if (m := raw.find(marker, n)) >= 0] if n >= 0 else []
+        if not ends:
             break
+        m = min(ends)
         cuts.append((n, m + 1))
         pos = m
     if not cuts:

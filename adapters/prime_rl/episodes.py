@@ -27,7 +27,8 @@ _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
 # and 0.3.1: Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent,
 # tools, nodes, calls, mm_token_type_id_map (0.3.1 on), request_rewrites, ...; AgentInfo = config, runtime, ...;
 # AgentConfig ends with its timeout and retries tables), and `,"` / `},"` never occur inside a JSON string, so
-# the markers are structural. A cut that does not fit (a nested key of the same name) leaves invalid JSON, and then the whole line is parsed instead.
+# the markers are structural. A cut that does not fit (a nested key of the same name) leaves invalid JSON, and
+# then the whole line is parsed instead.
 _TASK = b',"task":{"type":'
 _TASK_ENDS = (b'},"group":{"id":', b'},"run":{"type":')
 _TRACE_TASK_END = b'},"agent":{'

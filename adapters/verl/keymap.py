@@ -18,7 +18,9 @@ class ModeMap:
 
     version: str
     mode: str
-    step_timer: str
+    step_timer: str  # "" = no timer around the step: trainer.step is the sum of the phase timers
+    timing_prefix: str
+    first_step: int  # the step number the release logs first (benchbed counts steps from 1)
     components: dict[str, str]
     outside_step: dict[str, str]
     not_trainer: frozenset[str]
@@ -45,10 +47,6 @@ def nearest_version(version: str) -> tuple[str, bool]:
     return keymap().nearest(version)
 
 
-def _timer(native: str) -> str:
-    return native.removeprefix(TIMING_PREFIX)
-
-
 def mode_map(version: str, mode: str) -> ModeMap:
     """The map for a key-map release and trainer mode ('v1' and unknown V1 modes use the sync rules)."""
     km = keymap()
@@ -58,10 +56,18 @@ def mode_map(version: str, mode: str) -> ModeMap:
     if key is None:
         key = "v0" if "v0" in modes else modes[0]
     natives = km.at(version, "native", key)
+    prefix = facts.get("timing_prefix", TIMING_PREFIX)
+
+    def _timer(native: str) -> str:
+        return native.removeprefix(prefix)
+
+    steps = km.natives(version, "step", key)
     return ModeMap(
         version=version,
         mode=key,
-        step_timer=_timer(km.natives(version, "step", key)[0]),
+        step_timer=_timer(steps[0]) if steps else "",
+        timing_prefix=prefix,
+        first_step=int(facts.get("first_step", 1)),
         components={_timer(n): c for n, c in km.mapping(version, "component", key).items()},
         outside_step={_timer(n): c for n, c in km.mapping(version, "outside_step", key).items()},
         not_trainer=frozenset(_timer(n) for n in km.natives(version, "not_trainer", key)),

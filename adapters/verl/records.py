@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,10 +56,14 @@ def is_file_logger_jsonl(path: Path) -> bool:
 
 
 def read_jsonl(path: Path) -> Reading:
-    """Every `{"step": N, "data": {...}}` line; a cut-off last line is dropped with a warning (the run stopped)."""
+    """Every `{"step": N, "data": {...}}` line; a cut-off last line is dropped with a warning (the run stopped).
+
+    verl's file logger writes json.dumps output, which spells a NaN or inf value as a bare token: the line is kept
+    and only that value is left out (one warning per key)."""
     out = Reading()
     lines = JsonLines(path, out.warnings, loads_lenient)
     records = out.records
+    non_finite: dict[str, list[int]] = {}
     for number, obj in lines:
         step, data = obj.get("step"), obj.get("data")
         if data.__class__ is not dict or step.__class__ is not int:
@@ -66,8 +71,16 @@ def read_jsonl(path: Path) -> Reading:
                 f'{path}:{number}: not a file-logger record (step {step!r}); expected {{"step": N, "data": {{...}}}}'
             )
             continue
+        bad = [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)]
+        if bad:
+            data = {k: v for k, v in data.items() if k not in bad}
+            for key in bad:
+                non_finite.setdefault(key, []).append(step)
         records.append(Record(step, data, str(path), number))
     out.truncated = lines.truncated
+    for key, steps in sorted(non_finite.items()):
+        shown = ", ".join(map(str, steps[:10])) + (" ..." if len(steps) > 10 else "")
+        out.warnings.append(f"{path}: {key} is NaN or infinite at step(s) {shown}; left out there")
     return out
 
 
@@ -153,14 +166,17 @@ def read_console(path: Path) -> Reading:
     wrapped: tuple[str, Record, int] | None = None  # (payload, record, bad pairs) of the last step line
     dump_start: int | None = None
     bad_pairs = 0
+    writers: list[str] = []  # which process printed each line before the steps (Ray actor and pid)
     for number, raw in enumerate(lines, 1):
-        line, actor = clean_console_line(raw)
+        actor, pid, line = split_ray_line(raw)
+        actor = actor or None
         if actor:
             out.actors.add(actor)
         if not out.records and len(before_steps) < _MAX_CONFIG_LINES:
             if dump_start is None and line.startswith("{'") and "':" in line:
                 dump_start = len(before_steps)
             before_steps.append(line)
+            writers.append(f"{actor or ''}:{pid}")
         if not out.crashed and any(marker in line for marker in _CRASH_MARKERS):
             out.crashed = True
             out.warnings.append(f"{path}:{number}: the run crashed here (traceback or RayTaskError); it is partial")
@@ -191,6 +207,12 @@ def read_console(path: Path) -> Reading:
             out.records.append(Record(int(match.group("step")), data, str(path), number))
             wrapped = (payload.split("\r", 1)[0], out.records[-1], bad)
     if before_steps:
+        if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's
+            printer = writers[dump_start]
+            before_steps = before_steps[:dump_start] + [
+                text for text, who in zip(before_steps[dump_start:], writers[dump_start:], strict=True)
+                if who == printer
+            ]
         out.config = config_from_lines(before_steps, dump_start, path, out.warnings)
     if bad_pairs:
         out.warnings.append(

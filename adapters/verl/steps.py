@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbed.adapters.verl.keymap import TIMING_PREFIX, ModeMap
+from benchbed.adapters.verl.keymap import ModeMap
 from benchbed.adapters.verl.records import Record
 
 from benchbed import keys as K
@@ -35,6 +35,10 @@ class StepSummary:
     last_step: int = -1
     timing_keys: set[str] = field(default_factory=set)
     breakdown: StepBreakdown = field(default_factory=StepBreakdown)
+    negative: dict[int, list[str]] = field(default_factory=dict)  # step -> timers with a negative duration
+    null_step: list[int] = field(default_factory=list)  # steps whose step timer is null or not a number
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # (first, last) missing step of each gap
+    summed: bool = False  # trainer.step is the sum of the phase timers (no step timer in this release)
     local_steps: dict[int, int] = field(default_factory=dict)
 
 
@@ -66,7 +70,8 @@ def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
 
 def _classifier(mm: ModeMap) -> Callable[[str], Action]:
     cache: dict[str, Action] = {}
-    step_key = TIMING_PREFIX + mm.step_timer
+    prefix = mm.timing_prefix
+    step_key = prefix + mm.step_timer if mm.step_timer else None
 
     def classify(key: str) -> Action:
         action = cache.get(key)
@@ -76,8 +81,8 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
             action = ("framework", mm.framework[key])
         elif key == step_key:
             action = ("step", K.TRAINER_STEP)
-        elif key.startswith(TIMING_PREFIX) and not key.startswith("timing_s/agent_loop/"):
-            name = key[len(TIMING_PREFIX) :]
+        elif key.startswith(prefix) and not key.startswith(prefix + "agent_loop/"):
+            name = key[len(prefix) :]
             if name in mm.not_trainer:
                 action = ("native", "native." + key) if mm.native(key) else ("ignore", "")
             elif name in mm.outside_step:
@@ -120,8 +125,12 @@ def emit_steps(
     classify = _classifier(mm)
     plans: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
     rows = AggRows()
+    offset = 1 - mm.first_step
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
+        for before, after in zip(segment.records, segment.records[1:], strict=False):
+            if after.step > before.step + 1:
+                summary.gaps.append((before.step + 1 + offset, after.step - 1 + offset))
         by_plan: dict[tuple[str, ...], list[Record]] = {}
         for rec in segment.records:
             signature = tuple(rec.data)
@@ -130,9 +139,9 @@ def emit_steps(
                 summary.timing_keys.update(key for key, kind, _ in plans[signature] if kind in _TIMING_KINDS)
             by_plan.setdefault(signature, []).append(rec)
         timing = {sig: [step for step in plans[sig] if step[1] in _TIMING_KINDS] for sig in by_plan}
-        _emit_timing(segment, timing, mm.record == "sync_cycle", rows, samples_for, summary, attrs)
+        _emit_timing(segment, timing, mm, rows, samples_for, summary, attrs)
         for signature, records in by_plan.items():
-            _emit_figures(records, plans[signature], rows, attrs)
+            _emit_figures(records, plans[signature], rows, attrs, offset)
     rows.flush(builder)
     return summary
 
@@ -140,10 +149,12 @@ def emit_steps(
 _TIMING_KINDS = ("inside", "outside", "step", "timer")
 
 
-def _emit_figures(records: list[Record], plan: list[tuple[str, str, str]], rows: AggRows, attrs: str) -> None:
+def _emit_figures(
+    records: list[Record], plan: list[tuple[str, str, str]], rows: AggRows, attrs: str, offset: int
+) -> None:
     """verl's own and native figures of records that share a key set, one key at a time (a comprehension per key
     rather than a call per row: these are most of the rows)."""
-    steps = [rec.step for rec in records]
+    steps = [rec.step + offset for rec in records]
     for key, kind, target in plan:
         if kind in _TIMING_KINDS:
             continue
@@ -159,7 +170,7 @@ def _emit_figures(records: list[Record], plan: list[tuple[str, str, str]], rows:
 def _emit_timing(
     segment: Segment,
     timing: dict[tuple[str, ...], list[tuple[str, str, str]]],
-    cycles: bool,
+    mm: ModeMap,
     rows: AggRows,
     samples_for: Callable[[int, int], float | None],
     summary: StepSummary,
@@ -169,19 +180,30 @@ def _emit_timing(
     key set)."""
     agg = rows.add
     prev_global = None
+    cycles = mm.record == "sync_cycle"
     for rec in segment.records:
         data = rec.data
-        step = rec.step
+        step = rec.step + 1 - mm.first_step
         step_time = math.nan
         named = dict.fromkeys(_NAMED, 0.0)
         outside = 0.0
+        phases = 0.0  # every timer inside the step, named or not
         timed = False
+        negative: list[str] = []
         for key, kind, target in timing[tuple(data)]:
             value = data[key]
-            if (value.__class__ is not float and value.__class__ is not int) or value != value:
+            if value.__class__ is not float and value.__class__ is not int:
+                if kind == "step":
+                    summary.null_step.append(step)
+                continue
+            if value != value:  # NaN
+                continue
+            if value < 0:
+                negative.append(key)
                 continue
             if kind == "inside":
                 named[target] += value
+                phases += value
                 timed = True
             elif kind == "step":
                 step_time = float(value)
@@ -191,7 +213,14 @@ def _emit_timing(
                     named[target] += value
                 timed = True
             else:
+                phases += value
                 timed = True
+        if negative:  # a duration below zero is impossible: none of this step's times can be trusted
+            summary.negative[step] = negative
+            continue
+        if math.isnan(step_time) and not mm.step_timer and timed:
+            step_time = phases
+            summary.summed = True
         local = 1
         if cycles:
             global_step = data.get("training/global_step")

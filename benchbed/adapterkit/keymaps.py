@@ -122,19 +122,22 @@ class KeyMap:
     def nearest(self, version: str) -> tuple[str, bool]:
         """(release whose map reads `version`, exact). Exact: the release itself, or a numbered release that the
         version extends (0.9 reads 0.9.1). Else the newest numbered release older than it (the oldest when it
-        predates them all); a version that is not a number gets the newest release."""
+        predates them all; a release whose `until` fact the version reaches is skipped); a version that is not a
+        number gets the newest release."""
         if version in self._index:
             return version, True
-        numbered = sorted((version_key(r), r) for r in self.releases if _is_version(r))
         try:
             want = version_key(version)
         except ValueError:
             return self.releases[-1], False
-        if not numbered:
-            return self.releases[-1], False
+        numbered = sorted((version_key(r), r) for r in self.releases if _is_version(r))
         for key, name in numbered:
             if want[: len(key)] == key:
                 return name, True
+        # a release with `until` (the first release its map no longer fits) never stands in for that one or later
+        numbered = [(k, r) for k, r in numbered if want < version_key(self.facts(r).get("until", "999.0"))]
+        if not numbered:
+            return self.releases[-1], False
         older = [name for key, name in numbered if key <= want]
         return (older[-1] if older else numbered[0][1]), False
 

@@ -116,6 +116,8 @@ def compare_values(
     def result(verdict: Verdict, p: float | None, reason: str) -> Comparison:
         return Comparison(verdict, base_median, cand_median, relative, p, len(base), len(cand), reason)
 
+    if not len(base) or not len(cand):
+        return result("insufficient_data", None, "no baseline values yet" if not len(base) else "no candidate values")
     floor = min_p_value(len(base), len(cand))
     if floor >= alpha:
         return result(

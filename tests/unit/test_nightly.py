@@ -206,6 +206,17 @@ def test_an_entry_gate_changes_only_its_own_fields(tmp_path):
         load_suite(tmp_path / "bad.toml")
 
 
+def test_run_honours_repeats_with_one_seed_per_repeat(tmp_path):
+    result = invoke("run", QUICKSTART, "--set", "repeats=2", "--set", "workload.steps=10", "--store", tmp_path,
+                    "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    records = json.loads(result.stdout)
+    assert [r["repeat"] for r in records] == [0, 1] and len({r["spec_id"] for r in records}) == 1
+    run_dirs = sorted(tmp_path.glob("*/sim/*/*"), key=lambda d: read_record(d).repeat)
+    seeds = [json.loads((d / "sim-spec.json").read_text())["sim"]["seed"] for d in run_dirs]
+    assert seeds == [0, 1] and records[0]["metrics"] != records[1]["metrics"]
+
+
 def test_repeated_keeps_the_spec_id_and_counts_up():
     spec = load_spec(QUICKSTART, ["repeats=3"])
     copies = repeated(spec)

@@ -150,8 +150,7 @@ def watched(points: pd.DataFrame) -> list[str]:
 
 def recorded_gate(points: pd.DataFrame) -> Gate:
     """The gate a series' latest run was judged with (its suite's [gate] then)."""
-    latest = points.loc[points["started_at"].idxmax(), "gate"]
-    return Gate.model_validate_json(latest)
+    return Gate.model_validate_json(points.sort_values("started_at")["gate"].iloc[-1])
 
 
 def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None) -> list[Series]:
@@ -166,16 +165,16 @@ def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights:
             metric_rows = rows[rows["metric"] == metric]
             if metric_rows.empty:
                 continue
-            nights = _nights(metric_rows)
+            ns = _nights(metric_rows)
             series = Series(
                 machine=str(machine), suite=str(metric_rows["suite"].iloc[-1]), entry=str(entry), metric=metric,
-                unit=str(metric_rows["unit"].iloc[-1]), nights=nights,
-                change_points=change_points([n.median for n in nights], min_effect=entry_gate.min_effect),
-                marked={i: text for i in range(1, len(nights)) if (text := _changes(nights[i - 1], nights[i]))},
+                unit=str(metric_rows["unit"].iloc[-1]), nights=ns,
+                change_points=change_points([n.median for n in ns], min_effect=entry_gate.min_effect),
+                marked={i: text for i in range(1, len(ns)) if (text := _changes(ns[i - 1], ns[i]))},
             )  # fmt: skip
             if metric_direction(metric) is not None:
-                comparison, changes = gate_night(nights, len(nights) - 1, metric, entry_gate)
-                series.verdict = EntryVerdict(series.machine, series.entry, metric, nights[-1].night, comparison,
+                comparison, changes = gate_night(ns, len(ns) - 1, metric, entry_gate)
+                series.verdict = EntryVerdict(series.machine, series.entry, metric, ns[-1].night, comparison,
                                               changes)  # fmt: skip
             out.append(series)
     return out

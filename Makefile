@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := chromium chromium-driver bubblewrap
+APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge
 
 .PHONY: demo test setup setup-test system-packages lint bench clean
 
@@ -28,7 +28,7 @@ $(VENV)/.test-installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,local,verl,modal,prime,ref,nightly]'
+	$(BIN)/python -m pip install -q -e '.[dev,local,verl,modal,prime,ref,nightly,ray]'
 	touch $(VENV)/.core-installed $@
 
 system-packages:

@@ -75,6 +75,18 @@ class Gate(_Model):
     min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")
 
 
+class LaunchInfo(_Model):
+    """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
+
+    scheduler: Literal["ray", "slurm"]
+    submitted_by: str = Field("benchbed", description="benchbed, or the framework that submitted its own job")
+    job_id: str = ""
+    address: str = Field("", description="Ray dashboard URL or Slurm cluster name")
+    version: str = Field("", description="Ray or Slurm version")
+    nodes: list[str] = Field(default_factory=list)
+    state: str = Field("", description="final state in the scheduler's words, e.g. SUCCEEDED, STOPPED, CANCELLED")
+
+
 class SuiteInfo(_Model):
     """Where a run sits in a suite: its series is (machine, entry); `night` groups one invocation's repeats."""
 
@@ -95,6 +107,7 @@ class RunRecord(_Model):
     benchbed: BenchbedInfo
     machine: MachineInfo
     launcher: str = "local"
+    launch: LaunchInfo | None = None
     repeat: int = 0
     suite: SuiteInfo | None = None
     started_at: str = Field(default_factory=lambda: utc_now().isoformat())

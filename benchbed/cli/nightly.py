@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import SpecError
 from benchbed.pipeline import RunOutcome, execute
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
@@ -87,8 +88,7 @@ def _night_id() -> str:
 @click.argument("suite_path", metavar="SUITE", type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a field of every entry's spec, e.g. --set workload.steps=50 (repeatable)")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["local"]), default="local", show_default=True,
-              help="where to launch each run")  # fmt: skip
+@launcher_options
 @click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="nightly HTML page to write (default: STORE/_nightly/MACHINE/SUITE/NIGHT/nightly.html)")  # fmt: skip
@@ -96,19 +96,21 @@ def _night_id() -> str:
 @json_option
 @fail_on_option
 @junit_option
-def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: float | None,
-            output: Path | None, store_dir: Path, as_json: bool, fail_on: str | None,
-            junit_path: Path | None) -> None:  # fmt: skip
+def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
+            ray_working_dir: str | None, timeout_s: float | None, output: Path | None, store_dir: Path,
+            as_json: bool, fail_on: str | None, junit_path: Path | None) -> None:  # fmt: skip
     """Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of
     tonight's runs against the last nights of the same (machine, entry) series.
 
     Prints a Markdown summary (or JSON with --json) and writes the nightly page with each series' history and
-    change points. Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
+    change points. --launcher ray|slurm launches every run on the cluster (--store on a filesystem its nodes
+    see). Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
     3 a regression with --fail-on regression."""
     from benchbed.history import build_series, load_points, night_verdicts
     from benchbed.report.nightly import counts_line, junit_xml, markdown_summary, render_history_html, write_text
 
     suite, planned = load_suite(suite_path, overrides)
+    chosen = build_launcher(launcher, ray_address, ray_working_dir)
     store, machine, night = Store(store_dir), machine_info().name, _night_id()
     outcomes: list[RunOutcome] = []
     for entry in planned:
@@ -116,7 +118,8 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, timeout
         for spec in repeated(entry.spec):
             label = f"{entry.name} ({spec.repeat + 1}/{spec.repeats})"
             with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-                outcomes.append(execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info))
+                outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info, launcher=chosen)
+            outcomes.append(outcome)
             if not as_json:
                 err_console.print(f"{label}: {outcomes[-1].record.status}", highlight=False)
     points, errors = load_points(store, machine=machine)

@@ -163,8 +163,8 @@ def validate_events(df: pd.DataFrame) -> None:
     if backwards.any():
         row = int(np.flatnonzero(backwards)[0])
         raise TraceError(f"row {row}, column 't1': t1={t1[row]} is before t0={t0[row]}")
-    is_rollout = keys.isin((ROLLOUT, ROLLOUT_GROUP)).to_numpy()
-    bad_status = is_rollout & ~df["status"].astype(str).isin(ROLLOUT_STATUSES).to_numpy()
+    is_rollout = df["key"].isin((ROLLOUT, ROLLOUT_GROUP)).to_numpy(dtype=bool)
+    bad_status = is_rollout & ~df["status"].isin(ROLLOUT_STATUSES).to_numpy(dtype=bool)
     if bad_status.any():
         row = int(np.flatnonzero(bad_status)[0])
         raise TraceError(

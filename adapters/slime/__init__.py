@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchbed.adapters.base import LaunchPlan
-from benchbed.adapters.slime.discover import Artifacts, classify
+from benchbed.adapters.slime.discover import classify_in_dir
 from benchbed.adapters.slime.ingest import parse_path
 from benchbed.adapters.slime.options import SlimeOptions
 from benchbed.adapters.slime.render import render as render_spec
@@ -38,9 +38,7 @@ class SlimeAdapter:
 
 
 def _marks_run(path: Path) -> Path | None:
-    found = Artifacts()
-    classify(path, found)
-    if found.empty() and found.manifest is None:
+    if not classify_in_dir(path):
         return None
     folder = path.parent
     return folder.parent if folder.name.startswith("tensorboard") or "dump" in folder.name else folder

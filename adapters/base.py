@@ -6,7 +6,7 @@ import difflib
 import threading
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,9 @@ class LaunchPlan(BaseModel):
         default_factory=dict,
         description="run-dir-relative file -> command whose stdout records the environment before launch "
         "(e.g. pip freeze), so parse can detect the framework version",
+    )
+    submits_job: Literal["slurm"] | None = Field(
+        None, description="the command submits its own scheduler job (prime-rl multi-node: `rl` runs sbatch)"
     )
     description: str = ""
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
-from benchbed.launch.local import LaunchResult, run_plan
+from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.metrics import compute_metrics
-from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, benchbed_info, machine_info, utc_now
+from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
 from benchbed.spec import ExperimentSpec
 from benchbed.store import Store, write_record
@@ -73,10 +73,15 @@ def execute(
     store: Store,
     on_line: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
+    suite: SuiteInfo | None = None,
+    launcher: str | Launcher = "local",
 ) -> RunOutcome:
-    """Launch one spec, keep its artifacts in a fresh run directory, and record the result."""
+    """Launch one spec (its `repeat`-th run) with `launcher` (a name from LAUNCHERS or a built Launcher), keep its
+    artifacts in a fresh run directory, and record the result."""
     adapter = get_adapter(spec.adapter)
-    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, "local")
+    launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
+    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)
+    record.repeat, record.suite = spec.repeat, suite
     while True:
         run_dir = store.propose_run_dir(record.machine.name, spec.adapter, spec.spec_id, record.benchbed.commit)
         plan = adapter.render(spec, run_dir)  # invalid specs fail here, before anything is stored
@@ -86,18 +91,20 @@ def execute(
     trace: Trace | None = None
     result: LaunchResult | None = None
     try:
-        result = run_plan(plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
-        record.warnings.extend(result.warnings)
-        trace = _try_parse(adapter, run_dir, record, required=result.ok)
+        result = launcher.launch(spec, plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
+        record.launch = result.info
+        record.warnings.extend(redact(w) for w in result.warnings)
+        if result.ok and result.remote:
+            trace = _parse_remote_outputs(adapter, run_dir, record, result)
+        else:
+            trace = _try_parse(adapter, run_dir, record, required=result.ok)
         if result.ok:
-            record.status = "succeeded" if trace is not None else "failed"
+            if record.status == "started":
+                record.status = "succeeded" if trace is not None else "failed"
         else:
             record.status = "partial" if trace is not None and len(trace.events) else "failed"
-            reason = "timed out" if result.timed_out else "interrupted" if result.interrupted else "exited"
             record.error = ErrorInfo(
-                message=f"launch {reason} (exit code {result.exit_code}) after {result.duration_s:.1f}s",
-                exit_code=result.exit_code,
-                log_tail=result.log_tail(),
+                message=_failure_message(result), exit_code=result.exit_code, log_tail=result.log_tail()
             )
     except BenchbedError as exc:
         record.status = "failed"
@@ -107,6 +114,30 @@ def execute(
     if result is not None and result.interrupted:
         raise KeyboardInterrupt
     return RunOutcome(run_dir, record, trace)
+
+
+def _failure_message(result: LaunchResult) -> str:
+    if result.failure and not (result.timed_out or result.interrupted):
+        return f"{redact(result.failure)} after {result.duration_s:.1f}s"
+    reason = "timed out" if result.timed_out else "interrupted" if result.interrupted else "exited"
+    job = f" ({result.info.scheduler} job {result.info.job_id})" if result.info and result.info.job_id else ""
+    return f"launch{job} {reason} (exit code {result.exit_code}) after {result.duration_s:.1f}s"
+
+
+def _parse_remote_outputs(adapter: Adapter, run_dir: Path, record: RunRecord, result: LaunchResult) -> Trace | None:
+    """A job that succeeded on a cluster but whose outputs benchbed cannot read is partial, never a success."""
+    try:
+        return adapter.parse(run_dir)
+    except BenchbedError as exc:
+        job = f"{result.info.scheduler} job {result.info.job_id}" if result.info else "the job"
+        record.status = "partial"
+        record.error = ErrorInfo(
+            message=f"{job} succeeded but its outputs could not be read from {run_dir} ({redact(str(exc))}); "
+            "a remote run needs --store on a filesystem both benchbed and the job's nodes see",
+            exit_code=result.exit_code,
+            log_tail=result.log_tail(),
+        )
+        return None
 
 
 def _try_parse(adapter: Adapter, run_dir: Path, record: RunRecord, required: bool) -> Trace | None:

@@ -67,6 +67,27 @@ class ErrorInfo(_Model):
     log_tail: str = ""
 
 
+class LaunchInfo(_Model):
+    """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
+
+    scheduler: Literal["ray", "slurm"]
+    submitted_by: str = Field("benchbed", description="benchbed, or the framework that submitted its own job")
+    job_id: str = ""
+    address: str = Field("", description="Ray dashboard URL or Slurm cluster name")
+    version: str = Field("", description="Ray or Slurm version")
+    nodes: list[str] = Field(default_factory=list)
+    state: str = Field("", description="final state in the scheduler's words, e.g. SUCCEEDED, STOPPED, CANCELLED")
+
+
+class SuiteInfo(_Model):
+    """Where a run sits in a suite: its series is (machine, entry); `night` groups one invocation's repeats."""
+
+    name: str
+    entry: str
+    night: str
+    watch: list[str] = Field(default_factory=list)
+
+
 class RunRecord(_Model):
     format_version: int = FORMAT_VERSION
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -77,6 +98,9 @@ class RunRecord(_Model):
     benchbed: BenchbedInfo
     machine: MachineInfo
     launcher: str = "local"
+    launch: LaunchInfo | None = None
+    repeat: int = 0
+    suite: SuiteInfo | None = None
     started_at: str = Field(default_factory=lambda: utc_now().isoformat())
     finished_at: str | None = None
     duration_s: float | None = None

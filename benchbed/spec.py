@@ -58,6 +58,39 @@ class SandboxSpec(_Strict):
     image: str | None = None
 
 
+class SlurmSpec(_Strict):
+    """`[slurm]`: how `--launcher slurm` asks for the allocation; unset fields come from [resources] and timeout_s."""
+
+    nodes: int | None = Field(None, gt=0, description="default: the [resources] GPUs over gpus_per_node")
+    gpus_per_node: int | None = Field(None, ge=0, description="default: resources.gpus_per_node; 0 = no GPUs")
+    time_limit: str | None = Field(
+        None, pattern=r"^(\d+-)?\d+(:\d{1,2}){0,2}$", description="sbatch --time, e.g. 90 or 02:00:00 or 1-00:00:00"
+    )
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    job_name: str | None = Field(None, description="default: the spec name")
+    container_image: str | None = Field(None, description="pyxis/enroot image; the command runs in it via srun")
+    container_mounts: list[str] = Field(default_factory=list, description="extra SRC:DST mounts; the run dir is one")
+    env: dict[str, str] = Field(default_factory=dict, description="exported in the batch script (never secrets)")
+    sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
+    ray_cluster: bool | None = Field(
+        None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"
+    )
+
+
+class RaySpec(_Strict):
+    """`[ray]`: Ray Job options for `--launcher ray`, layered over a plan's own `ray job submit` options."""
+
+    address: str | None = Field(None, description="dashboard URL; --ray-address and RAY_ADDRESS take precedence")
+    working_dir: str | None = Field(None, description="uploaded as the job's working_dir (only when given)")
+    entrypoint_num_cpus: float | None = Field(None, ge=0)
+    entrypoint_num_gpus: float | None = Field(None, ge=0)
+    entrypoint_memory: int | None = Field(None, ge=0, description="bytes")
+    entrypoint_resources: dict[str, float] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description="runtime_env env_vars (never secrets)")
+
+
 class ExperimentSpec(_Strict):
     """A declarative experiment: neutral core first, adapter-specific tables last."""
 
@@ -77,16 +110,24 @@ class ExperimentSpec(_Strict):
     local: dict[str, Any] = Field(default_factory=dict)
     ref: dict[str, Any] = Field(default_factory=dict, description="the CPU reference engine (adapter ref)")
     sandbox_bench: dict[str, Any] = Field(default_factory=dict, description="sandbox-bench sweep: levels, per_level")
+    slurm: SlurmSpec | None = Field(None, description="--launcher slurm: the allocation")
+    ray: RaySpec | None = Field(None, description="--launcher ray: job options")
     matrix: dict[str, list[Any]] = Field(
         default_factory=dict, description="dotted field -> list of values; expands to one spec per combination"
     )
     variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
     _source: str = PrivateAttr(default="<spec>")
+    _repeat: int = PrivateAttr(default=0)
 
     @property
     def source(self) -> str:
         """Where the spec came from (file path, plus the matrix point), for error messages."""
         return self._source
+
+    @property
+    def repeat(self) -> int:
+        """Index of this launch among the spec's `repeats` (0-based); not part of the spec, so not of spec_id."""
+        return self._repeat
 
     @property
     def spec_id(self) -> str:
@@ -101,6 +142,9 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json")
     data.pop("description", None)
     data.pop("matrix", None)
+    for table in ("slurm", "ray"):  # launcher tables join the id only when given, so older ids stay valid
+        if data.get(table) is None:
+            data.pop(table, None)
     if not data.get("ref"):
         data.pop("ref", None)  # added later: specs without it keep their spec_id
     return data
@@ -202,3 +246,13 @@ def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]
         data["variant"] = dict(zip(keys, values, strict=True))
         out.append(build_spec(data, f"{source} (matrix point {data['variant']})"))
     return out
+
+
+def repeated(spec: ExperimentSpec) -> list[ExperimentSpec]:
+    """One copy of `spec` per repeat, each knowing its index; all share the spec_id."""
+    copies = []
+    for index in range(spec.repeats):
+        one = spec.model_copy(deep=True)
+        one._source, one._repeat = spec.source, index
+        copies.append(one)
+    return copies

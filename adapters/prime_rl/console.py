@@ -17,14 +17,17 @@ from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerS
 
 from benchbed.logtext import strip_ansi
 
-# A loguru line, possibly behind a prefix a paste or a log collector added ("trainer-1  | ", "[rank0]: ").
+# A loguru line, possibly behind a prefix a paste or a log collector added ("trainer-1  | ", "[rank0]: "); the
+# `prime` CLI's view of a hosted run puts the level in brackets (`18:15:09 [SUCCESS] Step 2 | ...`).
 TEXT_LINE = re.compile(
-    r"(?:^|[\s|:>\]])(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)$"
+    r"(?:^|[\s|:>\]])(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\s+\[?(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\]?\s(.*)$"
 )
 DEBUG_SUFFIX = re.compile(r"\s\[[^\]\s]+::\d+\]\s*$")
 TAG_PREFIX = re.compile(r"^\[[^\]]+\]\s")
-TRAINER_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\dmshd ]+?)) \| Loss:? ")
-ORCH_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\dmshd ]+?)) \| Reward:? ")
+# Step times: `Time: 12.34s` (v0.5-), else `format_time` output ("1m 5s", "850ms"; one decimal below a minute,
+# "9.5s", since prime-rl PR #2639).
+TRAINER_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\d.mshd ]+?)) \| Loss:? ")
+ORCH_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\d.mshd ]+?)) \| Reward:? ")
 MAX_OFF_POLICY = re.compile(r"Max Off-Policy (\d+)")
 LEGACY_LEVELS = re.compile(r"Async Level: (\d+) \| Max\. Off-Policy Level: (\d+)")
 WAITED = re.compile(r"Waited for batch to arrive for ([\d.]+) seconds")
@@ -39,7 +42,7 @@ FINISHED = re.compile(r"^(RL trainer finished!|Orchestrator finished\.?)$")
 TRACEBACK = "Traceback (most recent call last)"
 # Messages recognized even without the loguru prefix (excerpts pasted into issues often drop it).
 BARE_MESSAGES = (TRAINER_STEP, ORCH_STEP, WAITED, LOADED)
-FORMAT_TIME_PART = re.compile(r"(\d+)(ms|d|h|m|s)")
+FORMAT_TIME_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|d|h|m|s)")
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -67,9 +70,10 @@ class ConsoleRead:
 
 
 def parse_format_time(text: str) -> float:
-    """Inverse of prime-rl's `format_time` ("1m 5s", "850ms", "2h 3m", "12s"); NaN if unparseable."""
-    parts = FORMAT_TIME_PART.findall(text.replace(" ", ""))
-    if not parts:
+    """Inverse of prime-rl's `format_time` ("1m 5s", "850ms", "2h 3m", "12s", "9.5s"); NaN if unparseable."""
+    compact = text.replace(" ", "")
+    parts = FORMAT_TIME_PART.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
         return math.nan
     return sum(float(n) * _UNIT_S[u] for n, u in parts)
 

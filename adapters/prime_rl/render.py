@@ -211,5 +211,6 @@ def render_plan(spec: ExperimentSpec, run_dir: Path, env: dict[str, str] | None 
         cwd=str(checkout),
         files={CONFIG_FILE: header + dumps(config)},
         timeout_s=spec.timeout_s,
+        submits_job="slurm" if "slurm" in config else None,
         description=f"prime-rl@{opts.commit} rl run {name} in {checkout}",
     )

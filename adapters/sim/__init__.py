@@ -23,9 +23,12 @@ class SimAdapter:
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         sim_params(spec)  # validate before anything starts
+        data = spec.model_dump(mode="json")
+        if spec.repeat:  # each repeat simulates with its own seed: sim.seed + repeat index
+            data["sim"]["seed"] = int(data["sim"].get("seed", 0)) + spec.repeat
         return LaunchPlan(
             argv=[sys.executable, "-m", "benchbed.sim", "--spec", SPEC_FILENAME, "--out", "."],
-            files={SPEC_FILENAME: json.dumps(spec.model_dump(mode="json"), indent=2)},
+            files={SPEC_FILENAME: json.dumps(data, indent=2)},
             timeout_s=spec.timeout_s,
             description=f"simulate {spec.workload.steps} steps ({spec.sim.get('mode', 'async')})",
         )

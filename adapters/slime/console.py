@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -136,7 +137,7 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             continue
         m = _LOGGER.match(text)
         if pending is not None:
-            if m is None and not actor and pending.wraps < _MAX_WRAP:
+            if m is None and actor in ("", pending.actor) and pending.wraps < _MAX_WRAP:
                 pending = _continue(log, pending, text)
                 continue
             _abandon(log, pending)
@@ -144,6 +145,8 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
         if m is None:
             if not log.job_failed and _JOB_FAILED.match(text):
                 log.job_failed = f"{source}:{lineno}: {text.strip()}"
+            elif _METRIC.match(text.strip()):  # a dict pasted without the logger's `[date time] file.py:N - `
+                pending = _read_message(log, actor, pid, "", 0, text.strip(), math.nan, lineno)
             continue
         ts = clock(m.group("ts"))
         if log.first_ts is None or ts < log.first_ts:

@@ -65,9 +65,14 @@ def mode_from_keys(keys: Iterable[str]) -> str | None:
         return "v1"
     if any(k.startswith(("timing_s/agent_loop/", "perf/mfu/actor_infer")) for k in keys):
         return "v0"
-    if "timing_s/step" in keys:
+    if "timing_s/step" in keys or _pre_02(keys):
         return "v0"
     return None
+
+
+def _pre_02(keys: set[str]) -> bool:
+    """verl before 0.2 named its timers `timing/<phase>` (later `timing_s/<phase>`)."""
+    return any(k.startswith("timing/") for k in keys) and not any(k.startswith("timing_s/") for k in keys)
 
 
 def mode_from_actors(actors: Iterable[str]) -> str | None:
@@ -98,6 +103,8 @@ def version_from_keys(keys: Iterable[str]) -> str | None:
     v09 = ("training/off_policy/", "actor/perf/", "separate_async/")
     if any(k.startswith(v09) for k in keys) or "timing_s/sync_rollout_weights" in keys:
         return "0.9"
+    if _pre_02(keys):
+        return "0.1"
     return None
 
 

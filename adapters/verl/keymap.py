@@ -27,7 +27,9 @@ class ModeMap:
 
     version: str
     mode: str
-    step_timer: str
+    step_timer: str  # "" = no timer around the step: trainer.step is the sum of the phase timers
+    timing_prefix: str
+    first_step: int  # the step number the release logs first (benchbed counts steps from 1)
     components: dict[str, str]
     outside_step: frozenset[str]
     not_trainer: frozenset[str]
@@ -71,8 +73,10 @@ def nearest_version(version: str) -> tuple[str, bool]:
     for name in maps:
         if version_tuple(name)[:2] == want:
             return name, True
-    older = [m for m in maps if version_tuple(m)[:2] <= want]
-    return (older[-1] if older else maps[0]), False
+    # a map with `until` (the first release it no longer fits) never stands in for that release or later ones
+    fitting = [m for m in maps if "until" not in _raw()[m] or want < version_tuple(_raw()[m]["until"])]
+    older = [m for m in fitting if version_tuple(m)[:2] <= want]
+    return (older[-1] if older else fitting[0]), False
 
 
 def mode_map(version: str, mode: str) -> ModeMap:
@@ -92,6 +96,8 @@ def mode_map(version: str, mode: str) -> ModeMap:
         version=version,
         mode=key,
         step_timer=raw.get("step_timer", "step"),
+        timing_prefix=raw.get("timing_prefix", TIMING_PREFIX),
+        first_step=int(raw.get("first_step", 1)),
         components=components,
         outside_step=frozenset(spec.get("outside_step", [])),
         not_trainer=frozenset(spec.get("not_trainer", [])),

@@ -142,6 +142,11 @@ def parse_path(path: Path) -> Trace:
     if det.mode.startswith("v1"):
         emit_eviction_counts(segments, group, samples_for, builder)
     _timing_warnings(summary, records, found, warnings)
+    if mm.first_step != 1 and records:
+        warnings.append(
+            f"verl {det.keymap} key map: this release counts steps from {mm.first_step}; "
+            f"steps are shifted by {1 - mm.first_step:+d} so that the first step is 1"
+        )
     failures = scan_worker_logs(found.worker_logs) if found.worker_logs else None
     crashed = any(r.crashed for r in consoles)
     truncated = any(r.truncated for r in primary)
@@ -238,9 +243,38 @@ def _timing_warnings(summary: Any, records: list[Record], found: Artifacts, warn
         )
     elif records and summary.steps == 0:
         warnings.append(f"{source}: timers are logged but timing_s/step is missing; no trainer.step rows")
+    if summary.summed:
+        warnings.append(
+            f"{source}: this verl release logs no timer around the whole step; trainer.step is taken as the sum of "
+            "its phase timers, which leaves out the time between them (data loading, logging): step times are a "
+            "lower bound and trainer_idle_ratio an upper bound"
+        )
+    if summary.negative:
+        steps = sorted(summary.negative)
+        keys = sorted({k for ks in summary.negative.values() for k in ks})
+        warnings.append(
+            f"{source}: negative durations ({', '.join(keys[:5])}) at step(s) {_shown(steps)}: impossible, so "
+            "those steps' trainer times are left out of the trace"
+        )
+    if summary.null_step:
+        warnings.append(
+            f"{source}: the step timer is null or not a number at step(s) {_shown(summary.null_step)}; "
+            "those steps have no trainer.step row"
+        )
+    if summary.gaps:
+        ranges = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in summary.gaps[:10])
+        missing = sum(b - a + 1 for a, b in summary.gaps)
+        warnings.append(
+            f"{source}: step(s) {ranges}{' ...' if len(summary.gaps) > 10 else ''} are missing from the log "
+            f"({missing} step(s) in {len(summary.gaps)} gap(s)); figures cover the steps present only"
+        )
     if summary.clamped:
         shown = ", ".join(map(str, summary.clamped[:10]))
         warnings.append(
             f"{source}: at step(s) {shown}{' ...' if len(summary.clamped) > 10 else ''} the named timers add up to "
             "more than the step; trainer.other was clamped to 0"
         )
+
+
+def _shown(steps: list[int], limit: int = 10) -> str:
+    return ", ".join(map(str, steps[:limit])) + (" ..." if len(steps) > limit else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,11 +75,12 @@ def read_jsonl(path: Path) -> Reading:
     lines = raw.split(b"\n")
     last = len(lines) - (1 if raw.endswith(b"\n") else 0)
     records = out.records
+    non_finite: dict[str, list[int]] = {}
     for number, line in enumerate(lines, 1):
         if not line or line.isspace():
             continue
         try:
-            obj = loads(line)
+            obj = _loads_record(line)
             step, data = obj["step"], obj["data"]
         except (ValueError, KeyError, TypeError):
             if number == last and not raw.endswith(b"\n"):
@@ -95,8 +97,26 @@ def read_jsonl(path: Path) -> Reading:
         if not isinstance(data, dict) or isinstance(step, bool) or not isinstance(step, int):
             out.warnings.append(f"{path}:{number}: step {step!r} or data is malformed; skipped")
             continue
+        bad = [k for k, v in data.items() if type(v) is float and not math.isfinite(v)]
+        if bad:  # verl's file logger writes json.dumps output, which spells a NaN or inf value as a bare token
+            data = {k: v for k, v in data.items() if k not in bad}
+            for key in bad:
+                non_finite.setdefault(key, []).append(step)
         records.append(Record(step, data, str(path), number))
+    for key, steps in sorted(non_finite.items()):
+        shown = ", ".join(map(str, steps[:10])) + (" ..." if len(steps) > 10 else "")
+        out.warnings.append(f"{path}: {key} is NaN or infinite at step(s) {shown}; left out there")
     return out
+
+
+def _loads_record(line: bytes) -> object:
+    """One JSON line; orjson first (fast), the standard parser for the NaN/Infinity tokens orjson refuses."""
+    try:
+        return loads(line)
+    except ValueError:
+        if b"NaN" not in line and b"Infinity" not in line:
+            raise
+        return json.loads(line)
 
 
 # ----------------------------------------------------------------------------------------------- console
@@ -181,14 +201,17 @@ def read_console(path: Path) -> Reading:
     wrapped: tuple[str, Record, int] | None = None  # (payload, record, bad pairs) of the last step line
     dump_start: int | None = None
     bad_pairs = 0
+    writers: list[str] = []  # which process printed each line before the steps (Ray actor and pid)
     for number, raw in enumerate(lines, 1):
-        line, actor = clean_console_line(raw)
+        actor, pid, line = split_ray_line(raw)
+        actor = actor or None
         if actor:
             out.actors.add(actor)
         if not out.records and len(before_steps) < _MAX_CONFIG_LINES:
             if dump_start is None and line.startswith("{'") and "':" in line:
                 dump_start = len(before_steps)
             before_steps.append(line)
+            writers.append(f"{actor or ''}:{pid}")
         if not out.crashed and any(marker in line for marker in _CRASH_MARKERS):
             out.crashed = True
             out.warnings.append(f"{path}:{number}: the run crashed here (traceback or RayTaskError); it is partial")
@@ -219,6 +242,12 @@ def read_console(path: Path) -> Reading:
             out.records.append(Record(int(match.group("step")), data, str(path), number))
             wrapped = (payload.split("\r", 1)[0], out.records[-1], bad)
     if before_steps:
+        if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's
+            printer = writers[dump_start]
+            before_steps = before_steps[:dump_start] + [
+                text for text, who in zip(before_steps[dump_start:], writers[dump_start:], strict=True)
+                if who == printer
+            ]
         out.config = config_from_lines(before_steps, dump_start, path, out.warnings)
     if bad_pairs:
         out.warnings.append(

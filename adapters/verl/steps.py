@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from benchbed.adapters.verl.keymap import TIMING_PREFIX, ModeMap
+from benchbed.adapters.verl.keymap import ModeMap
 from benchbed.adapters.verl.records import Record
 
 from benchbed import keys as K
@@ -34,6 +34,10 @@ class StepSummary:
     timing_keys: set[str] = field(default_factory=set)
     clamped: list[int] = field(default_factory=list)
     local_steps: dict[int, int] = field(default_factory=dict)
+    negative: dict[int, list[str]] = field(default_factory=dict)  # step -> timers with a negative duration
+    null_step: list[int] = field(default_factory=list)  # steps whose step timer is null or not a number
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # (first, last) missing step of each gap
+    summed: bool = False  # trainer.step is the sum of the phase timers (no step timer in this release)
 
 
 def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
@@ -64,7 +68,8 @@ def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
 
 def _classifier(mm: ModeMap) -> Callable[[str], Action]:
     cache: dict[str, Action] = {}
-    step_key = TIMING_PREFIX + mm.step_timer
+    prefix = mm.timing_prefix
+    step_key = prefix + mm.step_timer if mm.step_timer else None
 
     def classify(key: str) -> Action:
         action = cache.get(key)
@@ -74,8 +79,8 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
             action = ("framework", "framework." + mm.framework[key])
         elif key == step_key:
             action = ("step", K.TRAINER_STEP)
-        elif key.startswith(TIMING_PREFIX) and not key.startswith("timing_s/agent_loop/"):
-            name = key[len(TIMING_PREFIX) :]
+        elif key.startswith(prefix) and not key.startswith(prefix + "agent_loop/"):
+            name = key[len(prefix) :]
             if name in mm.not_trainer:
                 action = ("native", "native." + key) if mm.native(key) else ("ignore", "")
             elif name in mm.outside_step:
@@ -159,6 +164,10 @@ def emit_steps(
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
         prev_global = None
+        for before, after in zip(segment.records, segment.records[1:], strict=False):
+            if after.step > before.step + 1:
+                offset = 1 - mm.first_step
+                summary.gaps.append((before.step + 1 + offset, after.step - 1 + offset))
         for rec in segment.records:
             data = rec.data
             signature = tuple(data)
@@ -166,20 +175,28 @@ def emit_steps(
             if plan is None:
                 plan = plans[signature] = _plan(data, classify)
                 summary.timing_keys.update(key for key, kind, _ in plan if kind in timing_kinds)
-            step = rec.step
+            step = rec.step + 1 - mm.first_step
             step_time = math.nan
             named = dict.fromkeys(_NAMED, 0.0)
             outside = 0.0
+            phases = 0.0  # every timer inside the step, named or not
             timed = False
+            negative: list[str] = []
             for key, kind, target in plan:
                 value = data[key]
                 kind_of_value = type(value)
                 if kind_of_value is not float and kind_of_value is not int:
+                    if kind == "step":
+                        summary.null_step.append(step)
                     continue
                 if value != value:  # NaN
                     continue
+                if value < 0 and kind in timing_kinds:
+                    negative.append(key)
+                    continue
                 if kind == "inside":
                     named[target] += value
+                    phases += value
                     timed = True
                 elif kind == "step":
                     step_time = float(value)
@@ -189,9 +206,16 @@ def emit_steps(
                         named[target] += value
                     timed = True
                 elif kind == "timer":
+                    phases += value
                     timed = True
                 else:
                     agg(target, step, float(value), "", attrs)
+            if negative:  # a duration below zero is impossible: none of this step's times can be trusted
+                summary.negative[step] = negative
+                continue
+            if math.isnan(step_time) and not mm.step_timer and timed:
+                step_time = phases
+                summary.summed = True
             local = 1
             if cycles:
                 global_step = data.get("training/global_step")

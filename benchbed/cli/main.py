@@ -17,12 +17,15 @@ from rich.table import Table
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.export import export
+from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
+from benchbed.cli.nightly import compare, history, nightly
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
+from benchbed.launch.base import Launcher
 from benchbed.pipeline import RunOutcome, execute, ingest, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact_env
-from benchbed.spec import ExperimentSpec, expand, load_spec
+from benchbed.spec import ExperimentSpec, expand, load_spec, repeated
 from benchbed.store import DEFAULT_STORE, Store, read_record
 from benchbed.trace import read_trace
 
@@ -90,12 +93,14 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
     console.print(f"run directory: {outcome.run_dir}", highlight=False, soft_wrap=True)
 
 
-def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None) -> list[RunOutcome]:
+def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None,
+               launcher: str | Launcher = "local") -> list[RunOutcome]:  # fmt: skip
     outcomes = []
-    for spec in specs:
+    for spec in (one for each in specs for one in repeated(each)):
         label = f"{spec.adapter}: {spec.name}" + (f" {spec.variant}" if spec.variant else "")
+        label += f" (repeat {spec.repeat + 1}/{spec.repeats})" if spec.repeats > 1 else ""
         with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s)
+            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, launcher=launcher)
         if not as_json:
             _summarize(outcome, stdout_console())
         outcomes.append(outcome)
@@ -107,7 +112,7 @@ def _load_specs(spec_path: Path, overrides: tuple[str, ...], adapter: str | None
     return expand(load_spec(spec_path, extra), str(spec_path))
 
 
-def _dry_run(specs: list[ExperimentSpec], store: Store) -> None:
+def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> None:
     for spec in specs:
         run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
         _, plan = render(spec, run_dir)
@@ -120,6 +125,8 @@ def _dry_run(specs: list[ExperimentSpec], store: Store) -> None:
         click.echo(shlex.join(plan.argv))
         for rel, text in plan.files.items():
             click.echo(f"# file {rel}:\n{text}")
+        for line in describe_launch(launcher, spec, plan, run_dir):
+            click.echo(line)
 
 
 def _exit_for(outcomes: list[RunOutcome]) -> None:
@@ -131,23 +138,26 @@ def _exit_for(outcomes: list[RunOutcome]) -> None:
 @click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a spec field, e.g. --set workload.group_size=8 (repeatable)")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["local"]), default="local", show_default=True,
-              help="where to launch (local subprocess)")  # fmt: skip
+@launcher_options
 @click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
 @click.option("--dry-run", is_flag=True, help="print the exact command, environment and files; launch nothing")
 @store_option
 @json_option
-def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: float | None, dry_run: bool,
-        store_dir: Path, as_json: bool) -> None:  # fmt: skip
+def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
+        ray_working_dir: str | None, timeout_s: float | None, dry_run: bool, store_dir: Path,
+        as_json: bool) -> None:  # fmt: skip
     """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
 
-    A spec with a [matrix] table launches one run per combination. Exit status 1 if any run failed."""
+    A spec with a [matrix] table launches one run per combination, each `repeats` times (the simulator's seed
+    is sim.seed + the repeat index). --launcher ray submits each run as a Ray job, --launcher slurm as an sbatch
+    job ([slurm] table); both need --store on a filesystem the job's nodes see. Exit status 1 if any run failed."""
     specs = _load_specs(spec_path, overrides)
     store = Store(store_dir)
+    chosen = build_launcher(launcher, ray_address, ray_working_dir)
     if dry_run:
-        _dry_run(specs, store)
+        _dry_run(specs, store, chosen)
         return
-    outcomes = _run_specs(specs, store, as_json, timeout_s)
+    outcomes = _run_specs(specs, store, as_json, timeout_s, chosen)
     if as_json:
         _print_record_json([o.record for o in outcomes])
     _exit_for(outcomes)
@@ -265,3 +275,6 @@ def demo(real: bool, store_dir: Path) -> None:
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
 cli.add_command(export)
+cli.add_command(nightly)
+cli.add_command(compare)
+cli.add_command(history)

@@ -8,42 +8,16 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
+from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.secrets import redact, secret_values
+from benchbed.spec import ExperimentSpec
 
 TERMINATE_GRACE_S = 5.0
-LOG_TAIL_CHARS = 4000
-
-
-@dataclass
-class LaunchResult:
-    """How a launch ended."""
-
-    exit_code: int | None
-    duration_s: float
-    timed_out: bool
-    interrupted: bool
-    stdout_path: Path
-    stderr_path: Path
-    warnings: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.interrupted
-
-    def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
-        """The end of stderr (or stdout if stderr is empty), already redacted when it was written."""
-        for path in (self.stderr_path, self.stdout_path):
-            if path.exists() and path.stat().st_size:
-                with path.open("rb") as fh:
-                    fh.seek(max(0, path.stat().st_size - chars))
-                    return fh.read().decode(errors="replace")
-        return ""
 
 
 def write_plan_files(plan: LaunchPlan, run_dir: Path) -> None:
@@ -170,3 +144,25 @@ def run_plan(
         stderr_path=stderr_path,
         warnings=warnings,
     )
+
+
+class LocalLauncher:
+    """The default: the plan as a subprocess of benchbed on this machine."""
+
+    name = "local"
+
+    def launch(
+        self,
+        spec: ExperimentSpec,
+        plan: LaunchPlan,
+        run_dir: Path,
+        timeout_s: float | None = None,
+        on_line: OnLine | None = None,
+    ) -> LaunchResult:
+        with sigterm_as_interrupt():
+            result = run_plan(plan, run_dir, timeout_s=timeout_s, on_line=on_line)
+        if plan.submits_job == "slurm":
+            from benchbed.launch.slurm import follow_framework_job
+
+            return follow_framework_job(spec, result, timeout_s=timeout_s)
+        return result

@@ -1,0 +1,250 @@
+"""`benchbed nightly`, `benchbed compare` and `benchbed history`: suites with repeats, and the regression gate.
+
+History, statistics and page rendering are imported when a command runs, so other commands start fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.errors import SpecError
+from benchbed.pipeline import RunOutcome, execute
+from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
+from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS, EntryVerdict, metric_direction
+from benchbed.spec import repeated
+from benchbed.store import DEFAULT_STORE, Store, read_record
+from benchbed.suite import DEFAULT_WATCH, Gate, load_suite
+
+EXIT_REGRESSION = 3
+NIGHTLY_DIRNAME = "_nightly"  # <store>/_nightly/<machine>/<suite>/<night>/: page, summary, verdicts, JUnit
+
+store_option = click.option(
+    "--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
+    show_default=True, help="results directory",
+)  # fmt: skip
+fail_on_option = click.option(
+    "--fail-on", type=click.Choice(["regression"]), default=None,
+    help=f"exit with status {EXIT_REGRESSION} when any verdict is a regression",
+)  # fmt: skip
+junit_option = click.option(
+    "--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="also write the verdicts as JUnit XML (a regression is a failed test case)",
+)  # fmt: skip
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help='print {"runs": [...], "verdicts": [...]} on stdout, nothing else'
+)
+
+
+def _json_document(records: list[RunRecord], verdicts: list[EntryVerdict]) -> str:
+    return json.dumps({"runs": [r.model_dump(mode="json") for r in records],
+                       "verdicts": [v.to_json() for v in verdicts]}, indent=2)  # fmt: skip
+
+
+def _verdict_table(title: str, verdicts: list[EntryVerdict]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in ("entry", "metric", "verdict", "baseline", "candidate", "change", "p", "n", "why"):
+        table.add_column(header, no_wrap=header not in ("why", "entry"))
+    styles = {"regression": "bold red", "improvement": "green", "insufficient_data": "yellow", "unchanged": ""}
+    for v in verdicts:
+        c = v.comparison
+        table.add_row(
+            escape(v.entry), v.metric, f"[{styles[v.verdict]}]{v.verdict}[/]" if styles[v.verdict] else v.verdict,
+            _num(c.baseline_median), _num(c.candidate_median),
+            "" if c.relative_change is None else f"{c.relative_change:+.1%}",
+            "" if c.p_value is None else f"{c.p_value:.2g}", f"{c.n_baseline}/{c.n_candidate}",
+            escape("; ".join([c.reason, *v.changes])),
+        )  # fmt: skip
+    return table
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def _exit_status(verdicts: list[EntryVerdict], failed: list[RunRecord], fail_on: str | None) -> int:
+    """1 when a launch failed, else 3 when asked to fail on a regression and there is one, else 0."""
+    if failed:
+        return 1
+    if fail_on == "regression" and any(v.verdict == "regression" for v in verdicts):
+        return EXIT_REGRESSION
+    return 0
+
+
+def _night_id() -> str:
+    """Names one `benchbed nightly` invocation; sorts by time."""
+    return f"{utc_now().strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+
+
+@click.command()
+@click.argument("suite_path", metavar="SUITE", type=click.Path(path_type=Path))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a field of every entry's spec, e.g. --set workload.steps=50 (repeatable)")  # fmt: skip
+@click.option("--launcher", type=click.Choice(["local"]), default="local", show_default=True,
+              help="where to launch each run")  # fmt: skip
+@click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="nightly HTML page to write (default: STORE/_nightly/MACHINE/SUITE/NIGHT/nightly.html)")  # fmt: skip
+@store_option
+@json_option
+@fail_on_option
+@junit_option
+def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: float | None,
+            output: Path | None, store_dir: Path, as_json: bool, fail_on: str | None,
+            junit_path: Path | None) -> None:  # fmt: skip
+    """Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of
+    tonight's runs against the last nights of the same (machine, entry) series.
+
+    Prints a Markdown summary (or JSON with --json) and writes the nightly page with each series' history and
+    change points. Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
+    3 a regression with --fail-on regression."""
+    from benchbed.history import build_series, load_points, night_verdicts
+    from benchbed.report.nightly import counts_line, junit_xml, markdown_summary, render_history_html, write_text
+
+    suite, planned = load_suite(suite_path, overrides)
+    store, machine, night = Store(store_dir), machine_info().name, _night_id()
+    outcomes: list[RunOutcome] = []
+    for entry in planned:
+        info = SuiteInfo(name=suite.name, entry=entry.name, night=night, watch=list(entry.watch))
+        for spec in repeated(entry.spec):
+            label = f"{entry.name} ({spec.repeat + 1}/{spec.repeats})"
+            with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
+                outcomes.append(execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info))
+            if not as_json:
+                err_console.print(f"{label}: {outcomes[-1].record.status}", highlight=False)
+    points, errors = load_points(store, machine=machine)
+    for error in errors:
+        err_console.print(f"[yellow]warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
+    verdicts: list[EntryVerdict] = []
+    for entry in planned:
+        present = set(points.loc[(points["entry"] == entry.name) & (points["night"] == night), "metric"])
+        metrics = list(entry.watch) or [m for m in DEFAULT_WATCH if m in present]
+        verdicts += night_verdicts(points, machine, entry.name, night, metrics, suite.gate)
+    failed = [o.record for o in outcomes if o.record.status == "failed"]
+    entry_names = {e.name for e in planned}
+    series = build_series(points[points["entry"].isin(entry_names)], suite.gate)
+    series_verdicts = {(s.entry, s.metric): s for s in series}
+    for v in verdicts:  # the page shows tonight's verdicts even where tonight's value is missing
+        if (v.entry, v.metric) in series_verdicts:
+            series_verdicts[(v.entry, v.metric)].verdict = v
+    title = f"{suite.name} on {machine}, night {night}"
+    folder = store.root / NIGHTLY_DIRNAME / machine / suite.name / night
+    summary = markdown_summary(title, verdicts, failed)
+    page = write_text(output or folder / "nightly.html", render_history_html(title, series, failed))
+    write_text(folder / "summary.md", summary)
+    write_text(folder / "verdicts.json", json.dumps([v.to_json() for v in verdicts], indent=2))
+    if junit_path:
+        write_text(junit_path, junit_xml(suite.name, verdicts, failed))
+    if as_json:
+        click.echo(_json_document([o.record for o in outcomes], verdicts))
+    else:
+        click.echo(summary)
+    err_console.print(f"{counts_line(verdicts, failed)}\nnightly page: {page.resolve()}", highlight=False,
+                      soft_wrap=True)  # fmt: skip
+    sys.exit(_exit_status(verdicts, failed, fail_on))
+
+
+class _VsCommand(click.Command):
+    """Lets `--vs` take several values (`--vs A B C`), as `--vs A --vs B --vs C`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out, following = [], False
+        for arg in args:
+            if arg == "--vs":
+                following = True
+                continue
+            if arg.startswith("-"):
+                following = False
+            out += ["--vs", arg] if following else [arg]
+        return super().parse_args(ctx, out)
+
+
+@click.command(cls=_VsCommand)
+@click.argument("baseline_dirs", nargs=-1, required=True, type=click.Path(path_type=Path),
+                metavar="BASELINE_RUN_DIR...")  # fmt: skip
+@click.option("--vs", "candidate_dirs", multiple=True, required=True, type=click.Path(path_type=Path),
+              metavar="CANDIDATE_RUN_DIR...", help="candidate run directories (one or more after --vs)")  # fmt: skip
+@click.option("--metric", "metrics", multiple=True, help="metric to compare (repeatable; default: headline metrics)")
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True, help="significance level")
+@click.option("--min-effect", type=float, default=DEFAULT_MIN_EFFECT, show_default=True,
+              help="minimum relative change of the median to report")  # fmt: skip
+@json_option
+@fail_on_option
+@junit_option
+def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], metrics: tuple[str, ...],
+            alpha: float, min_effect: float, as_json: bool, fail_on: str | None,
+            junit_path: Path | None) -> None:  # fmt: skip
+    """Compare two sets of stored runs with the nightly gate (Mann-Whitney U plus a minimum relative effect).
+
+    Runs are grouped by suite entry (or spec name); the repeats of each set are the samples. Exit status 3 with
+    --fail-on regression when any metric regressed."""
+    from benchbed.regress import compare_records
+    from benchbed.report.nightly import junit_xml, write_text
+
+    for name in metrics:
+        if metric_direction(name) is None:
+            raise SpecError(f"--metric {name}: not a metric with a better direction (README: Metric definitions)")
+    baseline = [read_record(d) for d in baseline_dirs]
+    candidate = [read_record(d) for d in candidate_dirs]
+    present = {m for r in (*baseline, *candidate) for m in r.metrics}
+    names = list(metrics) or [m for m in DEFAULT_WATCH if m in present]
+    verdicts = compare_records(baseline, candidate, names, alpha=alpha, min_effect=min_effect)
+    if not verdicts:
+        raise SpecError("compare: no entry appears on both sides; pass runs of the same suite entry or spec name")
+    if junit_path:
+        write_text(junit_path, junit_xml("compare", verdicts))
+    if as_json:
+        click.echo(_json_document([*baseline, *candidate], verdicts))
+    else:
+        title = f"{len(baseline)} baseline vs {len(candidate)} candidate runs"
+        stdout_console().print(_verdict_table(title, verdicts))
+    sys.exit(_exit_status(verdicts, [], fail_on))
+
+
+@click.command()
+@store_option
+@click.option("--entry", default=None, help="only this suite entry")
+@click.option("--metric", default=None, help="only this metric (default: each entry's watched metrics)")
+@click.option("--suite", "suite_name", default=None, help="only runs of this suite")
+@click.option("--machine", default=None, help="only this machine (default: every machine in the store)")
+@click.option("--nights", type=click.IntRange(min=1), default=DEFAULT_NIGHTS, show_default=True,
+              help="previous nights the last night is gated against")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write the history page (HTML) here")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help='print {"series": [...]} on stdout, nothing else')
+def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
+            nights: int, output: Path | None, as_json: bool) -> None:  # fmt: skip
+    """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
+    from benchbed.history import build_series, load_points
+    from benchbed.report.nightly import render_history_html, write_text
+
+    points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
+    series = build_series(points, Gate(nights=nights), [metric] if metric else None)
+    if output:
+        write_text(output, render_history_html(f"history of {store_dir}", series))
+    if as_json:
+        click.echo(json.dumps({"series": [s.to_json() for s in series]}, indent=2))
+    else:
+        table = Table(title=f"series in {store_dir}", title_justify="left")
+        for header in ("machine", "entry", "metric", "nights", "last median", "change points", "marked changes",
+                       "last verdict"):  # fmt: skip
+            table.add_column(header)
+        for s in series:
+            table.add_row(
+                s.machine, escape(s.entry), s.metric, str(len(s.nights)), f"{s.nights[-1].median:.4g}",
+                ", ".join(s.nights[i].night[:15] for i in s.change_points),
+                escape("; ".join(f"{s.nights[i].night[:15]}: {t}" for i, t in s.marked.items())),
+                s.verdict.verdict if s.verdict else "",
+            )  # fmt: skip
+        stdout_console().print(table)
+    for error in errors:
+        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
+    if errors:
+        sys.exit(2)

@@ -1,0 +1,187 @@
+"""Suite history from the results store: points per (machine, entry, metric), nights, change points, verdicts.
+
+A series is keyed by (machine, suite entry name), not spec_id: an edited spec or a new framework version
+continues it and is marked on it. Points come from succeeded runs that carry suite information.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import pandas as pd
+
+from benchbed.errors import StoreError
+from benchbed.regress import (
+    Comparison,
+    EntryVerdict,
+    change_points,
+    compare_values,
+    describe_changes,
+    framework_label,
+    metric_direction,
+)
+from benchbed.store import Store
+from benchbed.suite import DEFAULT_WATCH, Gate
+
+POINT_COLUMNS = (
+    "machine", "suite", "entry", "night", "run_id", "started_at", "repeat", "spec_id", "adapter", "framework",
+    "framework_version", "benchbed_commit", "watch", "metric", "value", "unit", "path",
+)  # fmt: skip
+
+
+def load_points(
+    store: Store, machine: str | None = None, suite: str | None = None, entry: str | None = None,
+    metric: str | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """One row per (suite run, metric), filtered with DuckDB, ordered by time; plus unreadable-record errors."""
+    records, errors = store.records()
+    rows = [
+        {
+            "machine": r.machine.name, "suite": r.suite.name, "entry": r.suite.entry, "night": r.suite.night,
+            "run_id": r.run_id, "started_at": r.started_at, "repeat": r.repeat, "spec_id": r.spec_id,
+            "adapter": r.adapter.name, "framework": r.adapter.framework, "framework_version": r.adapter.version,
+            "benchbed_commit": r.benchbed.commit, "watch": ",".join(r.suite.watch), "metric": name,
+            "value": value.value, "unit": value.unit, "path": str(run_dir),
+        }  # fmt: skip
+        for run_dir, r in records
+        if r.suite is not None and r.status == "succeeded"
+        for name, value in r.metrics.items()
+    ]
+    filters = {"machine": machine, "suite": suite, "entry": entry, "metric": metric}
+    where = [f"{column} = ?" for column, value in filters.items() if value is not None]
+    sql = "SELECT * FROM points" + (" WHERE " + " AND ".join(where) if where else "")
+    connection = duckdb.connect()
+    connection.register("points", pd.DataFrame(rows, columns=list(POINT_COLUMNS)))
+    try:
+        params = [value for value in filters.values() if value is not None]
+        frame = connection.execute(sql + " ORDER BY started_at, repeat", params).df()
+    except duckdb.Error as exc:
+        raise StoreError(f"store query failed: {exc}") from exc
+    return frame, errors
+
+
+@dataclass(frozen=True)
+class Night:
+    """One night of a series: its repeats' values and what ran."""
+
+    night: str
+    started_at: str
+    values: tuple[float, ...]
+    median: float
+    spec_ids: tuple[str, ...]
+    framework_versions: tuple[str, ...]
+    benchbed_commits: tuple[str, ...]
+    run_ids: tuple[str, ...]
+
+
+@dataclass
+class Series:
+    """A metric over the nights of one (machine, entry): change points and marked changes by night index."""
+
+    machine: str
+    suite: str
+    entry: str
+    metric: str
+    unit: str
+    nights: list[Night]
+    change_points: list[int] = field(default_factory=list)
+    marked: dict[int, str] = field(default_factory=dict)  # night index -> what changed from the night before
+    verdict: EntryVerdict | None = None  # the last night against the nights before it
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "machine": self.machine, "suite": self.suite, "entry": self.entry, "metric": self.metric,
+            "unit": self.unit, "higher_is_better": metric_direction(self.metric),
+            "change_points": [self.nights[i].night for i in self.change_points],
+            "marked_changes": [{"night": self.nights[i].night, "change": text} for i, text in self.marked.items()],
+            "last_verdict": self.verdict.to_json() if self.verdict else None,
+            "nights": [
+                {"night": n.night, "started_at": n.started_at, "median": n.median, "values": list(n.values),
+                 "spec_ids": list(n.spec_ids), "framework_versions": list(n.framework_versions),
+                 "benchbed_commits": list(n.benchbed_commits), "run_ids": list(n.run_ids)}
+                for n in self.nights
+            ],
+        }  # fmt: skip
+
+
+def _nights(points: pd.DataFrame) -> list[Night]:
+    """Group one series' points by night, in time order."""
+    out = []
+    for night, rows in points.groupby("night", sort=False):
+        out.append(Night(
+            night=str(night), started_at=str(rows["started_at"].min()), values=tuple(rows["value"].astype(float)),
+            median=float(rows["value"].median()), spec_ids=tuple(dict.fromkeys(rows["spec_id"])),
+            framework_versions=tuple(dict.fromkeys(map(framework_label, rows["framework"],
+                                                       rows["framework_version"]))),
+            benchbed_commits=tuple(dict.fromkeys(c[:12] for c in rows["benchbed_commit"])),
+            run_ids=tuple(rows["run_id"]),
+        ))  # fmt: skip
+    return sorted(out, key=lambda n: n.started_at)
+
+
+def _changes(before: Night, after: Night) -> str:
+    """What differs between two nights' runs (spec, framework version), '' when nothing."""
+    return "; ".join(describe_changes(before.spec_ids, after.spec_ids, before.framework_versions,
+                                      after.framework_versions))  # fmt: skip
+
+
+def gate_night(nights: list[Night], index: int, metric: str, gate: Gate) -> tuple[Comparison, tuple[str, ...]]:
+    """The night at `index` against the points of up to `gate.nights` nights before it."""
+    baseline_nights = nights[max(0, index - gate.nights) : index]
+    baseline = [v for n in baseline_nights for v in n.values]
+    direction = metric_direction(metric)
+    comparison = compare_values(baseline, nights[index].values, True if direction is None else direction,
+                                alpha=gate.alpha, min_effect=gate.min_effect)  # fmt: skip
+    sequence = [*baseline_nights, nights[index]]
+    changes = [_changes(a, b) for a, b in zip(sequence[:-1], sequence[1:], strict=True)]
+    return comparison, tuple(c for c in changes if c)
+
+
+def watched(points: pd.DataFrame) -> list[str]:
+    """The metrics a series' latest run watches (its suite entry's list, else the default ones it reports)."""
+    latest = points[points["started_at"] == points["started_at"].max()]
+    listed = [m for m in str(latest["watch"].iloc[0]).split(",") if m] if len(latest) else []
+    present = set(points["metric"])
+    return listed or [m for m in DEFAULT_WATCH if m in present]
+
+
+def build_series(points: pd.DataFrame, gate: Gate, metrics: list[str] | None = None) -> list[Series]:
+    """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict."""
+    out = []
+    for (machine, entry), rows in points.groupby(["machine", "entry"], sort=True):
+        for metric in metrics or watched(rows):
+            metric_rows = rows[rows["metric"] == metric]
+            if metric_rows.empty:
+                continue
+            nights = _nights(metric_rows)
+            series = Series(
+                machine=str(machine), suite=str(metric_rows["suite"].iloc[-1]), entry=str(entry), metric=metric,
+                unit=str(metric_rows["unit"].iloc[-1]), nights=nights,
+                change_points=change_points([n.median for n in nights], min_effect=gate.min_effect),
+                marked={i: text for i in range(1, len(nights)) if (text := _changes(nights[i - 1], nights[i]))},
+            )  # fmt: skip
+            if metric_direction(metric) is not None:
+                comparison, changes = gate_night(nights, len(nights) - 1, metric, gate)
+                series.verdict = EntryVerdict(series.machine, series.entry, metric, nights[-1].night, comparison,
+                                              changes)  # fmt: skip
+            out.append(series)
+    return out
+
+
+def night_verdicts(
+    points: pd.DataFrame, machine: str, entry: str, night: str, metrics: list[str], gate: Gate
+) -> list[EntryVerdict]:
+    """Tonight's gate for one entry: each metric's night against the nights before it (absent: no data)."""
+    rows = points[(points["machine"] == machine) & (points["entry"] == entry)]
+    verdicts = []
+    for metric in metrics:
+        nights = _nights(rows[rows["metric"] == metric])
+        index = next((i for i, n in enumerate(nights) if n.night == night), None)
+        if index is None:
+            comparison = compare_values([v for n in nights[-gate.nights :] for v in n.values], [], True)
+            verdicts.append(EntryVerdict(machine, entry, metric, night, comparison))
+            continue
+        comparison, changes = gate_night(nights, index, metric, gate)
+        verdicts.append(EntryVerdict(machine, entry, metric, night, comparison, changes))
+    return verdicts

@@ -1,0 +1,249 @@
+"""Regression statistics, one implementation for `nightly`, `compare`, `history` and the reports.
+
+`compare_values` is the gate: a two-sided Mann-Whitney U test between two samples of one metric plus a minimum
+relative effect on the medians, read in the direction the metric registry gives. `change_points` finds level
+shifts in a series (one value per night) with ruptures' PELT search.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from types import ModuleType
+from typing import Literal
+
+import numpy as np
+
+from benchbed.errors import BenchbedError
+from benchbed.metrics import METRICS
+from benchbed.record import RunRecord
+
+Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
+VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "unchanged", "insufficient_data")
+DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_EFFECT = 0.05  # relative change of the median below which a difference is not reported
+DEFAULT_NIGHTS = 5  # the night's gate compares against the points of this many previous nights
+FRAMEWORK_PREFIX = "framework_"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The gate's answer for one metric: verdict plus the figures it was decided on."""
+
+    verdict: Verdict
+    baseline_median: float | None
+    candidate_median: float | None
+    relative_change: float | None  # (candidate − baseline) / |baseline|; None when the baseline median is 0
+    p_value: float | None
+    n_baseline: int
+    n_candidate: int
+    reason: str  # one line saying why, for tables and JUnit messages
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EntryVerdict:
+    """A gate verdict for one metric of one series, with the changes between the baseline nights and tonight."""
+
+    machine: str
+    entry: str
+    metric: str
+    night: str
+    comparison: Comparison
+    changes: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.verdict
+
+    def to_json(self) -> dict[str, object]:
+        data = {"entry": self.entry, "metric": self.metric, **self.comparison.to_json()}
+        data.update(machine=self.machine, night=self.night, higher_is_better=metric_direction(self.metric),
+                    changes=list(self.changes))  # fmt: skip
+        return data
+
+
+def _require(module: str) -> ModuleType:
+    """Import an optional dependency of the statistics, or say which extra provides it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise BenchbedError(
+            f"{module} is not installed; regression statistics need the 'nightly' extra "
+            "(pip install 'benchbed[nightly]')"
+        ) from None
+
+
+def metric_direction(name: str) -> bool | None:
+    """higher_is_better from the metric registry (a framework's own figure reads like ours); None if unknown."""
+    definition = METRICS.get(name.removeprefix(FRAMEWORK_PREFIX))
+    return definition.higher_is_better if definition else None
+
+
+def min_p_value(n_baseline: int, n_candidate: int) -> float:
+    """The smallest two-sided p-value an exact Mann-Whitney U test can reach with these sample sizes."""
+    if n_baseline < 1 or n_candidate < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_baseline + n_candidate, n_candidate))
+
+
+def compare_values(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    higher_is_better: bool,
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+) -> Comparison:
+    """Verdict for `candidate` against `baseline` (NaNs dropped).
+
+    `insufficient_data` when the sample sizes cannot reach significance at `alpha` at all (never a silent pass);
+    otherwise `regression`/`improvement` when p < alpha and the medians differ by at least `min_effect`
+    relative to the baseline in the worse/better direction, else `unchanged`.
+    """
+    mannwhitneyu = _require("scipy.stats").mannwhitneyu
+    base = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=float)
+    cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
+    base_median = float(np.median(base)) if len(base) else None
+    cand_median = float(np.median(cand)) if len(cand) else None
+    relative = None
+    if base_median is not None and cand_median is not None and base_median != 0:
+        relative = (cand_median - base_median) / abs(base_median)
+
+    def result(verdict: Verdict, p: float | None, reason: str) -> Comparison:
+        return Comparison(verdict, base_median, cand_median, relative, p, len(base), len(cand), reason)
+
+    floor = min_p_value(len(base), len(cand))
+    if floor >= alpha:
+        return result(
+            "insufficient_data", None,
+            f"{len(base)} baseline and {len(cand)} candidate values cannot reach p < {alpha:g} (best {floor:.3g})",
+        )  # fmt: skip
+    assert base_median is not None and cand_median is not None
+    if np.ptp(np.concatenate([base, cand])) == 0:
+        return result("unchanged", 1.0, "all values are equal")
+    p = float(mannwhitneyu(cand, base, alternative="two-sided").pvalue)
+    p = 1.0 if math.isnan(p) else p
+    if p >= alpha:
+        return result("unchanged", p, f"p = {p:.3g} ≥ {alpha:g}")
+    effect = abs(relative) if relative is not None else math.inf
+    if effect < min_effect:
+        return result("unchanged", p, f"median changed {effect:.1%} < {min_effect:.0%}")
+    better = (cand_median > base_median) == higher_is_better
+    word = "better" if better else "worse"
+    return result(
+        "improvement" if better else "regression", p,
+        f"median {base_median:.4g} → {cand_median:.4g} ({_percent(relative)}, {word}), p = {p:.3g}",
+    )  # fmt: skip
+
+
+def _percent(relative: float | None) -> str:
+    return "from 0" if relative is None else f"{relative:+.1%}"
+
+
+def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT, min_size: int = 2) -> list[int]:
+    """Indices where a new level starts in `values` (in order), found by PELT on a least-squares cost.
+
+    The penalty is a BIC-like 2·σ²·ln(n) with σ estimated robustly from successive differences; a shift whose
+    segment means differ by less than `min_effect` (relative) is not reported, so a very quiet series does not
+    turn every wiggle into a change.
+    """
+    ruptures = _require("ruptures")
+    signal = np.asarray(values, dtype=float)
+    n = len(signal)
+    if n < 2 * min_size:
+        return []
+    diffs = np.diff(signal)
+    sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2)
+    scale = float(np.median(np.abs(signal))) or 1.0
+    sigma = max(sigma, 1e-3 * scale)  # a flat series has σ ≈ 0; keep the penalty positive
+    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(signal).predict(pen=2 * sigma**2 * math.log(n))
+    starts = [0, *ends[:-1]]
+    found = []
+    for i in range(1, len(starts)):
+        before = signal[starts[i - 1] : starts[i]].mean()
+        after = signal[starts[i] : ends[i]].mean()
+        if abs(after - before) >= min_effect * (abs(before) or 1.0):
+            found.append(starts[i])
+    return found
+
+
+def entry_name(record: RunRecord) -> str:
+    """The series a run belongs to: its suite entry, else its spec name with the matrix point."""
+    if record.suite is not None:
+        return record.suite.entry
+    variant = record.spec.get("variant") or {}
+    label = ",".join(f"{k}={v}" for k, v in variant.items())
+    name = str(record.spec.get("name", record.spec_id))
+    return f"{name}[{label}]" if label else name
+
+
+def compare_records(
+    baseline: Sequence[RunRecord],
+    candidate: Sequence[RunRecord],
+    metrics: Sequence[str],
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+) -> list[EntryVerdict]:
+    """The gate between two sets of runs, per metric (runs that did not succeed are left out).
+
+    Runs are grouped by entry (`entry_name`); with one entry on each side they are compared whatever their
+    names, otherwise entries are matched by name and unmatched ones are left out."""
+    def groups(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+        out: dict[str, list[RunRecord]] = {}
+        for record in records:
+            if record.status == "succeeded":
+                out.setdefault(entry_name(record), []).append(record)
+        return out
+
+    base, cand = groups(baseline), groups(candidate)
+    if len(base) == 1 and len(cand) == 1:
+        (base_name, base_runs), (cand_name, cand_runs) = next(iter(base.items())), next(iter(cand.items()))
+        label = cand_name if base_name == cand_name else f"{base_name} vs {cand_name}"
+        pairs = [(label, base_runs, cand_runs)]
+    else:
+        pairs = [(name, base[name], cand[name]) for name in cand if name in base]
+    verdicts = []
+    for label, base_runs, cand_runs in pairs:
+        machine = ",".join(dict.fromkeys(r.machine.name for r in cand_runs))
+        for metric in metrics:
+            direction = metric_direction(metric)
+            if direction is None:
+                continue
+            comparison = compare_values(_values(base_runs, metric), _values(cand_runs, metric), direction,
+                                        alpha=alpha, min_effect=min_effect)  # fmt: skip
+            verdicts.append(EntryVerdict(machine, label, metric, "", comparison, _spec_changes(base_runs, cand_runs)))
+    return verdicts
+
+
+def _values(records: Sequence[RunRecord], metric: str) -> list[float]:
+    return [r.metrics[metric].value for r in records if metric in r.metrics]
+
+
+def _spec_changes(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]) -> tuple[str, ...]:
+    def ids(records: Sequence[RunRecord]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.spec_id for r in records))
+
+    def versions(records: Sequence[RunRecord]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(framework_label(r.adapter.framework, r.adapter.version) for r in records))
+
+    return describe_changes(ids(baseline), ids(candidate), versions(baseline), versions(candidate))
+
+
+def framework_label(framework: str, version: str) -> str:
+    return f"{framework} {version}".strip()
+
+
+def describe_changes(
+    specs_before: Sequence[str], specs_after: Sequence[str], versions_before: Sequence[str],
+    versions_after: Sequence[str],
+) -> tuple[str, ...]:
+    """What differs between two sets of runs of one series: spec ids, framework versions ('a → b' lines)."""
+    out = []
+    for what, before, after in (("spec", specs_before, specs_after), ("framework", versions_before, versions_after)):
+        if set(before) != set(after):
+            out.append(f"{what} {', '.join(before)} → {', '.join(after)}")
+    return tuple(out)

@@ -1,0 +1,162 @@
+"""The nightly page: per entry and watched metric, the series over nights with its change points and the last
+night's verdict; plus the same verdicts as a Markdown message and as JUnit XML for CI systems."""
+
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import jinja2
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from benchbed.history import Series
+from benchbed.record import RunRecord, utc_now
+from benchbed.regress import VERDICTS, EntryVerdict
+from benchbed.report.plots import to_svg
+from benchbed.report.render import TEMPLATES
+
+VERDICT_COLORS = {
+    "regression": "#d62728", "improvement": "#2ca02c", "unchanged": "#7f7f7f", "insufficient_data": "#ff7f0e",
+}  # fmt: skip
+MAX_TICKS = 12
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def _change(verdict: EntryVerdict) -> str:
+    relative = verdict.comparison.relative_change
+    return "—" if relative is None else f"{relative:+.1%}"
+
+
+def counts_line(verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = ()) -> str:
+    """'1 regression, 0 improvements, …' in verdict order, plus failed runs when there are any."""
+    counts = Counter(v.verdict for v in verdicts)
+    plural = {"regression": "regressions", "improvement": "improvements"}
+    parts = [f"{counts[k]} {plural.get(k, k) if counts[k] != 1 else k}".replace("_", " ") for k in VERDICTS]
+    if failed:
+        parts.append(f"{len(failed)} failed run{'s' if len(failed) != 1 else ''}")
+    return ", ".join(parts)
+
+
+def markdown_summary(title: str, verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = ()) -> str:
+    """A short message for a chat channel or PR comment: counts, then every verdict that is not `unchanged`."""
+    worst = "❌" if failed or any(v.verdict == "regression" for v in verdicts) else "✅"
+    lines = [f"{worst} **{title}**: {counts_line(verdicts, failed)}", ""]
+    notable = [v for v in verdicts if v.verdict != "unchanged"]
+    if notable:
+        lines += ["| entry | metric | verdict | baseline | tonight | change | p |", "|---|---|---|---|---|---|---|"]
+        for v in notable:
+            c = v.comparison
+            p = "—" if c.p_value is None else f"{c.p_value:.2g}"
+            lines.append(f"| {v.entry} | {v.metric} | **{v.verdict}** | {_number(c.baseline_median)} "
+                         f"| {_number(c.candidate_median)} | {_change(v)} | {p} |")  # fmt: skip
+        lines.append("")
+    for v in notable:
+        for change in v.changes:
+            lines.append(f"- {v.entry}: {change}")
+    for record in failed:
+        message = record.error.message if record.error else record.status
+        entry = record.suite.entry if record.suite else record.spec_id
+        lines.append(f"- {entry}: run {record.run_id} {record.status}: {message}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def junit_xml(suite: str, verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = ()) -> str:
+    """JUnit XML: one test case per (entry, metric); a regression is a failure, a failed run an error, and
+    insufficient data is skipped (shown, never passed)."""
+    root = ET.Element("testsuites", name=f"benchbed nightly {suite}")
+    cases = ET.SubElement(root, "testsuite", name=suite, tests=str(len(verdicts) + len(failed)),
+                          failures=str(sum(v.verdict == "regression" for v in verdicts)), errors=str(len(failed)),
+                          skipped=str(sum(v.verdict == "insufficient_data" for v in verdicts)))  # fmt: skip
+    for v in verdicts:
+        case = ET.SubElement(cases, "testcase", classname=f"{suite}.{v.entry}", name=v.metric)
+        detail = "\n".join([v.comparison.reason, *v.changes])
+        if v.verdict == "regression":
+            ET.SubElement(case, "failure", message=f"regression: {v.comparison.reason}", type="regression").text = (
+                detail
+            )
+        elif v.verdict == "insufficient_data":
+            ET.SubElement(case, "skipped", message=f"insufficient data: {v.comparison.reason}")
+        else:
+            ET.SubElement(case, "system-out").text = f"{v.verdict}: {detail}"
+    for record in failed:
+        entry = record.suite.entry if record.suite else record.spec_id
+        case = ET.SubElement(cases, "testcase", classname=f"{suite}.{entry}", name=f"run {record.run_id}")
+        message = record.error.message if record.error else f"run {record.status}"
+        ET.SubElement(case, "error", message=message, type=record.status).text = (
+            record.error.log_tail if record.error else ""
+        )
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def history_plot(series: Series) -> str:
+    """The series over nights: each repeat as a dot, the nightly median as a line, change points as dashed red
+    lines, spec/framework changes as dotted grey lines, and the last night coloured by its verdict."""
+    fig = Figure(figsize=(9.5, 3.0), dpi=96)
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.2, top=0.84)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    x = np.arange(len(series.nights))
+    for i, night in enumerate(series.nights):
+        ax.scatter([i] * len(night.values), night.values, s=12, color="#1f77b4", alpha=0.5, linewidths=0)
+    ax.plot(x, [n.median for n in series.nights], color="#1f77b4", marker="o", markersize=4, linewidth=1.2)
+    for i in series.change_points:
+        ax.axvline(i - 0.5, color="#d62728", linestyle="--", linewidth=1.2)
+    for i in series.marked:
+        ax.axvline(i - 0.5, color="#555555", linestyle=":", linewidth=1.2)
+    handles = [
+        Line2D([], [], color="#1f77b4", marker="o", linestyle="none", alpha=0.5, markersize=4, label="repeat"),
+        Line2D([], [], color="#1f77b4", marker="o", markersize=4, label="night median"),
+        Line2D([], [], color="#d62728", linestyle="--", label="change point"),
+        Line2D([], [], color="#555555", linestyle=":", label="spec / framework changed"),
+    ]
+    if series.verdict is not None:
+        color = VERDICT_COLORS[series.verdict.verdict]
+        ax.scatter([x[-1]], [series.nights[-1].median], s=90, facecolors="none", edgecolors=color, linewidths=2)
+        handles.append(Line2D([], [], color=color, marker="o", markerfacecolor="none", linestyle="none",
+                              label=f"last night: {series.verdict.verdict.replace('_', ' ')}"))  # fmt: skip
+    step = max(1, math.ceil(len(x) / MAX_TICKS))
+    ax.set_xticks(x[::step], [n.night[:8] for n in series.nights][::step], fontsize=8)
+    ax.set_xlim(-0.6, len(x) - 0.4)
+    ax.set_xlabel("night (UTC date, oldest first)")
+    ax.set_ylabel(f"{series.metric} ({series.unit})")
+    ax.set_title(f"{series.entry}: {series.metric}", fontsize=10, loc="left")
+    ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(handles), fontsize=7,
+              frameon=False)  # fmt: skip
+    return to_svg(fig)
+
+
+def render_history_html(title: str, series: Sequence[Series], failed: Sequence[RunRecord] = ()) -> str:
+    """The history page: a verdict table, then one plot per series grouped by entry."""
+    verdicts = [s.verdict for s in series if s.verdict is not None]
+    entries: dict[tuple[str, str], list[tuple[Series, str]]] = {}
+    for s in series:
+        entries.setdefault((s.machine, s.entry), []).append((s, history_plot(s)))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined)  # fmt: skip
+    template = env.get_template("nightly.html.j2")
+    return template.render(
+        title=title, entries=entries, verdicts=verdicts, failed=list(failed), colors=VERDICT_COLORS,
+        summary=counts_line(verdicts, failed), number=_number, change=_change,
+        generated_at=utc_now().strftime("%Y-%m-%d %H:%M:%S UTC"),
+    )  # fmt: skip
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write atomically (temp file, then rename) so a reader never sees half a page."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,110 @@
+"""Suite files for `benchbed nightly`: named entries, each a spec with repeats, overrides and watched metrics."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from benchbed.errors import SpecError
+from benchbed.metrics import METRICS
+from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS, metric_direction
+from benchbed.spec import ExperimentSpec, expand, format_validation_error, load_spec, load_spec_data
+
+# Watched when an entry names none: the headline metrics that have a better direction.
+DEFAULT_WATCH = (
+    "trainer_throughput_sps", "trainer_idle_ratio", "generator_utilization", "staleness_mean",
+    "wasted_generation_fraction", "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s",
+    "sandbox_start_p99_s",
+)  # fmt: skip
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SuiteEntry(_Strict):
+    name: str = Field(description="the series key, with the machine")
+    spec: str = Field(description="spec file, relative to the suite file")
+    repeats: int | None = Field(None, gt=0, description="runs per night (default: the spec's repeats)")
+    set: list[str] = Field(default_factory=list, description="--set overrides for this entry's spec")
+    watch: list[str] | None = Field(None, description="metrics gated each night (default: headline metrics)")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("use letters, digits, '.', '_' and '-' (it names a series)")
+        return value
+
+    @field_validator("watch")
+    @classmethod
+    def _known_directed(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or ():
+            if name.removeprefix("framework_") not in METRICS:
+                raise ValueError(f"unknown metric {name!r}")
+            if metric_direction(name) is None:
+                raise ValueError(f"metric {name!r} has no better direction, so it cannot be gated")
+        return value
+
+
+class Gate(_Strict):
+    """How a night is judged against its history."""
+
+    nights: int = Field(DEFAULT_NIGHTS, gt=0, description="previous nights whose points form the baseline")
+    alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1, description="significance level of the Mann-Whitney U test")
+    min_effect: float = Field(DEFAULT_MIN_EFFECT, ge=0, description="minimum relative change of the median")
+
+
+class Suite(_Strict):
+    name: str
+    description: str = ""
+    gate: Gate = Field(default_factory=Gate)
+    entry: list[SuiteEntry] = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("use letters, digits, '.', '_' and '-'")
+        return value
+
+
+@dataclass(frozen=True)
+class PlannedEntry:
+    """One series of a suite: its key, the spec to run (a matrix point, with its repeats) and the metrics it
+    watches (empty: those of DEFAULT_WATCH that its runs report)."""
+
+    name: str
+    spec: ExperimentSpec
+    watch: tuple[str, ...]
+
+
+def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list[PlannedEntry]]:
+    """Read and validate a suite and every spec it names (with `overrides` applied to each) before anything runs.
+
+    An entry whose spec has a [matrix] becomes one series per point, named `entry[field=value,...]`."""
+    path = Path(path)
+    try:
+        suite = Suite.model_validate(load_spec_data(path))
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, str(path))) from None
+    names = [e.name for e in suite.entry]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SpecError(f"{path}: entry names must be unique (each names a series); repeated: {', '.join(duplicates)}")
+    planned = []
+    for entry in suite.entry:
+        spec_path = path.parent / entry.spec
+        if not spec_path.exists():
+            raise SpecError(f"{path}: entry {entry.name!r}: spec file {spec_path} not found")
+        repeats = (f"repeats={entry.repeats}",) if entry.repeats else ()
+        base = load_spec(spec_path, (*repeats, *entry.set, *overrides))
+        for spec in expand(base, str(spec_path)):
+            label = ",".join(f"{k}={v}" for k, v in spec.variant.items())
+            name = f"{entry.name}[{label}]" if label else entry.name
+            planned.append(PlannedEntry(name, spec, tuple(entry.watch or ())))
+    return suite, planned

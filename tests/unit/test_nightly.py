@@ -1,0 +1,201 @@
+"""`benchbed nightly`, `history` and `compare` run as a user would, night after night on one store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchbed.cli.main import cli
+from benchbed.errors import SpecError
+from benchbed.regress import compare_records
+from benchbed.spec import load_spec, repeated
+from benchbed.store import read_record
+from benchbed.suite import load_suite
+
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = REPO / "experiments" / "quickstart.toml"
+# A cut-down nightly-cpu: one simulated entry, 3 repeats of a short run; 128 slots keep the trainer's idle
+# time moderate (about 0.3), so a 10% slower generator moves both throughput and idle well past 5%.
+SUITE = """
+name = "cpu-mini"
+[gate]
+nights = 5
+[[entry]]
+name = "async"
+spec = "quickstart.toml"
+repeats = 3
+set = ["workload.steps=30", "sim.concurrency=128"]
+watch = ["trainer_throughput_sps", "trainer_idle_ratio"]
+"""
+SLOWER = ("--set", "sim.latency.mean=66.0")  # the generator's rollouts take 10% longer
+
+
+def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
+    """The command in its own process, for exit statuses and stdout/stderr as a shell sees them."""
+    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "BENCHBED_MACHINE": "ci-box"})  # fmt: skip
+
+
+def invoke(*args: object):
+    """The command in this process (what it launches still runs as subprocesses), to keep the tests short."""
+    return CliRunner().invoke(cli, [str(a) for a in args], env={"BENCHBED_MACHINE": "ci-box"})
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    """Four nights on one store: two to build history, one unchanged, one with a 10% slower generator."""
+    root = tmp_path_factory.mktemp("nightly")
+    (root / "quickstart.toml").write_text(QUICKSTART.read_text())
+    (root / "suite.toml").write_text(SUITE)
+    store = root / "store"
+    results = []
+    for n, extra in enumerate([(), (), (), SLOWER]):
+        junit = root / f"night{n}.xml"
+        result = invoke("nightly", root / "suite.toml", "--store", store, "--json", "--fail-on", "regression",
+                        "--junit", junit, *extra)  # fmt: skip
+        assert result.exit_code in (0, 3), (result.stderr, result.exception)
+        results.append((result, json.loads(result.stdout), junit))
+    return store, results
+
+
+def verdicts_of(doc: dict) -> dict[str, dict]:
+    return {v["metric"]: v for v in doc["verdicts"]}
+
+
+def test_first_nights_have_insufficient_data_and_pass(nights):
+    _, results = nights
+    for result, doc, _ in results[:2]:
+        assert result.exit_code == 0
+        assert {v["verdict"] for v in doc["verdicts"]} == {"insufficient_data"}
+        assert len(doc["runs"]) == 3 and [r["repeat"] for r in doc["runs"]] == [0, 1, 2]
+    assert verdicts_of(results[1][1])["trainer_idle_ratio"]["n_baseline"] == 3
+
+
+def test_repeats_use_their_own_seeds_and_share_the_spec_id(nights):
+    _, results = nights
+    runs = results[0][1]["runs"]
+    assert len({r["spec_id"] for r in runs}) == 1
+    assert len({r["metrics"]["trainer_throughput_sps"]["value"] for r in runs}) == 3
+    assert all(r["suite"]["name"] == "cpu-mini" and r["suite"]["entry"] == "async" for r in runs)
+    assert len({r["suite"]["night"] for r in runs}) == 1 and runs[0]["machine"]["name"] == "ci-box"
+
+
+def test_an_unchanged_night_does_not_fail(nights):
+    _, results = nights
+    result, doc, junit = results[2]
+    assert result.exit_code == 0
+    verdicts = verdicts_of(doc)
+    assert {v["verdict"] for v in verdicts.values()} == {"unchanged"}
+    throughput = verdicts["trainer_throughput_sps"]
+    assert (throughput["n_baseline"], throughput["n_candidate"], throughput["p_value"]) == (6, 3, 1.0)
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "0" and suite.get("tests") == "2"
+
+
+def test_a_ten_percent_slower_generator_exits_3_and_fails_in_junit(nights):
+    _, results = nights
+    result, doc, junit = results[3]
+    assert result.exit_code == 3
+    verdicts = verdicts_of(doc)
+    keys = {"entry", "metric", "verdict", "baseline_median", "candidate_median", "relative_change", "p_value",
+            "n_baseline", "n_candidate"}  # fmt: skip
+    assert keys <= set(verdicts["trainer_idle_ratio"])
+    throughput, idle = verdicts["trainer_throughput_sps"], verdicts["trainer_idle_ratio"]
+    assert throughput["verdict"] == "regression" and throughput["relative_change"] < -0.05
+    assert idle["verdict"] == "regression" and idle["relative_change"] > 0.05
+    assert throughput["n_baseline"] == 9 and throughput["p_value"] < 0.05
+    assert any(c.startswith("spec ") for c in throughput["changes"])  # the edited spec is marked, not a new series
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert cases["trainer_idle_ratio"].find("failure") is not None
+    assert "regression" in cases["trainer_throughput_sps"].find("failure").get("message")
+    assert "**regression**" not in result.stdout  # --json: stdout is the JSON document only
+
+
+def test_history_shows_the_series_with_its_marked_change(nights, tmp_path):
+    store, results = nights
+    page = tmp_path / "history.html"
+    result = invoke("history", "--store", store, "--entry", "async", "--metric", "trainer_throughput_sps",
+                    "--json", "-o", page)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    (series,) = json.loads(result.stdout)["series"]
+    assert series["machine"] == "ci-box" and len(series["nights"]) == 4
+    assert [len(n["values"]) for n in series["nights"]] == [3, 3, 3, 3]
+    assert series["marked_changes"][0]["night"] == series["nights"][3]["night"]
+    assert series["last_verdict"]["verdict"] == "regression"
+    html = page.read_text()
+    assert 'data-verdict="regression"' in html and html.count("<svg") == 1
+
+
+def test_nightly_page_summary_and_verdicts_are_kept_per_night(nights):
+    store, results = nights
+    nights_dirs = sorted((store / "_nightly" / "ci-box" / "cpu-mini").iterdir())
+    assert len(nights_dirs) == 4
+    last = nights_dirs[-1]
+    assert "2 regressions" in (last / "summary.md").read_text()
+    assert [v["verdict"] for v in json.loads((last / "verdicts.json").read_text())] == ["regression"] * 2
+    assert 'data-metric="trainer_idle_ratio"' in (last / "nightly.html").read_text()
+
+
+def test_compare_run_dirs_gives_the_same_verdict(nights):
+    store, results = nights
+    before = [d for _, doc, _ in results[:3] for d in _run_dirs(store, doc)]
+    after = _run_dirs(store, results[3][1])
+    result = invoke("compare", *before, "--vs", *after, "--metric", "trainer_throughput_sps", "--json",
+                    "--fail-on", "regression")  # fmt: skip
+    assert result.exit_code == 3, result.stderr
+    doc = json.loads(result.stdout)
+    (verdict,) = doc["verdicts"]
+    nightly = verdicts_of(results[3][1])["trainer_throughput_sps"]
+    assert verdict["verdict"] == "regression" and len(doc["runs"]) == 12
+    assert (verdict["n_baseline"], verdict["n_candidate"]) == (9, 3)
+    assert verdict["p_value"] == pytest.approx(nightly["p_value"])
+    few = compare_records([read_record(d) for d in before[-3:]], [read_record(d) for d in after],
+                          ["trainer_throughput_sps"])  # fmt: skip
+    assert [v.verdict for v in few] == ["insufficient_data"]  # 3 against 3 cannot reach p < 0.05
+
+
+def _run_dirs(store: Path, doc: dict) -> list[str]:
+    ids = {r["run_id"] for r in doc["runs"]}
+    return [str(p.parent) for p in store.glob("*/*/*/*/record.json") if read_record(p.parent).run_id in ids]
+
+
+def test_bad_suites_exit_2_and_store_nothing(tmp_path):
+    (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
+    cases = {
+        "bad-metric.toml": (SUITE.replace('"trainer_idle_ratio"]', '"rate_gap"]'), "no better direction"),
+        "missing-spec.toml": (SUITE.replace("quickstart.toml", "nope.toml"), "nope.toml"),
+        "unknown-field.toml": ("colour = 1\n" + SUITE, "unknown field 'colour'"),
+        "same-name.toml": (SUITE + SUITE[SUITE.index("[[entry]]"):], "repeated: async"),
+        "bad-override.toml": (SUITE.replace("workload.steps=30", "workload.stepz=30"), "workload.stepz"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SpecError, match=message):
+            load_suite(tmp_path / name)
+    result = benchbed("nightly", tmp_path / "bad-metric.toml", "--store", tmp_path / "store")
+    assert result.returncode == 2 and "no better direction" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "store").exists()
+
+
+def test_example_suites_load_with_every_spec():
+    suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
+    assert [e.name for e in planned] == ["quickstart-async", "quickstart-sync", "sandbox-local"]
+    assert planned[0].spec.repeats == 5 and planned[0].spec.workload.steps == 100
+    cluster, entries = load_suite(REPO / "experiments" / "nightly-cluster.toml")
+    names = [e.name for e in entries]
+    assert "verl-sandbox-scaling[verl.concurrency=960]" in names and len(names) == 7
+    assert all(e.spec.repeats == 2 for e in entries)
+
+
+def test_repeated_keeps_the_spec_id_and_counts_up():
+    spec = load_spec(QUICKSTART, ["repeats=3"])
+    copies = repeated(spec)
+    assert [c.repeat for c in copies] == [0, 1, 2] and {c.spec_id for c in copies} == {spec.spec_id}

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from benchbed.adapters.verl import VerlAdapter
-from benchbed.adapters.verl.artifacts import PLAN_FILE
 from benchbed.adapters.verl.render import hydra_value, preset_for
 
+from benchbed.adapterkit.handoff import HANDOFF_FILE
 from benchbed.errors import SpecError
 from benchbed.spec import build_spec, expand, load_spec
 
@@ -55,7 +55,7 @@ def test_v1_sync_plan_is_what_a_user_types(tmp_path: Path) -> None:
     assert ov["actor_rollout_ref.actor.megatron.tensor_model_parallel_size"] == "4"
     assert plan.env["VERL_FILE_LOGGER_PATH"] == str(tmp_path.resolve() / "metrics.jsonl")
     assert Path(plan.env["VERL_FILE_LOGGER_PATH"]).is_absolute()
-    info = json.loads(plan.files[PLAN_FILE])
+    info = json.loads(plan.files[HANDOFF_FILE])
     assert info["mode"] == "v1_sync" and info["samples_per_step"] == 256
 
 
@@ -95,7 +95,7 @@ def test_fully_async_splits_the_step_into_sync_cycles() -> None:
     ov = overrides(plan)
     assert ov["actor_rollout_ref.actor.ppo_mini_batch_size"] == "8"
     assert ov["async_training.trigger_parameter_sync_step"] == "4"
-    assert json.loads(plan.files[PLAN_FILE])["samples_per_local_step"] == 64
+    assert json.loads(plan.files[HANDOFF_FILE])["samples_per_local_step"] == 64
 
 
 def test_concurrency_spreads_over_rollout_replicas() -> None:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.errors import TraceError
-from benchbed.keys import KINDS, SCHEMA_VERSION, is_known_key
+from benchbed.keys import KEYS, KINDS, SCHEMA_VERSION, is_known_key
 
 TRACE_FILENAME = "trace.parquet"
 _META_KEY = b"benchbed.trace_meta"
@@ -29,6 +29,7 @@ COLUMNS: tuple[str, ...] = (
     "v_start", "v_end", "v_train", "status", "attrs",
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
+_NON_NEGATIVE_AGG = [k for k in KEYS if k.startswith(("trainer.", "samples.", "groups."))]
 _DEFAULTS: dict[str, Any] = {
     "step": -1, "t0": math.nan, "t1": math.nan, "value": math.nan, "actor": "", "sample": "",
     "group": "", "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "",
@@ -171,6 +172,19 @@ def validate_events(df: pd.DataFrame) -> None:
     if backwards.any():
         row = int(np.flatnonzero(backwards)[0])
         raise TraceError(f"row {row}, column 't1': t1={t1[row]} is before t0={t0[row]}")
+    # Durations and counts in agg rows (trainer.*, samples.*, groups.*) cannot be negative or infinite.
+    value = df["value"].to_numpy(dtype=float)
+    counted = (kinds == "agg").to_numpy() & keys.isin(_NON_NEGATIVE_AGG).to_numpy()
+    with np.errstate(invalid="ignore"):
+        impossible = counted & ((value < 0) | np.isinf(value))
+    if impossible.any():
+        rows = np.flatnonzero(impossible)
+        row = int(rows[0])
+        steps = sorted({int(s) for s in df["step"].to_numpy()[rows]})
+        raise TraceError(
+            f"row {row}, column 'value': {keys.iloc[row]} = {value[row]} at step(s) "
+            f"{', '.join(map(str, steps[:10]))}: a duration or count cannot be negative or infinite"
+        )
 
 
 @dataclass
@@ -223,11 +237,14 @@ def read_trace(path: str | Path) -> Trace:
         raise TraceError(f"{path}: no trace file here; expected a {TRACE_FILENAME} written by benchbed")
     try:
         table = pq.read_table(path)
+    except PermissionError as exc:
+        raise TraceError(f"{path}: cannot read the trace ({exc.strerror or 'permission denied'})") from None
     except (pa.ArrowInvalid, OSError) as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise TraceError(
-            f"{path}: not a readable parquet trace ({exc}); the file is corrupt or truncated, "
+            f"{path}: not a readable parquet trace ({first}); the file is corrupt or truncated, "
             "re-run or re-ingest the run"
-        ) from exc
+        ) from None
     raw_meta = (table.schema.metadata or {}).get(_META_KEY)
     if raw_meta is None:
         raise TraceError(f"{path}: parquet file has no benchbed trace metadata; was it written by benchbed?")

@@ -14,6 +14,7 @@ from typing import IO
 
 from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
+from benchbed.launch.signals import signal_name, stop_signals_interrupt
 from benchbed.secrets import redact, secret_values
 
 TERMINATE_GRACE_S = 5.0
@@ -31,6 +32,7 @@ class LaunchResult:
     stdout_path: Path
     stderr_path: Path
     warnings: list[str]
+    stop_signal: str = ""  # the signal that interrupted the launch: SIGINT (Ctrl-C), SIGTERM or SIGHUP
 
     @property
     def ok(self) -> bool:
@@ -112,7 +114,8 @@ def run_plan(
     timeout_s: float | None = None,
     on_line: Callable[[str], None] | None = None,
 ) -> LaunchResult:
-    """Start the plan in its own process group and wait; Ctrl-C or the timeout kill the whole group."""
+    """Start the plan in its own process group and wait; the timeout, Ctrl-C, SIGTERM or SIGHUP kill the whole
+    group (a signal is then re-raised by the caller once the record is finalised)."""
     run_dir = Path(run_dir)
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -125,6 +128,22 @@ def run_plan(
     stdout_path, stderr_path = logs / "stdout.log", logs / "stderr.log"
     warnings = run_captures(plan, run_dir, env, cwd)
     secrets = secret_values(env)
+    with stop_signals_interrupt():
+        return _launch(plan, env, cwd, timeout_s, on_line, secrets, (stdout_path, stderr_path), warnings)
+
+
+def _launch(
+    plan: LaunchPlan,
+    env: dict[str, str],
+    cwd: Path,
+    timeout_s: float | None,
+    on_line: Callable[[str], None] | None,
+    secrets: list[str],
+    log_paths: tuple[Path, Path],
+    warnings: list[str],
+) -> LaunchResult:
+    """Start the process group, pump its output into the logs, and stop it on timeout or on any stop signal."""
+    stdout_path, stderr_path = log_paths
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -141,6 +160,7 @@ def run_plan(
     except PermissionError as exc:
         raise LaunchError(f"cannot start {plan.argv[0]!r}: permission denied") from exc
     timed_out = interrupted = False
+    stop_signal = ""
     with stdout_path.open("wb") as out_sink, stderr_path.open("wb") as err_sink:
         pumps = [
             threading.Thread(target=_pump, args=(proc.stdout, out_sink, None, secrets), daemon=True),
@@ -153,8 +173,9 @@ def run_plan(
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by stop_signals_interrupt
             interrupted = True
+            stop_signal = signal_name(exc)
             _kill_group(proc)
         finally:
             if proc.poll() is None:
@@ -169,4 +190,5 @@ def run_plan(
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         warnings=warnings,
+        stop_signal=stop_signal,
     )

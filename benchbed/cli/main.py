@@ -52,6 +52,9 @@ class BenchbedGroup(click.Group):
             status = super().main(*args, **kwargs)
         except click.exceptions.Abort:
             _fail("aborted", 130)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `benchbed` alone: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
             where = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else "benchbed"
             hint = f" (see {where} --help)" if isinstance(exc, click.UsageError) else ""

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := chromium chromium-driver bubblewrap
+APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge
 
 .PHONY: demo test setup setup-test system-packages lint bench clean
 
@@ -28,7 +28,7 @@ $(VENV)/.test-installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,local,verl,modal,prime,ref,nightly]'
+	$(BIN)/python -m pip install -q -e '.[dev,local,verl,modal,prime,ref,nightly,ray,fixtures]'
 	touch $(VENV)/.core-installed $@
 
 system-packages:
@@ -41,8 +41,14 @@ system-packages:
 lint: setup-test
 	$(BIN)/ruff check .
 
-bench: setup
-	$(BIN)/python benchmarks/sim_speed.py
+# Benchmarks (pytest-benchmark): each measures its baseline in the same run, prints target/baseline ratios and
+# fails when one misses its limit. Results are saved per machine under .benchmarks/<machine>/; compare with the
+# last saved run by `make bench BENCH_ARGS=--benchmark-compare` (add --bench-quick for a smoke run).
+MACHINE ?= $(or $(BENCHBED_MACHINE),$(shell hostname))
+BENCH_ARGS ?=
+bench: setup-test
+	$(BIN)/pytest benchmarks -p no:cacheprovider --benchmark-autosave \
+		--benchmark-storage=file://.benchmarks/$(MACHINE) --benchmark-columns=min,median,max,rounds $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -11,27 +11,31 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from benchbed import keys as K
-from benchbed.metrics.series import COMPONENTS, _overlaps_within, _pack_lanes, step_breakdown
+from benchbed.metrics.series import COMPONENTS, _pack_lanes, step_breakdown
 from benchbed.trace import Trace
 
 FORMATS = ("perfetto", "csv", "parquet")
 TRAINER_PID, GENERATOR_PID, SANDBOX_PID = 1, 2, 3
 PROCESSES = {TRAINER_PID: "trainer", GENERATOR_PID: "generator", SANDBOX_PID: "sandboxes"}
-CHUNK = 50_000  # events formatted and written at a time
+CHUNK = 100_000  # events formatted and written at a time
 COUNTER_POINTS = 20_000  # counters with more changes than this are sampled on an even grid
 MAX_SANDBOX_THREADS = 1024  # beyond this many sandboxes, sandboxes share packed lanes
+RECONSTRUCTED_THREAD = "trainer (reconstructed from per-step durations)"
 US = 1e6
-_UNSAFE = re.compile(r'["\\\x00-\x1f]')
+_UNSAFE = r'["\\\x00-\x1f]'
 ProgressFn = Callable[[int], None]
+Part = pa.Array | str  # a column of JSON fragments, or one fragment repeated
 
 
 @dataclass
@@ -45,30 +49,54 @@ class ExportSummary:
 
 
 class _Writer:
-    """Streams events into the traceEvents array, counting them by phase."""
+    """Streams events into the traceEvents array as bytes straight from Arrow's buffers, counting them by phase.
 
-    def __init__(self, fh: IO[str], summary: ExportSummary) -> None:
-        self.fh, self.summary, self.first = fh, summary, True
+    Every event is followed by ",\n"; `close` writes the metadata events last, the final one without a comma."""
 
-    def write(self, phase: str, lines: Iterable[str]) -> None:
-        chunk = list(lines)
-        if not chunk:
+    def __init__(self, fh: IO[bytes], summary: ExportSummary) -> None:
+        self.fh, self.summary = fh, summary
+
+    def write(self, phase: str, lines: pa.Array) -> None:
+        if not len(lines):
             return
-        self.fh.write(("" if self.first else ",\n") + ",\n".join(chunk))
-        self.first = False
-        self.summary.events[phase] = self.summary.events.get(phase, 0) + len(chunk)
+        text = pc.binary_join_element_wise(lines, pa.scalar(",\n"), "")
+        wide = pa.types.is_large_string(text.type)
+        offsets = np.frombuffer(text.buffers()[1], dtype=np.int64 if wide else np.int32)
+        first, last = offsets[text.offset], offsets[text.offset + len(text)]
+        self.fh.write(memoryview(text.buffers()[2])[first:last])
+        self.summary.events[phase] = self.summary.events.get(phase, 0) + len(text)
+
+    def close(self, lines: list[str]) -> None:
+        self.fh.write(",\n".join(lines).encode())
+        self.summary.events["M"] = len(lines)
 
 
 def _us(seconds: np.ndarray) -> np.ndarray:
     return np.rint(seconds * US).astype(np.int64)
 
 
-def _json_strings(values: pd.Series) -> list[str]:
-    """Each value as a JSON string literal (escaped only when needed: fast for millions of plain ids)."""
-    text = values.astype(str)
-    if text.str.contains(_UNSAFE).any():
-        return [json.dumps(v) for v in text]
-    return ('"' + text + '"').tolist()
+def _num(values: np.ndarray) -> pa.Array:
+    """Numbers as JSON text (non-finite floats as null), formatted in Arrow's C++ kernels."""
+    text = pc.cast(pa.array(values), pa.string())
+    if values.dtype.kind == "f":
+        text = pc.if_else(pa.array(np.isfinite(values)), text, pa.scalar("null"))
+    return text
+
+
+def _quoted(values: pd.Series) -> pa.Array:
+    """Strings as JSON string literals; escaped one by one only when some need it."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        literals = pa.array([json.dumps(str(c)) for c in values.cat.categories], pa.string())
+        return literals.take(pa.array(values.cat.codes.to_numpy()))
+    text = pa.array(values.astype(str).to_numpy(dtype=object), pa.string())
+    if pc.any(pc.match_substring_regex(text, _UNSAFE)).as_py():
+        return pa.array([json.dumps(v) for v in text.to_pylist()], pa.string())
+    return _join('"', text, '"')
+
+
+def _join(*parts: Part) -> pa.Array:
+    """Element-wise concatenation of columns and repeated fragments into one JSON text per event."""
+    return pc.binary_join_element_wise(*(pa.scalar(p) if isinstance(p, str) else p for p in parts), "")
 
 
 class _Threads:
@@ -80,11 +108,12 @@ class _Threads:
     def tid(self, pid: int, name: str) -> int:
         return self.names.setdefault((pid, name), len(self.names) + 1)
 
-    def tids(self, pid: int, names: np.ndarray) -> np.ndarray:
-        """Thread ids for an array of thread names, new names numbered in natural order (slot/2 before slot/10)."""
-        unique, inverse = np.unique(names.astype(str), return_inverse=True)
-        ids = {name: self.tid(pid, name) for name in sorted(unique.tolist(), key=_natural)}
-        return np.array([ids[name] for name in unique.tolist()], dtype=np.int64)[inverse]
+    def tids(self, pid: int, names: pd.Series | np.ndarray) -> np.ndarray:
+        """Thread ids for thread names, new names numbered in natural order (slot/2 before slot/10)."""
+        codes, unique = pd.factorize(pd.Series(names).astype(str) if not isinstance(names, pd.Series) else names)
+        unique = [str(u) for u in unique]
+        ids = {name: self.tid(pid, name) for name in sorted(unique, key=_natural)}
+        return np.array([ids[name] for name in unique], dtype=np.int64)[codes]
 
 
 def _natural(name: str) -> tuple[str, int, str]:
@@ -97,22 +126,12 @@ def _spans(events: pd.DataFrame, key: str) -> pd.DataFrame:
     return rows[np.isfinite(rows["t0"].to_numpy()) & np.isfinite(rows["t1"].to_numpy())]
 
 
-def _x_events(pid: int, tid: np.ndarray, names: list[str], t0: np.ndarray, t1: np.ndarray,
-              args: list[str] | None = None) -> Iterator[str]:  # fmt: skip
-    ts, end = _us(t0), _us(t1)
-    dur = np.maximum(end - ts, 0)
-    tail = args if args is not None else ["{}"] * len(ts)
-    for name, thread, start, length, arg in zip(names, tid.tolist(), ts.tolist(), dur.tolist(), tail, strict=True):
-        yield f'{{"ph":"X","name":{name},"pid":{pid},"tid":{thread},"ts":{start},"dur":{length},"args":{arg}}}'
-
-
-def _write_chunks(writer: _Writer, phase: str, n: int, make: Callable[[slice], Iterator[str]],
-                  progress: ProgressFn | None) -> None:  # fmt: skip
-    for start in range(0, n, CHUNK):
-        part = slice(start, min(n, start + CHUNK))
-        writer.write(phase, make(part))
-        if progress is not None:
-            progress(part.stop - part.start)
+def _x_events(pid: int, tid: np.ndarray, name: Part, t0: np.ndarray, t1: np.ndarray, args: Part = "{}") -> pa.Array:
+    """Complete ("X") events: ts and dur in whole microseconds, each end rounded as its start (nesting kept)."""
+    ts = _us(t0)
+    dur = np.maximum(_us(t1) - ts, 0)
+    return _join('{"ph":"X","name":', name, f',"pid":{pid},"tid":', _num(tid), ',"ts":', _num(ts), ',"dur":',
+                 _num(dur), ',"args":', args, "}")  # fmt: skip
 
 
 @dataclass
@@ -135,14 +154,12 @@ def _trainer(trace: Trace, writer: _Writer, threads: _Threads, summary: ExportSu
             rows = _spans(events, key)
             if not len(rows):
                 continue
-            actor = rows["actor"].astype(str).replace("", "trainer").to_numpy()
-            tid = threads.tids(TRAINER_PID, actor)
+            tid = threads.tids(TRAINER_PID, rows["actor"].astype(str).replace("", "trainer").to_numpy())
             step_tid = step_tid or int(tid[0])
             steps = rows["step"].to_numpy()
-            label = key.removeprefix("trainer.")
-            names = [f'"step {s}"' for s in steps] if key == K.TRAINER_STEP else [f'"{label}"'] * len(rows)
-            args = [f'{{"step":{s}}}' for s in steps]
-            writer.write("X", _x_events(TRAINER_PID, tid, names, rows["t0"].to_numpy(), rows["t1"].to_numpy(), args))
+            name = _join('"step ', _num(steps), '"') if key == K.TRAINER_STEP else f'"{key.removeprefix("trainer.")}"'
+            args = _join('{"step":', _num(steps), "}")
+            writer.write("X", _x_events(TRAINER_PID, tid, name, rows["t0"].to_numpy(), rows["t1"].to_numpy(), args))
         start = dict(zip(step_spans["step"].tolist(), step_spans["t0"].tolist(), strict=True))
         end = dict(zip(step_spans["step"].tolist(), step_spans["t1"].tolist(), strict=True))
         compute = _spans(events, K.TRAINER_COMPUTE)
@@ -152,12 +169,12 @@ def _trainer(trace: Trace, writer: _Writer, threads: _Threads, summary: ExportSu
     if not len(frame):
         return _Steps({}, {}, {})
     summary.reconstructed = True
-    tid = np.full(len(frame), threads.tid(TRAINER_PID, "trainer (reconstructed from per-step durations)"))
+    tid = np.full(len(frame), threads.tid(TRAINER_PID, RECONSTRUCTED_THREAD))
     ends = np.cumsum(frame["step_s"].to_numpy(dtype=float))
     starts = ends - frame["step_s"].to_numpy(dtype=float)
     steps = frame["step"].to_numpy()
-    args = [f'{{"step":{s},"reconstructed":true}}' for s in steps]
-    writer.write("X", _x_events(TRAINER_PID, tid, [f'"step {s}"' for s in steps], starts, ends, args))
+    args = _join('{"step":', _num(steps), ',"reconstructed":true}')
+    writer.write("X", _x_events(TRAINER_PID, tid, _join('"step ', _num(steps), '"'), starts, ends, args))
     cursor = starts.copy()
     consume = starts.copy()
     for component in COMPONENTS:
@@ -165,20 +182,24 @@ def _trainer(trace: Trace, writer: _Writer, threads: _Threads, summary: ExportSu
         has = seconds > 0
         if component == "compute":
             consume = np.where(has, cursor, consume)
-        kept = [a for a, h in zip(args, has, strict=True) if h]
-        names = [f'"{component}"'] * len(kept)
-        writer.write("X", _x_events(TRAINER_PID, tid[has], names, cursor[has], (cursor + seconds)[has], kept))
+        kept = args.filter(pa.array(has))
+        writer.write("X", _x_events(TRAINER_PID, tid[has], f'"{component}"', cursor[has], (cursor + seconds)[has],
+                                    kept))  # fmt: skip
         cursor = cursor + seconds
     as_dict = lambda values: dict(zip(steps.tolist(), values.tolist(), strict=True))  # noqa: E731
     return _Steps(as_dict(starts), as_dict(consume), as_dict(ends), int(tid[0]))
 
 
-def _rollout_lanes(rows: pd.DataFrame) -> np.ndarray:
+def _rollout_lanes(rows: pd.DataFrame) -> pd.Series | np.ndarray:
     """A generator slot per rollout: its actor when actors are slots (never overlap), else packed lanes."""
-    actor = rows["actor"].astype(str).to_numpy()
+    actor = rows["actor"]
+    codes, unique = pd.factorize(actor)
     t0, t1 = rows["t0"].to_numpy(dtype=float), rows["t1"].to_numpy(dtype=float)
-    if len(actor) and (actor != "").all() and not _overlaps_within(actor, t0, t1):
-        return actor
+    if len(codes) and "" not in {str(u) for u in unique}:
+        order = np.lexsort((t0, codes))
+        c, s, e = codes[order], t0[order], t1[order]
+        if not ((c[1:] == c[:-1]) & (s[1:] < e[:-1])).any():
+            return actor
     return np.char.add("lane/", _pack_lanes(t0, t1).astype(str))
 
 
@@ -189,44 +210,38 @@ def _rollouts(trace: Trace, writer: _Writer, threads: _Threads, steps: _Steps,
     if not len(rows):
         return rows
     tid = threads.tids(GENERATOR_PID, _rollout_lanes(rows))
-    status = rows["status"].astype(str)
-    names = _json_strings("rollout " + status)
     v_start, v_end, v_train = (rows[c].to_numpy() for c in ("v_start", "v_end", "v_train"))
     staleness = np.where((v_start >= 0) & (v_train >= 0), v_train - v_start, -1)
-    reward = rows["value"].to_numpy(dtype=float)
-    reward_text = np.where(np.isfinite(reward), np.char.mod("%.6g", np.nan_to_num(reward)), "null")
     step = rows["step"].to_numpy()
-    sample, group, status_json = _json_strings(rows["sample"]), _json_strings(rows["group"]), _json_strings(status)
     t0, t1 = rows["t0"].to_numpy(dtype=float), rows["t1"].to_numpy(dtype=float)
-
-    def make(part: slice) -> Iterator[str]:
-        args = [
-            f'{{"sample":{a},"group":{g},"step":{s},"v_start":{vs},"v_end":{ve},"v_train":{vt},"status":{st},'
-            f'"reward":{r},"staleness":{sl}}}'
-            for a, g, s, vs, ve, vt, st, r, sl in zip(
-                sample[part], group[part], step[part].tolist(), v_start[part].tolist(), v_end[part].tolist(),
-                v_train[part].tolist(), status_json[part], reward_text[part].tolist(), staleness[part].tolist(),
-                strict=True,
-            )
-        ]
-        return _x_events(GENERATOR_PID, tid[part], names[part], t0[part], t1[part], args)
-
-    _write_chunks(writer, "X", len(rows), make, progress)
+    reward = rows["value"].to_numpy(dtype=float)
+    for start in range(0, len(rows), CHUNK):
+        part = slice(start, min(len(rows), start + CHUNK))
+        chunk = rows.iloc[part]
+        status = _quoted(chunk["status"])
+        args = _join(
+            '{"sample":', _quoted(chunk["sample"]), ',"group":', _quoted(chunk["group"]), ',"step":', _num(step[part]),
+            ',"v_start":', _num(v_start[part]), ',"v_end":', _num(v_end[part]), ',"v_train":', _num(v_train[part]),
+            ',"status":', status, ',"reward":', _num(reward[part]), ',"staleness":', _num(staleness[part]), "}",
+        )  # fmt: skip
+        name = _join('"rollout ', pc.utf8_slice_codeunits(status, 1), "")
+        writer.write("X", _x_events(GENERATOR_PID, tid[part], name, t0[part], t1[part], args))
+        if progress is not None:
+            progress(part.stop - part.start)
     consume = pd.Series(step).map(steps.consume).to_numpy(dtype=float)
-    trained = np.flatnonzero((status.to_numpy() == "ok") & (v_train >= 0) & np.isfinite(consume))
-    start_us, end_us = _us(t0), _us(t1)
-    flow_from = np.maximum(start_us, end_us - 1)  # inside the rollout's slice
-    flow_to = np.zeros(len(consume), dtype=np.int64)
-    flow_to[trained] = _us(consume[trained])
-
-    def flows(part: slice) -> Iterator[str]:
-        for i in trained[part].tolist():
-            yield (f'{{"ph":"s","name":"consumed by step","cat":"flow","id":{i},"pid":{GENERATOR_PID},'
-                   f'"tid":{tid[i]},"ts":{flow_from[i]}}}')  # fmt: skip
-            yield (f'{{"ph":"f","bp":"e","name":"consumed by step","cat":"flow","id":{i},"pid":{TRAINER_PID},'
-                   f'"tid":{steps.tid},"ts":{flow_to[i]}}}')  # fmt: skip
-
-    _write_chunks(writer, "flow", len(trained), flows, None)
+    status_ok = (rows["status"] == "ok").to_numpy()
+    trained = np.flatnonzero(status_ok & (v_train >= 0) & np.isfinite(consume))
+    flow_from = np.maximum(_us(t0[trained]), _us(t1[trained]) - 1)  # inside the rollout's slice
+    flow_to = _us(consume[trained])
+    for start in range(0, len(trained), CHUNK):
+        part = slice(start, min(len(trained), start + CHUNK))
+        ids = _num(trained[part])
+        writer.write("flow", _join('{"ph":"s","name":"consumed by step","cat":"flow","id":', ids,
+                                   f',"pid":{GENERATOR_PID},"tid":', _num(tid[trained[part]]), ',"ts":',
+                                   _num(flow_from[part]), "}"))  # fmt: skip
+        target = f',"pid":{TRAINER_PID},"tid":{steps.tid},"ts":'
+        writer.write("flow", _join('{"ph":"f","bp":"e","name":"consumed by step","cat":"flow","id":', ids, target,
+                                   _num(flow_to[part]), "}"))  # fmt: skip
     return rows.assign(consume=consume)
 
 
@@ -236,7 +251,8 @@ def _sandboxes(trace: Trace, writer: _Writer, threads: _Threads) -> None:
     rows = pd.concat([_spans(trace.events, k) for k in keys])
     if not len(rows):
         return
-    entity = np.where(rows["sample"].astype(str) != "", rows["sample"].astype(str), rows["actor"].astype(str))
+    sample = rows["sample"].astype(str).to_numpy()
+    entity = np.where(sample != "", sample, rows["actor"].astype(str).to_numpy())
     unique, inverse = np.unique(entity, return_inverse=True)
     if len(unique) > MAX_SANDBOX_THREADS:
         first = pd.Series(rows["t0"].to_numpy()).groupby(inverse).min().to_numpy()
@@ -245,10 +261,9 @@ def _sandboxes(trace: Trace, writer: _Writer, threads: _Threads) -> None:
     else:
         lanes = np.char.add("sandbox/", unique.astype(str))[inverse]
     tid = threads.tids(SANDBOX_PID, lanes)
-    names = _json_strings(rows["key"].astype(str).str.removeprefix("sandbox."))
-    status = _json_strings(rows["status"])
-    args = [f'{{"sandbox":{e},"status":{s}}}' for e, s in zip(_json_strings(pd.Series(entity)), status, strict=True)]
-    writer.write("X", _x_events(SANDBOX_PID, tid, names, rows["t0"].to_numpy(), rows["t1"].to_numpy(), args))
+    name = _quoted(rows["key"].astype(str).str.removeprefix("sandbox."))
+    args = _join('{"sandbox":', _quoted(pd.Series(entity)), ',"status":', _quoted(rows["status"]), "}")
+    writer.write("X", _x_events(SANDBOX_PID, tid, name, rows["t0"].to_numpy(), rows["t1"].to_numpy(), args))
 
 
 def _generator_extras(trace: Trace, writer: _Writer, threads: _Threads) -> None:
@@ -256,20 +271,16 @@ def _generator_extras(trace: Trace, writer: _Writer, threads: _Threads) -> None:
     paused = _spans(trace.events, K.GENERATOR_PAUSED)
     if len(paused):
         tid = np.full(len(paused), threads.tid(GENERATOR_PID, "admission: paused (free slots held back)"))
-        writer.write("X", _x_events(GENERATOR_PID, tid, ['"paused"'] * len(paused), paused["t0"].to_numpy(),
-                                    paused["t1"].to_numpy()))  # fmt: skip
+        writer.write("X", _x_events(GENERATOR_PID, tid, '"paused"', paused["t0"].to_numpy(), paused["t1"].to_numpy()))
     groups = trace.events[(trace.events["key"] == K.ROLLOUT_GROUP).to_numpy()]
     groups = groups[np.isfinite(groups["t0"].to_numpy())]
     if len(groups):
         tid = threads.tid(GENERATOR_PID, "groups finished")
-        std = groups["value"].to_numpy(dtype=float)
-        std_text = np.where(np.isfinite(std), np.char.mod("%.6g", np.nan_to_num(std)), "null")
-        writer.write("i", (
-            f'{{"ph":"i","s":"t","name":"group","pid":{GENERATOR_PID},"tid":{tid},"ts":{ts},'
-            f'"args":{{"group":{g},"reward_std":{s},"status":{st},"step":{step}}}}}'
-            for ts, g, s, st, step in zip(_us(groups["t0"].to_numpy()).tolist(), _json_strings(groups["group"]),
-                                          std_text.tolist(), _json_strings(groups["status"]),
-                                          groups["step"].tolist(), strict=True)
+        ts, std = _us(groups["t0"].to_numpy()), groups["value"].to_numpy(dtype=float)
+        writer.write("i", _join(
+            f'{{"ph":"i","s":"t","name":"group","pid":{GENERATOR_PID},"tid":{tid},"ts":', _num(ts),
+            ',"args":{"group":', _quoted(groups["group"]), ',"reward_std":', _num(std),
+            ',"status":', _quoted(groups["status"]), ',"step":', _num(groups["step"].to_numpy()), "}}",
         ))  # fmt: skip
 
 
@@ -292,8 +303,8 @@ def counter_series(
 
 def _counter(writer: _Writer, pid: int, name: str, field_name: str, times: np.ndarray, deltas: np.ndarray) -> None:
     t, v = counter_series(times, deltas)
-    writer.write("C", (f'{{"ph":"C","name":"{name}","pid":{pid},"ts":{ts},"args":{{"{field_name}":{int(x)}}}}}'
-                       for ts, x in zip(_us(t).tolist(), v.tolist(), strict=True)))  # fmt: skip
+    writer.write("C", _join(f'{{"ph":"C","name":"{name}","pid":{pid},"ts":', _num(_us(t)),
+                            f',"args":{{"{field_name}":', _num(np.rint(v).astype(np.int64)), "}}"))  # fmt: skip
 
 
 def _counters(trace: Trace, writer: _Writer, rollouts: pd.DataFrame, steps: _Steps) -> None:
@@ -323,6 +334,7 @@ def _counters(trace: Trace, writer: _Writer, rollouts: pd.DataFrame, steps: _Ste
 
 
 def _metadata(writer: _Writer, threads: _Threads) -> None:
+    """Process and thread names and sort order, written last (the file's final events)."""
     used = sorted({pid for pid, _ in threads.names} | {TRAINER_PID})
     lines = []
     for pid in used:
@@ -331,7 +343,7 @@ def _metadata(writer: _Writer, threads: _Threads) -> None:
     for (pid, name), tid in threads.names.items():
         lines.append(f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{json.dumps(name)}}}}}')
         lines.append(f'{{"ph":"M","name":"thread_sort_index","pid":{pid},"tid":{tid},"args":{{"sort_index":{tid}}}}}')
-    writer.write("M", lines)
+    writer.close(lines)
 
 
 def export_perfetto(trace: Trace, path: Path, progress: ProgressFn | None = None) -> ExportSummary:
@@ -340,8 +352,8 @@ def export_perfetto(trace: Trace, path: Path, progress: ProgressFn | None = None
     summary = ExportSummary(path)
     threads = _Threads()
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write('{"traceEvents":[\n')
+    with tmp.open("wb") as fh:
+        fh.write(b'{"traceEvents":[\n')
         writer = _Writer(fh, summary)
         steps = _trainer(trace, writer, threads, summary)
         rollouts = _rollouts(trace, writer, threads, steps, progress)
@@ -363,7 +375,7 @@ def export_perfetto(trace: Trace, path: Path, progress: ProgressFn | None = None
             ),
             "untimed_rows_left_out": summary.skipped_untimed, "counter_points_max": COUNTER_POINTS,
         }  # fmt: skip
-        fh.write('\n],\n"displayTimeUnit":"ms",\n"otherData":' + json.dumps(other) + "}\n")
+        fh.write(('\n],\n"displayTimeUnit":"ms",\n"otherData":' + json.dumps(other) + "}\n").encode())
     tmp.replace(path)
     return summary
 

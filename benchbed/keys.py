@@ -34,7 +34,7 @@ KEYS: dict[str, str] = {
     TRAINER_OTHER: "the rest of the step (validation, offload/onload, data loading)",
     ROLLOUT: "one sample: v_start, v_end, v_train, status, reward in attrs",
     ROLLOUT_GROUP: "a finished group: reward std, accepted or why not",
-    GENERATOR_PAUSED: "admission closed (staleness bound, full queue, weight sync)",
+    GENERATOR_PAUSED: "free generator slots held back by admission (staleness bound, sync alternation, weight sync)",
     SANDBOX_QUEUE: "request waiting for an admission slot",
     SANDBOX_START: "create -> ready; status is ok or the failure reason",
     SANDBOX_EXEC: "one command in a sandbox",
@@ -62,7 +62,8 @@ TRAINER_COMPONENTS: tuple[str, ...] = (
 
 KINDS: tuple[str, ...] = ("span", "point", "agg")
 
-STATUS_OK = "ok"
+# Status of a rollout or rollout.group row (a closed vocabulary, checked by Trace.validate): trained (ok),
+# finished but not trained (dropped_stale, filtered_zero_adv, discarded), or never finished (aborted, failed).
 ROLLOUT_STATUSES: tuple[str, ...] = (
     "ok",
     "dropped_stale",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
-from benchbed.launch.local import LaunchResult, run_plan
+from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.launch.signals import interrupt_for, signal_name
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
@@ -56,7 +56,7 @@ def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps:
         record.trace_events = len(trace.events)
         meta.warnings = [redact(w) for w in meta.warnings]
         target = run_dir / TRACE_FILENAME
-        if not target.exists() or meta.adapter != "sim":
+        if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
             trace.write(target)
         if meta.partial and record.status == "succeeded":
             record.status = "partial"
@@ -91,9 +91,12 @@ def execute(
     on_line: Callable[[str], None] | None = None,
     timeout_s: float | None = None,
     suite: SuiteInfo | None = None,
+    launcher: str | Launcher = "local",
 ) -> RunOutcome:
-    """Launch one spec (its `repeat`-th run), keep its artifacts in a fresh run directory, and record the result."""
-    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, "local")
+    """Launch one spec (its `repeat`-th run) with `launcher` (a name from LAUNCHERS or a built Launcher), keep its
+    artifacts in a fresh run directory, and record the result."""
+    launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
+    record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)
     record.repeat, record.suite = spec.repeat, suite
     while True:
         run_dir = store.propose_run_dir(record.machine.name, spec.adapter, spec.spec_id, record.benchbed.commit)
@@ -104,22 +107,20 @@ def execute(
     trace: Trace | None = None
     result: LaunchResult | None = None
     try:
-        result = run_plan(plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
-        record.warnings.extend(result.warnings)
-        trace = _try_parse(adapter, run_dir, record, required=result.ok)
+        result = launcher.launch(spec, plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
+        record.launch = result.info
+        record.warnings.extend(redact(w) for w in result.warnings)
+        if result.ok and result.remote:
+            trace = _parse_remote_outputs(adapter, run_dir, record, result)
+        else:
+            trace = _try_parse(adapter, run_dir, record, required=result.ok)
         if result.ok:
-            record.status = "succeeded" if trace is not None else "failed"
+            if record.status == "started":
+                record.status = "succeeded" if trace is not None else "failed"
         else:
             record.status = "partial" if trace is not None and len(trace.events) else "failed"
-            reason = (
-                "timed out" if result.timed_out
-                else f"interrupted by {result.stop_signal}" if result.interrupted
-                else "exited"
-            )  # fmt: skip
             record.error = ErrorInfo(
-                message=f"launch {reason} (exit code {result.exit_code}) after {result.duration_s:.1f}s",
-                exit_code=result.exit_code,
-                log_tail=result.log_tail(),
+                message=_failure_message(result), exit_code=result.exit_code, log_tail=result.log_tail()
             )
     except BenchbedError as exc:
         record.status = "failed"
@@ -139,6 +140,31 @@ def execute(
     return RunOutcome(run_dir, record, trace)
 
 
+def _failure_message(result: LaunchResult) -> str:
+    if result.failure and not (result.timed_out or result.interrupted):
+        return f"{redact(result.failure)} after {result.duration_s:.1f}s"
+    interrupted = f"interrupted by {result.stop_signal}" if result.stop_signal else "interrupted"
+    reason = "timed out" if result.timed_out else interrupted if result.interrupted else "exited"
+    job = f" ({result.info.scheduler} job {result.info.job_id})" if result.info and result.info.job_id else ""
+    return f"launch{job} {reason} (exit code {result.exit_code}) after {result.duration_s:.1f}s"
+
+
+def _parse_remote_outputs(adapter: Adapter, run_dir: Path, record: RunRecord, result: LaunchResult) -> Trace | None:
+    """A job that succeeded on a cluster but whose outputs benchbed cannot read is partial, never a success."""
+    try:
+        return adapter.parse(run_dir)
+    except BenchbedError as exc:
+        job = f"{result.info.scheduler} job {result.info.job_id}" if result.info else "the job"
+        record.status = "partial"
+        record.error = ErrorInfo(
+            message=f"{job} succeeded but its outputs could not be read from {run_dir} ({redact(str(exc))}); "
+            "a remote run needs --store on a filesystem both benchbed and the job's nodes see",
+            exit_code=result.exit_code,
+            log_tail=result.log_tail(),
+        )
+        return None
+
+
 def _try_parse(adapter: Adapter, run_dir: Path, record: RunRecord, required: bool) -> Trace | None:
     try:
         return adapter.parse(run_dir)
@@ -149,10 +175,39 @@ def _try_parse(adapter: Adapter, run_dir: Path, record: RunRecord, required: boo
         return None
 
 
-def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -> RunOutcome:
-    """Parse an existing run (file or directory) into the store, with a copy of the native artifacts."""
+class SeveralRunsError(BenchbedError):
+    """A directory given to ingest holds more than one run of the adapter; `runs` lists them."""
+
+    def __init__(self, path: Path, adapter_name: str, runs: list[Path]) -> None:
+        self.runs = runs
+        shown = ", ".join(str(r) for r in runs[:MAX_LISTED])
+        shown += f", … ({len(runs)} in all)" if len(runs) > MAX_LISTED else ""
+        super().__init__(
+            f"{path}: holds {len(runs)} {adapter_name} runs; pass one of them, or --all to ingest each: {shown}"
+        )
+
+
+MAX_LISTED = 20  # candidates named in a SeveralRunsError message
+
+
+def find_runs(path: Path, adapter_name: str) -> list[Path]:
+    """The runs of this adapter at `path`: what the adapter's optional `find_runs` discovers under a directory,
+    else `path` itself."""
     path = Path(path)
     check_readable_input(path)
+    finder = getattr(get_adapter(adapter_name), "find_runs", None)
+    runs = finder(path) if finder is not None and path.is_dir() else [path]
+    return runs or [path]  # nothing marked a run: the adapter's parse says why
+
+
+def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -> RunOutcome:
+    """Parse an existing run (file or directory) into the store, with a copy of the native artifacts.
+
+    A directory that holds several runs of the adapter is refused with SeveralRunsError naming them."""
+    path = Path(path)
+    runs = find_runs(path, adapter_name)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, adapter_name, runs)
     adapter = get_adapter(adapter_name)
     source = str(path.resolve())
     spec_data = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}

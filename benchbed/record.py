@@ -67,6 +67,26 @@ class ErrorInfo(_Model):
     log_tail: str = ""
 
 
+class Gate(_Model):
+    """How a night of a suite entry is judged against the nights before it (benchbed.regress)."""
+
+    nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the Mann-Whitney U test")
+    min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")
+
+
+class LaunchInfo(_Model):
+    """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
+
+    scheduler: Literal["ray", "slurm"]
+    submitted_by: str = Field("benchbed", description="benchbed, or the framework that submitted its own job")
+    job_id: str = ""
+    address: str = Field("", description="Ray dashboard URL or Slurm cluster name")
+    version: str = Field("", description="Ray or Slurm version")
+    nodes: list[str] = Field(default_factory=list)
+    state: str = Field("", description="final state in the scheduler's words, e.g. SUCCEEDED, STOPPED, CANCELLED")
+
+
 class SuiteInfo(_Model):
     """Where a run sits in a suite: its series is (machine, entry); `night` groups one invocation's repeats."""
 
@@ -74,6 +94,7 @@ class SuiteInfo(_Model):
     entry: str
     night: str
     watch: list[str] = Field(default_factory=list)
+    gate: Gate = Field(default_factory=Gate)
 
 
 class RunRecord(_Model):
@@ -86,6 +107,7 @@ class RunRecord(_Model):
     benchbed: BenchbedInfo
     machine: MachineInfo
     launcher: str = "local"
+    launch: LaunchInfo | None = None
     repeat: int = 0
     suite: SuiteInfo | None = None
     started_at: str = Field(default_factory=lambda: utc_now().isoformat())

@@ -18,11 +18,13 @@ from rich.table import Table
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.export import export
+from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
 from benchbed.cli.nightly import compare, history, nightly
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
+from benchbed.launch.base import Launcher
 from benchbed.launch.signals import signal_name, stop_signals_interrupt
-from benchbed.pipeline import RunOutcome, execute, ingest, preflight, render
+from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.spec import ExperimentSpec, expand, load_spec, repeated
@@ -119,13 +121,14 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
     console.print(f"run directory: {outcome.run_dir}", highlight=False, soft_wrap=True)
 
 
-def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None) -> list[RunOutcome]:
+def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None,
+               launcher: str | Launcher = "local") -> list[RunOutcome]:  # fmt: skip
     outcomes = []
     for spec in (one for each in specs for one in repeated(each)):
         label = f"{spec.adapter}: {spec.name}" + (f" {spec.variant}" if spec.variant else "")
         label += f" (repeat {spec.repeat + 1}/{spec.repeats})" if spec.repeats > 1 else ""
         with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s)
+            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, launcher=launcher)
         if not as_json:
             _summarize(outcome, stdout_console())
         outcomes.append(outcome)
@@ -137,7 +140,7 @@ def _load_specs(spec_path: Path, overrides: tuple[str, ...], adapter: str | None
     return expand(load_spec(spec_path, extra), str(spec_path))
 
 
-def _dry_run(specs: list[ExperimentSpec], store: Store) -> None:
+def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> None:
     for spec in specs:
         run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
         _, plan = render(spec, run_dir)
@@ -147,6 +150,7 @@ def _dry_run(specs: list[ExperimentSpec], store: Store) -> None:
         lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
         lines.append(shlex.join(plan.argv))
         lines += [f"# file {rel}:\n{text}" for rel, text in plan.files.items()]
+        lines += describe_launch(launcher, spec, plan, run_dir)
         click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
 
 
@@ -159,25 +163,27 @@ def _exit_for(outcomes: list[RunOutcome]) -> None:
 @click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a spec field, e.g. --set workload.group_size=8 (repeatable)")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["local"]), default="local", show_default=True,
-              help="where to launch (local subprocess)")  # fmt: skip
+@launcher_options
 @click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
 @click.option("--dry-run", is_flag=True, help="print the exact command, environment and files; launch nothing")
 @store_option
 @json_option
-def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: float | None, dry_run: bool,
-        store_dir: Path, as_json: bool) -> None:  # fmt: skip
+def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
+        ray_working_dir: str | None, timeout_s: float | None, dry_run: bool, store_dir: Path,
+        as_json: bool) -> None:  # fmt: skip
     """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
 
     A spec with a [matrix] table launches one run per combination, each `repeats` times (the simulator's seed
-    is sim.seed + the repeat index). Exit status 1 if any run failed."""
+    is sim.seed + the repeat index). --launcher ray submits each run as a Ray job, --launcher slurm as an sbatch
+    job ([slurm] table); both need --store on a filesystem the job's nodes see. Exit status 1 if any run failed."""
     specs = _load_specs(spec_path, overrides)
     store = Store(store_dir)
+    chosen = build_launcher(launcher, ray_address, ray_working_dir)
     if dry_run:
-        _dry_run(specs, store)
+        _dry_run(specs, store, chosen)
         return
     preflight(specs, store)  # every matrix point is valid before the first launches
-    outcomes = _run_specs(specs, store, as_json, timeout_s)
+    outcomes = _run_specs(specs, store, as_json, timeout_s, chosen)
     if as_json:
         _print_record_json([o.record for o in outcomes])
     _exit_for(outcomes)
@@ -207,15 +213,33 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
 @click.option("--adapter", "adapter_name", required=True,
               help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
 @click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
+@click.option("--all", "each", is_flag=True, help="PATH holds several runs: ingest each of them")
 @store_option
 @json_option
-def ingest_command(path: Path, adapter_name: str, warmup_steps: int, store_dir: Path, as_json: bool) -> None:
-    """Read an existing run (a run directory or a log/metrics file) into the store and measure it."""
-    outcome = ingest(path, adapter_name, Store(store_dir), warmup_steps=warmup_steps)
+def ingest_command(path: Path, adapter_name: str, warmup_steps: int, each: bool, store_dir: Path,
+                   as_json: bool) -> None:  # fmt: skip
+    """Read an existing run (a run directory or a log/metrics file) into the store and measure it.
+
+    A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
+    --all is given, which ingests each one."""
+    runs = find_runs(path, adapter_name) if each else [path]
+    outcomes, errors = [], []
+    for run in runs:
+        try:
+            outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps))
+        except BenchbedError as exc:
+            if not each:
+                raise
+            errors.append(str(exc))
     if as_json:
-        _print_record_json([outcome.record])
+        _print_record_json([o.record for o in outcomes])
     else:
-        _summarize(outcome, stdout_console())
+        for outcome in outcomes:
+            _summarize(outcome, stdout_console())
+    for error in errors:
+        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
+    if errors:
+        sys.exit(2)
 
 
 @cli.command()

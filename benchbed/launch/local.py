@@ -8,44 +8,17 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
-from benchbed.launch.signals import signal_name, stop_signals_interrupt
+from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
+from benchbed.launch.signals import signal_name
 from benchbed.secrets import redact, secret_values
+from benchbed.spec import ExperimentSpec
 
 TERMINATE_GRACE_S = 5.0
-LOG_TAIL_CHARS = 4000
-
-
-@dataclass
-class LaunchResult:
-    """How a launch ended."""
-
-    exit_code: int | None
-    duration_s: float
-    timed_out: bool
-    interrupted: bool
-    stdout_path: Path
-    stderr_path: Path
-    warnings: list[str]
-    stop_signal: str = ""  # the signal that interrupted the launch: SIGINT (Ctrl-C), SIGTERM or SIGHUP
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.interrupted
-
-    def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
-        """The end of stderr (or stdout if stderr is empty), already redacted when it was written."""
-        for path in (self.stderr_path, self.stdout_path):
-            if path.exists() and path.stat().st_size:
-                with path.open("rb") as fh:
-                    fh.seek(max(0, path.stat().st_size - chars))
-                    return fh.read().decode(errors="replace")
-        return ""
 
 
 def write_plan_files(plan: LaunchPlan, run_dir: Path) -> None:
@@ -114,8 +87,7 @@ def run_plan(
     timeout_s: float | None = None,
     on_line: Callable[[str], None] | None = None,
 ) -> LaunchResult:
-    """Start the plan in its own process group and wait; the timeout, Ctrl-C, SIGTERM or SIGHUP kill the whole
-    group (a signal is then re-raised by the caller once the record is finalised)."""
+    """Start the plan in its own process group and wait; Ctrl-C or the timeout kill the whole group."""
     run_dir = Path(run_dir)
     logs = run_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -128,22 +100,6 @@ def run_plan(
     stdout_path, stderr_path = logs / "stdout.log", logs / "stderr.log"
     warnings = run_captures(plan, run_dir, env, cwd)
     secrets = secret_values(env)
-    with stop_signals_interrupt():
-        return _launch(plan, env, cwd, timeout_s, on_line, secrets, (stdout_path, stderr_path), warnings)
-
-
-def _launch(
-    plan: LaunchPlan,
-    env: dict[str, str],
-    cwd: Path,
-    timeout_s: float | None,
-    on_line: Callable[[str], None] | None,
-    secrets: list[str],
-    log_paths: tuple[Path, Path],
-    warnings: list[str],
-) -> LaunchResult:
-    """Start the process group, pump its output into the logs, and stop it on timeout or on any stop signal."""
-    stdout_path, stderr_path = log_paths
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -173,7 +129,7 @@ def _launch(
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
-        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by stop_signals_interrupt
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by sigterm_as_interrupt
             interrupted = True
             stop_signal = signal_name(exc)
             _kill_group(proc)
@@ -192,3 +148,25 @@ def _launch(
         warnings=warnings,
         stop_signal=stop_signal,
     )
+
+
+class LocalLauncher:
+    """The default: the plan as a subprocess of benchbed on this machine."""
+
+    name = "local"
+
+    def launch(
+        self,
+        spec: ExperimentSpec,
+        plan: LaunchPlan,
+        run_dir: Path,
+        timeout_s: float | None = None,
+        on_line: OnLine | None = None,
+    ) -> LaunchResult:
+        with sigterm_as_interrupt():
+            result = run_plan(plan, run_dir, timeout_s=timeout_s, on_line=on_line)
+        if plan.submits_job == "slurm":
+            from benchbed.launch.slurm import follow_framework_job
+
+            return follow_framework_job(spec, result, timeout_s=timeout_s)
+        return result

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS, series
 from benchbed.record import RunRecord
 from benchbed.report import compare_plots
@@ -21,6 +23,7 @@ from benchbed.report.compare import (
     group_runs,
     matrix_axes,
     matrix_curves,
+    metric_values,
     per_gpu_unit,
     what_differs,
 )  # fmt: skip
@@ -60,6 +63,51 @@ class Comparison:
     metrics: TextTable
     figures: tuple[Figure, ...]
     denominator: str
+    verdicts: TextTable | None = None
+    verdicts_note: str = ""
+
+
+VERDICT_METRICS = (
+    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "trainer_throughput_per_gpu",
+    "staleness_mean", "zero_adv_group_fraction", "wasted_generation_fraction", "step_time_mean_s",
+    "sandbox_init_failure_rate", "sandbox_start_p50_s",
+)  # fmt: skip
+
+
+def _verdict_cell(comparison: Any) -> str:
+    if comparison.verdict == "insufficient_data":
+        return f"too few runs (n={comparison.n_baseline} vs {comparison.n_candidate})"
+    change = "" if comparison.relative_change is None else f" {comparison.relative_change:+.1%}"
+    p = "" if comparison.p_value is None else f", p={comparison.p_value:.2g}"
+    return f"{comparison.verdict}{change}{p}"
+
+
+def verdict_table(groups: Sequence[RunGroup]) -> tuple[TextTable | None, str]:
+    """Each group against the first: the regression gate's Mann-Whitney verdict per headline metric."""
+    if len(groups) < 2:
+        return None, ""
+    from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
+
+    values = [[metric_values(r) for r in g.records] for g in groups]
+    rows = []
+    try:
+        for name in VERDICT_METRICS:
+            direction = metric_direction(name.replace(PER_GPU_SUFFIX, "_sps"))
+            base = [v[name] for v in values[0] if name in v]
+            if direction is None or not base or not any(name in v for runs in values[1:] for v in runs):
+                continue
+            cells = []
+            for runs in values[1:]:
+                candidate = [v[name] for v in runs if name in v]
+                cells.append(_verdict_cell(compare_values(base, candidate, direction)) if candidate else "—")
+            rows.append((name, *cells))
+    except BenchbedError as exc:  # scipy (the nightly extra) is missing
+        return None, str(exc)
+    note = (f"Two-sided Mann-Whitney U test of each group's runs against those of {groups[0].label}, as in "
+            f"`benchbed compare`: a regression or improvement needs p < {DEFAULT_ALPHA:g} and a median change of at "
+            f"least {DEFAULT_MIN_EFFECT:.0%}; with few repeats no difference can be significant.")  # fmt: skip
+    header = ("metric", *(f"{g.label} vs {groups[0].label}" for g in groups[1:]))
+    return TextTable(header, tuple(rows)), note
 
 
 def _interval_cell(iv: Interval | None) -> str:
@@ -255,7 +303,10 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
               "never trained on (dropped, filtered, discarded)."),  # fmt: skip
         *_curves(groups, records),
     ]
+    verdicts, verdicts_note = verdict_table(groups)
     return Comparison(
+        verdicts=verdicts,
+        verdicts_note=verdicts_note,
         groups=_group_table(groups, traces),
         differs=TextTable(("field", *(g.label for g in groups)), tuple((f, *v) for f, v in differs)),
         metrics=_metrics_table(groups, aggregated),

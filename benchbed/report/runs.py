@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchbed.record import RunRecord
 from benchbed.store import read_record
-from benchbed.trace import TRACE_FILENAME, Trace, TraceMeta, empty_events, read_trace
+from benchbed.trace import TRACE_FILENAME, Trace, TraceBuilder, TraceMeta, read_trace
 
 
 def load_run(run_dir: Path) -> tuple[RunRecord, Trace]:
@@ -28,4 +28,4 @@ def load_run(run_dir: Path) -> tuple[RunRecord, Trace]:
         warnings=[f"no trace: {why}"],
         partial=True,
     )
-    return record, Trace(empty_events(), meta)
+    return record, TraceBuilder().build(meta)

@@ -107,3 +107,18 @@ def test_matrix_curves_one_line_per_value_of_the_other_axes() -> None:
     assert [iv.median for iv in curves[0].y] == pytest.approx([1.01, 0.51, 0.26])
     assert [iv.median for iv in curves[1].y] == pytest.approx([1.11, 0.61, 0.36])
     assert all(iv.n == 3 and iv.low == pytest.approx(iv.median - 0.01) for iv in curves[0].y)
+
+
+def test_verdicts_compare_each_group_with_the_first_by_the_regression_gate() -> None:
+    from benchbed.report.comparison import verdict_table
+
+    base = [record("a-1", trainer_idle_ratio=v, staleness_mean=1.0) for v in (0.20, 0.21, 0.22, 0.23)]
+    worse = [record("b-2", trainer_idle_ratio=v, staleness_mean=1.0) for v in (0.40, 0.41, 0.42, 0.43)]
+    few = [record("c-3", trainer_idle_ratio=0.1)]
+    table, note = verdict_table(group_runs(base + worse + few))
+    assert table.header == ("metric", "b (sim async) vs a (sim async)", "c (sim async) vs a (sim async)")
+    rows = {row[0]: row[1:] for row in table.rows}
+    # 4 vs 4 runs: exact Mann-Whitney p = 2/70; medians 0.215 → 0.415 of a lower-is-better metric: a regression
+    assert rows["trainer_idle_ratio"] == ("regression +93.0%, p=0.029", "too few runs (n=4 vs 1)")
+    assert rows["staleness_mean"] == ("unchanged +0.0%, p=1", "—")
+    assert "Mann-Whitney" in note

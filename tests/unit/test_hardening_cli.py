@@ -308,12 +308,12 @@ def test_an_ingest_that_cannot_finish_leaves_no_run_behind(sim_run, tmp_path, mo
 
 
 def test_benchbeds_own_failure_during_a_run_finalises_the_record(tmp_path, monkeypatch):
-    from benchbed import pipeline
+    from benchbed.launch import local
 
     def broken_launcher(*args, **kwargs):
         raise OSError(28, "No space left on device", "logs/stdout.log")
 
-    monkeypatch.setattr(pipeline, "run_plan", broken_launcher)
+    monkeypatch.setattr(local, "run_plan", broken_launcher)
     store = tmp_path / "store"
     result = benchbed("simulate", QUICKSTART, *SMALL, "--store", store)
     assert result.returncode == 2

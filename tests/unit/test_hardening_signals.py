@@ -21,7 +21,8 @@ def test_a_stop_signal_kills_the_launched_group_and_is_named(tmp_path: Path, sig
     previous = signal.getsignal(sig)
     timer = threading.Timer(1.0, os.kill, args=(os.getpid(), sig))
     timer.start()
-    result = run_plan(plan, tmp_path)
+    with stop_signals_interrupt():  # what LocalLauncher.launch wraps run_plan in
+        result = run_plan(plan, tmp_path)
     timer.join()
     assert result.interrupted and result.stop_signal == sig.name and not result.ok
     child = int((tmp_path / "child.pid").read_text())

@@ -1,0 +1,72 @@
+"""Simulator speed: samples per second of a 1,000,000-sample async run (trace built and written) against the
+smallest heap-based DES of the same model (benchmarks/minimal_des.py, ratio reported), the issue-2 target of
+at least 100,000 samples/s, and peak memory of the run as `benchbed run` launches it (< 2 GiB)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from minimal_des import simulate as minimal_simulate
+from ratios import baseline_median, median_of, ratio
+from workloads import sim_spec
+
+from benchbed.sim import simulate_spec
+from benchbed.spec import build_spec
+
+ROUNDS = 3
+TARGET_SPS = 100_000
+PEAK_RSS_LIMIT_GIB = 2.0
+
+
+@pytest.fixture(scope="module")
+def samples(quick: bool) -> int:
+    return 100_000 if quick else 1_000_000
+
+
+def test_minimal_heap_des(benchmark, samples: int, medians: dict[str, float]) -> None:
+    spec = sim_spec(samples)
+    w, s = spec["workload"], spec["sim"]
+    finished = benchmark.pedantic(
+        minimal_simulate, rounds=ROUNDS, iterations=1,
+        kwargs={"steps": w["steps"], "prompts": w["prompts_per_step"], "group": w["group_size"],
+                "concurrency": s["concurrency"], "max_staleness": w["max_staleness"], "mean": 60.0, "cv": 0.6,
+                "train_time": s["train_step_time"]},
+    )  # fmt: skip
+    assert finished >= w["steps"] * w["prompts_per_step"] * w["group_size"]
+    medians["minimal heap DES, s per 1M samples"] = median_of(benchmark) / finished * 1e6
+
+
+def test_simulator(benchmark, samples: int, tmp_path: Path, medians: dict[str, float]) -> None:
+    spec = build_spec(sim_spec(samples))
+
+    def simulate_and_write() -> int:
+        trace = simulate_spec(spec)
+        trace.write(tmp_path)
+        return int((trace.events["key"] == "rollout").sum())
+
+    rollouts = benchmark.pedantic(simulate_and_write, rounds=ROUNDS, iterations=1)
+    per_million = median_of(benchmark) / rollouts * 1e6
+    sps = 1e6 / per_million
+    benchmark.extra_info["samples_per_s"] = round(sps)
+    ratio(f"simulator, s per 1M samples ({sps:,.0f}/s)", per_million, "minimal heap DES, s per 1M samples",
+          baseline_median(medians, "minimal heap DES, s per 1M samples"), None)  # fmt: skip
+    assert sps >= TARGET_SPS, f"{sps:,.0f} samples/s, target at least {TARGET_SPS:,}"
+
+
+def test_simulator_peak_memory(samples: int, tmp_path: Path) -> None:
+    """`python -m benchbed.sim` as `benchbed run` launches it; its own peak RSS."""
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(sim_spec(samples)))
+    code = ("import resource, runpy, sys; sys.argv = ['benchbed.sim', '--spec', sys.argv[1], '--out', sys.argv[2]]\n"
+            "try:\n    runpy.run_module('benchbed.sim', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, str(spec_path), str(tmp_path)], check=True,
+                         capture_output=True, text=True)  # fmt: skip
+    peak_gib = int(out.stdout.split()[-1]) / 2**20
+    print(json.dumps({"simulator_peak_rss_gib": round(peak_gib, 3)}))
+    assert (tmp_path / "trace.parquet").exists()
+    assert peak_gib < PEAK_RSS_LIMIT_GIB

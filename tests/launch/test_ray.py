@@ -1,0 +1,141 @@
+"""--launcher ray against a real CPU-only Ray head: a simulator run succeeds, a slime-style `ray job submit`
+command is unwrapped and fails with its exit code, a timeout stops the job, SIGTERM stops it, and a job whose
+outputs stay on the cluster's side gives a partial record."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from benchbed.adapters.base import LaunchPlan
+
+from benchbed.launch.ray_jobs import RayLauncher
+from benchbed.pipeline import execute
+from benchbed.spec import build_spec
+from benchbed.store import Store, read_record
+
+
+def sim_spec(steps: int, **extra: object):
+    return build_spec(
+        {
+            "name": "ray-sim",
+            "adapter": "sim",
+            "workload": {"steps": steps, "prompts_per_step": 2, "group_size": 4},
+            "sim": {"concurrency": 8, "latency": {"dist": "lognormal", "mean": 2.0, "cv": 0.3}, "train_step_time": 1.0},
+            "ray": {"entrypoint_num_cpus": 0.5},
+            **extra,
+        }
+    )
+
+
+def job_status(address: str, job_id: str) -> str:
+    from ray.job_submission import JobSubmissionClient
+
+    return str(JobSubmissionClient(address).get_job_status(job_id).value)
+
+
+def processes_in(run_dir: Path) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == str(run_dir):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_sim_run_succeeds_as_a_ray_job(ray_cluster, tmp_path):
+    import ray
+
+    lines: list[str] = []
+    launcher = RayLauncher(address=ray_cluster.address)
+    outcome = execute(sim_spec(30), Store(tmp_path), on_line=lines.append, launcher=launcher)
+    record = outcome.record
+    assert record.status == "succeeded", record.error
+    assert record.launcher == "ray"
+    assert record.launch.scheduler == "ray" and record.launch.job_id.startswith("raysubmit_")
+    assert record.launch.state == "SUCCEEDED" and record.launch.version == ray.__version__
+    assert record.launch.address == ray_cluster.address
+    assert len(record.launch.nodes) == 1 and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", record.launch.nodes[0])
+    assert record.metrics["trainer_throughput_sps"].value > 0
+    assert "progress 30/30" in (outcome.run_dir / "logs" / "stdout.log").read_text()
+    assert "progress 30/30" in lines  # streamed while the job ran
+
+
+def test_slime_style_ray_job_submit_is_unwrapped_and_its_failure_recorded(ray_cluster, tmp_path):
+    code = "import os, sys; print('flag', os.environ['BB_FLAG']); sys.exit(3)"
+    plan = LaunchPlan(argv=[
+        "ray", "job", "submit", "--address", "http://127.0.0.1:1", "--runtime-env-json",
+        '{"env_vars": {"BB_FLAG": "from-runtime-env"}}', "--entrypoint-num-cpus", "0.5", "--",
+        sys.executable, "-c", code,
+    ])  # fmt: skip
+    result = RayLauncher(address=ray_cluster.address).launch(sim_spec(1), plan, tmp_path)
+    assert not result.ok and result.info.state == "FAILED"
+    assert result.exit_code == 3
+    assert "flag from-runtime-env" in (tmp_path / "logs" / "stdout.log").read_text()
+    assert f"Ray job {result.info.job_id} ended FAILED" in result.failure
+
+
+def test_timeout_stops_the_job_and_keeps_a_failed_record(ray_cluster, tmp_path):
+    launcher = RayLauncher(address=ray_cluster.address)
+    outcome = execute(sim_spec(100_000_000), Store(tmp_path), launcher=launcher, timeout_s=5)
+    record = read_record(outcome.run_dir)
+    assert record.status == "failed" and "timed out" in record.error.message
+    assert record.launch.state == "STOPPED"
+    assert job_status(ray_cluster.address, record.launch.job_id) == "STOPPED"
+    assert processes_in(outcome.run_dir) == []
+
+
+def test_sigterm_stops_the_job_and_keeps_a_failed_record(ray_cluster, tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        textwrap.dedent(
+            """
+            name = "ray-sigterm"
+            adapter = "sim"
+            [workload]
+            steps = 100000000
+            """
+        )
+    )
+    store = tmp_path / "store"
+    env = {**os.environ, "RAY_ADDRESS": ray_cluster.address}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchbed", "run", str(spec), "--launcher", "ray", "--store", str(store)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    run_dir = None
+    while time.monotonic() < deadline and run_dir is None:
+        run_dir = next((d for d in store.glob("*/sim/*/*") if processes_in(d)), None)
+        time.sleep(0.2)
+    assert run_dir is not None, "the job never started"
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=90)
+    assert proc.returncode != 0
+    record = read_record(run_dir)
+    assert record.status == "failed" and "interrupted" in record.error.message
+    assert job_status(ray_cluster.address, record.launch.job_id) == "STOPPED"
+    assert processes_in(run_dir) == []
+
+
+def test_outputs_left_on_the_cluster_side_make_a_partial_record(ray_cluster, tmp_path):
+    # An uploaded working_dir makes the job run in Ray's copy of it: the simulator writes its trace there, where
+    # benchbed (reading the run directory) cannot see it. The job succeeds; the record must not.
+    code_dir = tmp_path / "code"
+    code_dir.mkdir()
+    (code_dir / "README").write_text("job code\n")
+    launcher = RayLauncher(address=ray_cluster.address, working_dir=str(code_dir))
+    outcome = execute(sim_spec(10), Store(tmp_path / "store"), launcher=launcher)
+    record = read_record(outcome.run_dir)
+    assert record.launch.state == "SUCCEEDED"
+    assert record.status == "partial"
+    assert "could not be read" in record.error.message and "--store on a filesystem" in record.error.message
+    assert "progress 10/10" in (outcome.run_dir / "logs" / "stdout.log").read_text()  # the logs were kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.errors import TraceError
-from benchbed.keys import KINDS, SCHEMA_VERSION, is_known_key
+from benchbed.keys import KINDS, ROLLOUT, ROLLOUT_GROUP, ROLLOUT_STATUSES, SCHEMA_VERSION, is_known_key
 
 TRACE_FILENAME = "trace.parquet"
 _META_KEY = b"benchbed.trace_meta"
@@ -85,10 +85,6 @@ class Trace:
         pq.write_table(table, tmp, compression="zstd")
         tmp.replace(path)
         return path
-
-
-def empty_events() -> pd.DataFrame:
-    return normalize_events(pd.DataFrame({c: [] for c in COLUMNS}))
 
 
 def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
@@ -167,6 +163,14 @@ def validate_events(df: pd.DataFrame) -> None:
     if backwards.any():
         row = int(np.flatnonzero(backwards)[0])
         raise TraceError(f"row {row}, column 't1': t1={t1[row]} is before t0={t0[row]}")
+    is_rollout = df["key"].isin((ROLLOUT, ROLLOUT_GROUP)).to_numpy(dtype=bool)
+    bad_status = is_rollout & ~df["status"].isin(ROLLOUT_STATUSES).to_numpy(dtype=bool)
+    if bad_status.any():
+        row = int(np.flatnonzero(bad_status)[0])
+        raise TraceError(
+            f"row {row}, column 'status': {str(df['status'].iloc[row])!r} is not a rollout status "
+            f"(one of {list(ROLLOUT_STATUSES)})"
+        )
 
 
 def _outside(column: pd.Series, allowed: Any) -> int | None:
@@ -261,11 +265,6 @@ def attrs_json(attrs: Mapping[str, Any]) -> str:
         {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in attrs.items()},
         separators=(",", ":"),
     )
-
-
-def concat(traces: Iterable[Trace], meta: TraceMeta) -> Trace:
-    frames = [t.events for t in traces]
-    return Trace(pd.concat(frames, ignore_index=True) if frames else empty_events(), meta)
 
 
 def read_trace(path: str | Path) -> Trace:

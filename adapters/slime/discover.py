@@ -30,10 +30,11 @@ def _classify_file(path: Path) -> list[str]:
     return _classify(path) or ([DUMPS] if path.suffix == ".pt" else [LOGS])
 
 
-def _classify_in_dir(path: Path) -> list[str]:
+def classify_in_dir(path: Path) -> list[str]:
+    """The kinds of a file found under a run directory (evaluation dumps are not the run's)."""
     return [] if "eval_" in path.name and path.suffix == ".pt" else _classify(path)
 
 
 def find_artifacts(path: Path) -> Artifacts:
     """Classify a single file, or every file under a run directory."""
-    return discover(path, _classify_in_dir if path.is_dir() else _classify_file)
+    return discover(path, classify_in_dir if path.is_dir() else _classify_file)

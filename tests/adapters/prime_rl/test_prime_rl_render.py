@@ -170,9 +170,9 @@ def test_toml_round_trips() -> None:
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"bogus": 1}, "unknown field 'bogus'"),
-        ({"runtime": "docker"}, "field 'runtime'"),
-        ({"preset": "llama"}, "field 'preset'"),
+        ({"bogus": 1}, "unknown field 'prime_rl.bogus'"),
+        ({"runtime": "docker"}, "field 'prime_rl.runtime'"),
+        ({"preset": "llama"}, "field 'prime_rl.preset'"),
     ],
 )
 def test_prime_rl_table_is_validated(table: dict, message: str) -> None:

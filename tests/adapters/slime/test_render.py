@@ -127,7 +127,7 @@ def test_colocated_and_staleness_default_modes(tmp_path: Path) -> None:
             {"slime__args": ["--colocat"]},
             r"unknown to slime 624b824 / Megatron-LM: --colocat \(did you mean --colocate",
         ),
-        ({"slime__bogus": 1}, r"\[slime\]\.bogus: unknown field"),
+        ({"slime__bogus": 1}, r"unknown field 'slime.bogus'"),
         ({"slime__env": {"WANDB_API_KEY": "x"}}, "secrets must come from the Ray cluster"),
         ({"workload__model": "meta-llama/Llama-3-8B"}, "no Megatron architecture arguments"),
         ({"resources__trainer_gpus": 12}, "not a multiple of resources.gpus_per_node"),

@@ -122,8 +122,8 @@ def test_passthrough_overrides_come_last_and_win() -> None:
     [
         ({"verl__mode": "v1_sync", "workload__max_staleness": 2}, "synchronous; set it to 0"),
         ({"verl__mode": "one_step_off", "workload__max_staleness": 3}, "exactly one version behind"),
-        ({"verl__bogus": 1}, r"\[verl\]: unknown field 'bogus'"),
-        ({"verl__mode": "fully_sync"}, r"\[verl\]: field 'mode'"),
+        ({"verl__bogus": 1}, r"unknown field 'verl.bogus'"),
+        ({"verl__mode": "fully_sync"}, r"field 'verl.mode'"),
         ({"verl__preset": "llama-405b"}, "preset 'llama-405b' is unknown"),
         ({"resources__trainer_gpus": 12}, "must be a multiple of gpus_per_node"),
         ({"resources__trainer_gpus": 4}, "TP x PP x CP = 8 does not divide"),

@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from benchbed.errors import SpecError
+from benchbed.secrets import is_secret_name, redact_mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,6 +61,14 @@ class SandboxSpec(_Strict):
     image: str | None = None
 
 
+def _refuse_secrets(env: dict[str, str]) -> dict[str, str]:
+    secret = sorted(k for k in env if is_secret_name(k))
+    if secret:
+        raise ValueError(f"{secret} look like secrets: they must come from the cluster's own environment, never "
+                         "from a spec (specs are stored with every record)")  # fmt: skip
+    return env
+
+
 class SlurmSpec(_Strict):
     """`[slurm]`: how `--launcher slurm` asks for the allocation; unset fields come from [resources] and timeout_s."""
 
@@ -75,6 +84,11 @@ class SlurmSpec(_Strict):
     container_image: str | None = Field(None, description="pyxis/enroot image; the command runs in it via srun")
     container_mounts: list[str] = Field(default_factory=list, description="extra SRC:DST mounts; the run dir is one")
     env: dict[str, str] = Field(default_factory=dict, description="exported in the batch script (never secrets)")
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_secrets(env)
     sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
     ray_cluster: bool | None = Field(
         None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"
@@ -91,6 +105,11 @@ class RaySpec(_Strict):
     entrypoint_memory: int | None = Field(None, ge=0, description="bytes")
     entrypoint_resources: dict[str, float] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict, description="runtime_env env_vars (never secrets)")
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_secrets(env)
 
 
 # Tables every spec carried (empty when absent) before adapters owned their tables: still filled in, so that
@@ -246,7 +265,8 @@ def validation_problems(exc: ValidationError, prefix: str = "") -> list[str]:
             lines.append(f"missing required field '{path}'")
         else:
             message = err["msg"].removeprefix("Value error, ")  # a model's own check says what is wrong
-            lines.append(f"field '{path}': {message} (got {err.get('input')!r})" if path else message)
+            shown = redact_mapping(err.get("input"))  # a refused secret is named, never echoed
+            lines.append(f"field '{path}': {message} (got {shown!r})" if path else message)
     return lines
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import functools
+import sys
 import threading
 from importlib import metadata
 from pathlib import Path
@@ -44,7 +46,10 @@ class LaunchPlan(BaseModel):
 
 @runtime_checkable
 class Adapter(Protocol):
-    """A framework integration. `render` and `parse` are pure: no framework import, no network."""
+    """A framework integration. `render` and `parse` are pure: no framework import, no network.
+
+    Optional class attributes: `options_model`, a pydantic model (extra="forbid") that validates the spec's
+    table of this adapter when the spec is loaded; `spec_table`, that table's name when it is not `name`."""
 
     name: str
 
@@ -64,6 +69,13 @@ _loaded: dict[str, Adapter] = {}
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return _entry_points_on(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=8)
+def _entry_points_on(path: tuple[str, ...]) -> dict[str, metadata.EntryPoint]:
+    """The group's entry points for this sys.path: scanning every installed distribution takes ~0.1 s, and
+    loading a spec asks several times; a package added to sys.path is seen on the next call."""
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
@@ -91,3 +103,34 @@ def get_adapter(name: str) -> Adapter:
             raise AdapterError(f"entry point {name!r} does not provide render() and parse()")
         _loaded[name] = adapter
         return adapter
+
+
+def options_model(adapter: Adapter) -> type[BaseModel] | None:
+    """The pydantic model that validates the adapter's spec table, if it declares one."""
+    return getattr(adapter, "options_model", None)
+
+
+def spec_table(adapter: Adapter) -> str:
+    """The name of the adapter's table in a spec: `spec_table` when declared, else the adapter's name."""
+    return getattr(adapter, "spec_table", None) or adapter.name
+
+
+def table_owner(table: str, first: str | None = None) -> Adapter | None:
+    """The registered adapter whose spec table is `table`: the adapter of that name, else the adapter `first`
+    (usually the spec's own), else any other registered adapter (loaded only then); None when none owns it."""
+    eps = _entry_points()
+    for name in dict.fromkeys(n for n in (table, first, *sorted(eps)) if n in eps):
+        try:
+            adapter = get_adapter(name)
+        except AdapterError:
+            continue  # an adapter that cannot load owns no table; its own spec fails on get_adapter
+        if spec_table(adapter) == table:
+            return adapter
+    return None
+
+
+def table_names() -> list[str]:
+    """Every name a spec table can have: registered adapter names, plus the tables loaded adapters declare."""
+    with _lock:
+        declared = {spec_table(adapter) for adapter in _loaded.values()}
+    return sorted(set(_entry_points()) | declared)

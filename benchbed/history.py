@@ -12,6 +12,7 @@ import duckdb
 import pandas as pd
 
 from benchbed.errors import StoreError
+from benchbed.record import Gate
 from benchbed.regress import (
     Comparison,
     EntryVerdict,
@@ -22,11 +23,11 @@ from benchbed.regress import (
     metric_direction,
 )
 from benchbed.store import Store
-from benchbed.suite import DEFAULT_WATCH, Gate
+from benchbed.suite import DEFAULT_WATCH
 
 POINT_COLUMNS = (
     "machine", "suite", "entry", "night", "run_id", "started_at", "repeat", "spec_id", "adapter", "framework",
-    "framework_version", "benchbed_commit", "watch", "metric", "value", "unit", "path",
+    "framework_version", "benchbed_commit", "watch", "gate", "metric", "value", "unit", "path",
 )  # fmt: skip
 
 
@@ -41,7 +42,8 @@ def load_points(
             "machine": r.machine.name, "suite": r.suite.name, "entry": r.suite.entry, "night": r.suite.night,
             "run_id": r.run_id, "started_at": r.started_at, "repeat": r.repeat, "spec_id": r.spec_id,
             "adapter": r.adapter.name, "framework": r.adapter.framework, "framework_version": r.adapter.version,
-            "benchbed_commit": r.benchbed.commit, "watch": ",".join(r.suite.watch), "metric": name,
+            "benchbed_commit": r.benchbed.commit, "watch": ",".join(r.suite.watch),
+            "gate": r.suite.gate.model_dump_json(), "metric": name,
             "value": value.value, "unit": value.unit, "path": str(run_dir),
         }  # fmt: skip
         for run_dir, r in records
@@ -146,24 +148,33 @@ def watched(points: pd.DataFrame) -> list[str]:
     return listed or [m for m in DEFAULT_WATCH if m in present]
 
 
-def build_series(points: pd.DataFrame, gate: Gate, metrics: list[str] | None = None) -> list[Series]:
-    """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict."""
+def recorded_gate(points: pd.DataFrame) -> Gate:
+    """The gate a series' latest run was judged with (its suite's [gate] then)."""
+    return Gate.model_validate_json(points.sort_values("started_at")["gate"].iloc[-1])
+
+
+def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None) -> list[Series]:
+    """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict,
+    judged with the gate its latest run recorded (with `nights` previous nights when given)."""
     out = []
     for (machine, entry), rows in points.groupby(["machine", "entry"], sort=True):
+        entry_gate = recorded_gate(rows)
+        if nights is not None:
+            entry_gate = entry_gate.model_copy(update={"nights": nights})
         for metric in metrics or watched(rows):
             metric_rows = rows[rows["metric"] == metric]
             if metric_rows.empty:
                 continue
-            nights = _nights(metric_rows)
+            ns = _nights(metric_rows)
             series = Series(
                 machine=str(machine), suite=str(metric_rows["suite"].iloc[-1]), entry=str(entry), metric=metric,
-                unit=str(metric_rows["unit"].iloc[-1]), nights=nights,
-                change_points=change_points([n.median for n in nights], min_effect=gate.min_effect),
-                marked={i: text for i in range(1, len(nights)) if (text := _changes(nights[i - 1], nights[i]))},
+                unit=str(metric_rows["unit"].iloc[-1]), nights=ns,
+                change_points=change_points([n.median for n in ns], min_effect=entry_gate.min_effect),
+                marked={i: text for i in range(1, len(ns)) if (text := _changes(ns[i - 1], ns[i]))},
             )  # fmt: skip
             if metric_direction(metric) is not None:
-                comparison, changes = gate_night(nights, len(nights) - 1, metric, gate)
-                series.verdict = EntryVerdict(series.machine, series.entry, metric, nights[-1].night, comparison,
+                comparison, changes = gate_night(ns, len(ns) - 1, metric, entry_gate)
+                series.verdict = EntryVerdict(series.machine, series.entry, metric, ns[-1].night, comparison,
                                               changes)  # fmt: skip
             out.append(series)
     return out

@@ -62,7 +62,8 @@ TRAINER_COMPONENTS: tuple[str, ...] = (
 
 KINDS: tuple[str, ...] = ("span", "point", "agg")
 
-STATUS_OK = "ok"
+# Status of a rollout or rollout.group row (a closed vocabulary, checked by Trace.validate): trained (ok),
+# finished but not trained (dropped_stale, filtered_zero_adv, discarded), or never finished (aborted, failed).
 ROLLOUT_STATUSES: tuple[str, ...] = (
     "ok",
     "dropped_stale",

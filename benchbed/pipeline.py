@@ -53,7 +53,7 @@ def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps:
         record.warnings.extend(redact(w) for w in warnings)
         record.trace_events = len(trace.events)
         target = run_dir / TRACE_FILENAME
-        if not target.exists() or meta.adapter != "sim":
+        if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
             trace.write(target)
         if meta.partial and record.status == "succeeded":
             record.status = "partial"
@@ -150,11 +150,40 @@ def _try_parse(adapter: Adapter, run_dir: Path, record: RunRecord, required: boo
         return None
 
 
-def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -> RunOutcome:
-    """Parse an existing run (file or directory) into the store, with a copy of the native artifacts."""
+class SeveralRunsError(BenchbedError):
+    """A directory given to ingest holds more than one run of the adapter; `runs` lists them."""
+
+    def __init__(self, path: Path, adapter_name: str, runs: list[Path]) -> None:
+        self.runs = runs
+        shown = ", ".join(str(r) for r in runs[:MAX_LISTED])
+        shown += f", … ({len(runs)} in all)" if len(runs) > MAX_LISTED else ""
+        super().__init__(
+            f"{path}: holds {len(runs)} {adapter_name} runs; pass one of them, or --all to ingest each: {shown}"
+        )
+
+
+MAX_LISTED = 20  # candidates named in a SeveralRunsError message
+
+
+def find_runs(path: Path, adapter_name: str) -> list[Path]:
+    """The runs of this adapter at `path`: what the adapter's optional `find_runs` discovers under a directory,
+    else `path` itself."""
     path = Path(path)
     if not path.exists():
         raise BenchbedError(f"{path}: no such file or directory; pass a run directory or a log file")
+    finder = getattr(get_adapter(adapter_name), "find_runs", None)
+    runs = finder(path) if finder is not None and path.is_dir() else [path]
+    return runs or [path]  # nothing marked a run: the adapter's parse says why
+
+
+def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -> RunOutcome:
+    """Parse an existing run (file or directory) into the store, with a copy of the native artifacts.
+
+    A directory that holds several runs of the adapter is refused with SeveralRunsError naming them."""
+    path = Path(path)
+    runs = find_runs(path, adapter_name)
+    if len(runs) > 1:
+        raise SeveralRunsError(path, adapter_name, runs)
     adapter = get_adapter(adapter_name)
     source = str(path.resolve())
     spec_data = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}

@@ -67,6 +67,14 @@ class ErrorInfo(_Model):
     log_tail: str = ""
 
 
+class Gate(_Model):
+    """How a night of a suite entry is judged against the nights before it (benchbed.regress)."""
+
+    nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the Mann-Whitney U test")
+    min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")
+
+
 class LaunchInfo(_Model):
     """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
 
@@ -86,6 +94,7 @@ class SuiteInfo(_Model):
     entry: str
     night: str
     watch: list[str] = Field(default_factory=list)
+    gate: Gate = Field(default_factory=Gate)
 
 
 class RunRecord(_Model):

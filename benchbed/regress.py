@@ -18,13 +18,13 @@ import numpy as np
 
 from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS
-from benchbed.record import RunRecord
+from benchbed.record import Gate, RunRecord
 
 Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "unchanged", "insufficient_data")
-DEFAULT_ALPHA = 0.05
-DEFAULT_MIN_EFFECT = 0.05  # relative change of the median below which a difference is not reported
-DEFAULT_NIGHTS = 5  # the night's gate compares against the points of this many previous nights
+DEFAULT_ALPHA = Gate().alpha
+DEFAULT_MIN_EFFECT = Gate().min_effect  # relative change of the median below which a difference is not reported
+DEFAULT_NIGHTS = Gate().nights  # the night's gate compares against the points of this many previous nights
 FRAMEWORK_PREFIX = "framework_"
 
 
@@ -116,6 +116,8 @@ def compare_values(
     def result(verdict: Verdict, p: float | None, reason: str) -> Comparison:
         return Comparison(verdict, base_median, cand_median, relative, p, len(base), len(cand), reason)
 
+    if not len(base) or not len(cand):
+        return result("insufficient_data", None, "no baseline values yet" if not len(base) else "no candidate values")
     floor = min_p_value(len(base), len(cand))
     if floor >= alpha:
         return result(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import itertools
 import json
@@ -11,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from benchbed.errors import SpecError
+from benchbed.secrets import is_secret_name, redact_mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,6 +61,14 @@ class SandboxSpec(_Strict):
     image: str | None = None
 
 
+def _refuse_secrets(env: dict[str, str]) -> dict[str, str]:
+    secret = sorted(k for k in env if is_secret_name(k))
+    if secret:
+        raise ValueError(f"{secret} look like secrets: they must come from the cluster's own environment, never "
+                         "from a spec (specs are stored with every record)")  # fmt: skip
+    return env
+
+
 class SlurmSpec(_Strict):
     """`[slurm]`: how `--launcher slurm` asks for the allocation; unset fields come from [resources] and timeout_s."""
 
@@ -73,6 +84,11 @@ class SlurmSpec(_Strict):
     container_image: str | None = Field(None, description="pyxis/enroot image; the command runs in it via srun")
     container_mounts: list[str] = Field(default_factory=list, description="extra SRC:DST mounts; the run dir is one")
     env: dict[str, str] = Field(default_factory=dict, description="exported in the batch script (never secrets)")
+
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_secrets(env)
     sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
     ray_cluster: bool | None = Field(
         None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"
@@ -90,9 +106,22 @@ class RaySpec(_Strict):
     entrypoint_resources: dict[str, float] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict, description="runtime_env env_vars (never secrets)")
 
+    @field_validator("env")
+    @classmethod
+    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
+        return _refuse_secrets(env)
+
+
+# Tables every spec carried (empty when absent) before adapters owned their tables: still filled in, so that
+# existing spec ids stay stable and `spec.verl` etc. read {} when the table is absent.
+LEGACY_TABLES: tuple[str, ...] = ("sim", "verl", "slime", "prime_rl", "local", "sandbox_bench")
+
 
 class ExperimentSpec(_Strict):
-    """A declarative experiment: neutral core first, adapter-specific tables last."""
+    """A declarative experiment: the neutral core below, plus one table per adapter (e.g. `[verl]`), each
+    validated by the options model of the registered adapter that owns it (see `adapters/base.py`)."""
+
+    model_config = ConfigDict(extra="allow")
 
     name: str = Field(min_length=1)
     adapter: str = Field(min_length=1)
@@ -103,13 +132,6 @@ class ExperimentSpec(_Strict):
     workload: Workload = Field(default_factory=Workload)
     resources: Resources = Field(default_factory=Resources)
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
-    sim: dict[str, Any] = Field(default_factory=dict)
-    verl: dict[str, Any] = Field(default_factory=dict)
-    slime: dict[str, Any] = Field(default_factory=dict)
-    prime_rl: dict[str, Any] = Field(default_factory=dict)
-    local: dict[str, Any] = Field(default_factory=dict)
-    ref: dict[str, Any] = Field(default_factory=dict, description="the CPU reference engine (adapter ref)")
-    sandbox_bench: dict[str, Any] = Field(default_factory=dict, description="sandbox-bench sweep: levels, per_level")
     slurm: SlurmSpec | None = Field(None, description="--launcher slurm: the allocation")
     ray: RaySpec | None = Field(None, description="--launcher ray: job options")
     matrix: dict[str, list[Any]] = Field(
@@ -133,8 +155,40 @@ class ExperimentSpec(_Strict):
     def spec_id(self) -> str:
         return spec_id(self)
 
+    @property
+    def tables(self) -> dict[str, dict[str, Any]]:
+        """Adapter tables by name, as written (empty legacy tables included)."""
+        return dict(self.model_extra or {})
+
     def adapter_table(self, name: str | None = None) -> dict[str, Any]:
-        return getattr(self, name or self.adapter, None) or {}
+        """The table `name` (default: the table of this spec's adapter), {} when the spec has none."""
+        if name is None:
+            from benchbed.adapters.base import get_adapter, spec_table
+
+            name = spec_table(get_adapter(self.adapter))
+        return (self.model_extra or {}).get(name) or {}
+
+    def adapter_options(self, name: str | None = None) -> BaseModel | None:
+        """The adapter's options model filled from its table (None when the adapter declares no model)."""
+        from benchbed.adapters.base import get_adapter, options_model, spec_table
+
+        adapter = get_adapter(name or self.adapter)
+        model = options_model(adapter)
+        return None if model is None else model.model_validate(self.adapter_table(spec_table(adapter)))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_legacy_tables(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {**{name: {} for name in LEGACY_TABLES}, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _validate_adapter_tables(self) -> ExperimentSpec:
+        problems = table_problems(self.adapter, self.model_extra or {})
+        if problems:
+            raise PydanticCustomError("adapter_tables", "; ".join(problems), {"problems": problems})
+        return self
 
 
 def normalized(spec: ExperimentSpec) -> dict[str, Any]:
@@ -145,8 +199,9 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     for table in ("slurm", "ray"):  # launcher tables join the id only when given, so older ids stay valid
         if data.get(table) is None:
             data.pop(table, None)
-    if not data.get("ref"):
-        data.pop("ref", None)  # added later: specs without it keep their spec_id
+    for table, value in spec.tables.items():  # an empty table of a newer adapter changes nothing that runs
+        if not value and table not in LEGACY_TABLES:
+            data.pop(table, None)
     return data
 
 
@@ -157,18 +212,67 @@ def spec_id(spec: ExperimentSpec) -> str:
     return f"{slug}-{digest}"
 
 
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem: file, dotted path, what was expected."""
+def table_problems(adapter_name: str, tables: dict[str, Any]) -> list[str]:
+    """What is wrong with a spec's adapter tables, one dotted-path phrase each ([] when all are valid).
+
+    Each table must belong to a registered adapter and pass its options model; the spec's own adapter's table
+    is validated even when absent (its model may require fields); other empty tables are not loaded."""
+    from benchbed.adapters.base import (
+        available_adapters,
+        get_adapter,
+        options_model,
+        spec_table,
+        table_names,
+        table_owner,
+    )
+
+    own = spec_table(get_adapter(adapter_name)) if adapter_name in available_adapters() else None
+    problems = []
+    for name, table in {**({own: {}} if own else {}), **tables}.items():
+        if not isinstance(table, dict):
+            problems.append(f"field '{name}': expected a table of {name!r} options (got {table!r})")
+            continue
+        if not table and name != own:
+            continue
+        owner = table_owner(name, adapter_name)
+        if owner is None:
+            close = difflib.get_close_matches(name, table_names(), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(f"unknown field '{name}' (not a spec field or a registered adapter's table){hint}")
+            continue
+        model = options_model(owner)
+        if model is None:
+            problems.extend(f"unknown field '{name}.{key}' (adapter {owner.name!r} takes no options)" for key in table)
+            continue
+        try:
+            model.model_validate(table)
+        except ValidationError as exc:
+            problems.extend(validation_problems(exc, prefix=name))
+    return problems
+
+
+def validation_problems(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One phrase per problem, naming the dotted path (under `prefix`) and what was expected."""
     lines = []
     for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "adapter_tables":
+            lines.extend(err["ctx"]["problems"])
+            continue
+        path = ".".join(str(p) for p in (*([prefix] if prefix else []), *err["loc"]))
         if err["type"] == "extra_forbidden":
-            lines.append(f"{source}: unknown field '{path}'")
+            lines.append(f"unknown field '{path}'")
         elif err["type"] == "missing":
-            lines.append(f"{source}: missing required field '{path}'")
+            lines.append(f"missing required field '{path}'")
         else:
-            lines.append(f"{source}: field '{path}': {err['msg']} (got {err.get('input')!r})")
-    return "; ".join(lines)
+            message = err["msg"].removeprefix("Value error, ")  # a model's own check says what is wrong
+            shown = redact_mapping(err.get("input"))  # a refused secret is named, never echoed
+            lines.append(f"field '{path}': {message} (got {shown!r})" if path else message)
+    return lines
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem: file, dotted path, what was expected."""
+    return "; ".join(f"{source}: {line}" for line in validation_problems(exc))
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from benchbed.errors import SpecError
 from benchbed.metrics import METRICS
-from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS, metric_direction
+from benchbed.record import Gate
+from benchbed.regress import metric_direction
 from benchbed.spec import ExperimentSpec, expand, format_validation_error, load_spec, load_spec_data
 
 # Watched when an entry names none: the headline metrics that have a better direction.
@@ -32,6 +34,7 @@ class SuiteEntry(_Strict):
     repeats: int | None = Field(None, gt=0, description="runs per night (default: the spec's repeats)")
     set: list[str] = Field(default_factory=list, description="--set overrides for this entry's spec")
     watch: list[str] | None = Field(None, description="metrics gated each night (default: headline metrics)")
+    gate: dict[str, Any] = Field(default_factory=dict, description="this entry's changes to the suite's [gate]")
 
     @field_validator("name")
     @classmethod
@@ -49,14 +52,6 @@ class SuiteEntry(_Strict):
             if metric_direction(name) is None:
                 raise ValueError(f"metric {name!r} has no better direction, so it cannot be gated")
         return value
-
-
-class Gate(_Strict):
-    """How a night is judged against its history."""
-
-    nights: int = Field(DEFAULT_NIGHTS, gt=0, description="previous nights whose points form the baseline")
-    alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1, description="significance level of the Mann-Whitney U test")
-    min_effect: float = Field(DEFAULT_MIN_EFFECT, ge=0, description="minimum relative change of the median")
 
 
 class Suite(_Strict):
@@ -81,6 +76,7 @@ class PlannedEntry:
     name: str
     spec: ExperimentSpec
     watch: tuple[str, ...]
+    gate: Gate
 
 
 def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list[PlannedEntry]]:
@@ -97,7 +93,11 @@ def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list
     if duplicates:
         raise SpecError(f"{path}: entry names must be unique (each names a series); repeated: {', '.join(duplicates)}")
     planned = []
-    for entry in suite.entry:
+    for index, entry in enumerate(suite.entry):
+        try:
+            gate = Gate.model_validate({**suite.gate.model_dump(), **entry.gate})
+        except ValidationError as exc:
+            raise SpecError(format_validation_error(exc, f"{path} (entry.{index}.gate)")) from None
         spec_path = path.parent / entry.spec
         if not spec_path.exists():
             raise SpecError(f"{path}: entry {entry.name!r}: spec file {spec_path} not found")
@@ -106,5 +106,5 @@ def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list
         for spec in expand(base, str(spec_path)):
             label = ",".join(f"{k}={v}" for k, v in spec.variant.items())
             name = f"{entry.name}[{label}]" if label else entry.name
-            planned.append(PlannedEntry(name, spec, tuple(entry.watch or ())))
+            planned.append(PlannedEntry(name, spec, tuple(entry.watch or ()), gate))
     return suite, planned

@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchbed.adapters.base import LaunchPlan
+from benchbed.adapters.prime_rl.options import PrimeRLOptions
 from benchbed.adapters.prime_rl.parse import parse_path
 from benchbed.adapters.prime_rl.render import render_plan
 
+from benchbed.runs import runs_under
 from benchbed.spec import ExperimentSpec
 from benchbed.trace import Trace
 
@@ -21,12 +23,29 @@ class PrimeRLAdapter:
     """The `prime_rl` adapter (entry point `benchbed.adapters.prime_rl:PrimeRLAdapter`)."""
 
     name = "prime_rl"
+    options_model = PrimeRLOptions
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         return render_plan(spec, Path(run_dir))
 
     def parse(self, path: Path) -> Trace:
         return parse_path(Path(path))
+
+    def find_runs(self, path: Path) -> list[Path]:
+        """Directories under `path` with a metrics.jsonl beside configs/, rollouts/ or logs/, or with trainer or
+        orchestrator logs under logs/."""
+        return runs_under(Path(path), _marks_run)
+
+
+_LOG_NAMES = ("trainer.log", "orchestrator.log", "trainer.stdout", "orchestrator.stdout")
+
+
+def _marks_run(path: Path) -> Path | None:
+    if path.name == "metrics.jsonl" and any((path.parent / m).is_dir() for m in ("configs", "rollouts", "logs")):
+        return path.parent
+    if path.name in _LOG_NAMES:
+        return next((p.parent for p in path.parents if p.name == "logs"), None)
+    return None
 
 
 __all__ = ["PrimeRLAdapter", "SUPPORTED_COMMITS"]

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from benchbed.adapters.prime_rl.lines import read_text_lines
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
+from benchbed.adapterkit.lines import text_lines
 from benchbed.logtext import strip_ansi
 
 # A loguru line, possibly behind a prefix a paste or a log collector added ("trainer-1  | ", "[rank0]: "); the
@@ -83,7 +83,7 @@ def iter_records(path: Path) -> list[LogLine]:
     out: list[LogLine] = []
     day = 0.0
     last = -1.0
-    for lineno, line in enumerate(read_text_lines(path), start=1):
+    for lineno, line in enumerate(text_lines(path), start=1):
         if line.startswith("{"):
             record = _json_record(line, lineno)
             if record is not None:

@@ -7,25 +7,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
+from benchbed.adapters.prime_rl.keymap import COUNTERS, FRAMEWORK_METRICS, PAUSE_KEYS
 from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 
 from benchbed import keys as K
+from benchbed.adapterkit.breakdown import StepBreakdown
+from benchbed.adapterkit.groups import GroupStats, group_stats
+from benchbed.adapterkit.rows import EventRows
 from benchbed.sandbox.reasons import failure_reason
 from benchbed.secrets import redact
-from benchbed.trace import COLUMNS, TraceBuilder, attrs_json
-
-# prime-rl's own per-step figures for benchbed metric names (DESIGN §4), reported as framework_<name>.
-FRAMEWORK_METRICS: dict[str, str] = {
-    "off_policy/mean": "framework.staleness_mean",
-    "off_policy/max": "framework.staleness_max",
-    "off_policy/in_flight/mean": "framework.staleness_in_flight_mean",
-    "off_policy/in_queue/mean": "framework.staleness_in_queue_mean",
-    "off_policy_level/all/mean": "framework.staleness_mean",
-    "off_policy_level/all/max": "framework.staleness_max",
-}
-PAUSE_KEYS = ("time/wait_for_policy", "time/wait_for_ckpt")
-NEGATIVE_TOLERANCE_S = 1e-3
+from benchbed.trace import TraceBuilder, attrs_json
 
 
 @dataclass
@@ -48,7 +39,7 @@ def time_origin(data: RunData) -> float:
 
 def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str]) -> None:
     """Per-step agg rows: trainer.step and the five components, which sum to the step."""
-    clamped: list[str] = []
+    breakdown = StepBreakdown(what="time/wait_for_batch, forward_backward, broadcast_weights and save_ckpt")
     off = data.step_offset
     for step in sorted(data.trainer):
         s = data.trainer[step]
@@ -59,22 +50,19 @@ def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str]) -> None:
             if not math.isnan(s.wait_s):
                 b.agg(K.TRAINER_WAIT, k, min(s.wait_s, s.step_s), actor="trainer")
             continue
-        parts = {
+        named = {
             K.TRAINER_WAIT: _z(s.wait_s),
             K.TRAINER_COMPUTE: _z(s.compute_s),
             K.TRAINER_WEIGHT_SYNC: _z(s.weight_sync_s),
             K.TRAINER_CHECKPOINT: _z(s.checkpoint_s),
         }
-        other = s.step_s - sum(parts.values())
-        if other < -NEGATIVE_TOLERANCE_S:
-            clamped.append(f"{s.source} (step {step}: components exceed time/step by {-other:.3f}s)")
-        parts[K.TRAINER_OTHER] = max(0.0, other)
-        for key, value in parts.items():
+        for key, value in breakdown.settle(k, s.step_s, named, s.source).items():
             b.agg(key, k, value, actor="trainer")
         for name, value in s.native.items():
             b.agg(f"native.trainer.{name}", k, value, actor="trainer")
-    if clamped:
-        warnings.append(f"trainer.other clamped to 0 in {len(clamped)} step(s), e.g. {clamped[0]}")
+    overrun = breakdown.warning()
+    if overrun:
+        warnings.append(overrun)
 
 
 def _z(value: float) -> float:
@@ -95,10 +83,9 @@ def emit_orchestrator(b: TraceBuilder, data: RunData, counters_from_episodes: bo
             if key in FRAMEWORK_METRICS:
                 b.agg(FRAMEWORK_METRICS[key], k, value, actor="orchestrator")
             b.agg(f"native.orchestrator.{key}", k, value, actor="orchestrator")
-        if "off_policy/dropped" in values:
-            b.agg(K.SAMPLES_DROPPED_STALE, k, values["off_policy/dropped"], actor="orchestrator")
-        if not counters_from_episodes and "progress/rollouts" in values:
-            b.agg(K.SAMPLES_FINISHED, k, values["progress/rollouts"], actor="orchestrator")
+        for native, key in COUNTERS.items():
+            if native in values and not (counters_from_episodes and key == K.SAMPLES_FINISHED):
+                b.agg(key, k, values[native], actor="orchestrator")
 
 
 def emit_pauses(b: TraceBuilder, data: RunData, origin: float) -> None:
@@ -136,18 +123,19 @@ def unfinished_steps(data: RunData, shape: Shape) -> set[int]:
     return {s for s in data.effective_steps if s > last}
 
 
-def group_stats(episodes: list[Episode]) -> dict[str, tuple[float, int, float, int]]:
-    """group id -> (reward std over clean members, clean members, finish time, window step of the last member)."""
+def group_facts(episodes: list[Episode]) -> dict[str, tuple[GroupStats, float, int]]:
+    """group id -> (reward statistics over clean members, finish time, window step of the last member).
+
+    Clean members finished without an error; their rewards go to the kit's group statistics (one NaN policy)."""
     members: dict[str, list[Episode]] = defaultdict(list)
     for e in episodes:
         if e.group:
             members[e.group].append(e)
     out = {}
     for gid, group in members.items():
-        rewards = [e.reward for e in group if e.ok and not e.error_type and math.isfinite(e.reward)]
         ends = [e.t1 for e in group if math.isfinite(e.t1)]
-        std = float(np.std(rewards)) if rewards else math.nan
-        out[gid] = (std, len(rewards), max(ends) if ends else math.nan, max(e.window_step for e in group))
+        stats = group_stats(e.reward for e in group if e.ok and not e.error_type)
+        out[gid] = (stats, max(ends) if ends else math.nan, max(e.window_step for e in group))
     return out
 
 
@@ -157,48 +145,15 @@ def cached_attrs(items: tuple[tuple[str, object], ...]) -> str:
     return attrs_json(dict(items))
 
 
-class Rows:
-    """Event rows collected as tuples in COLUMNS order and appended to a TraceBuilder in one go (fast for 10^5+)."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple] = []
-
-    def add(
-        self,
-        key: str,
-        kind: str,
-        step: int,
-        t0: float,
-        t1: float,
-        value: float,
-        actor: str,
-        sample: str = "",
-        group: str = "",
-        v_start: int = -1,
-        v_end: int = -1,
-        v_train: int = -1,
-        status: str = "",
-        attrs: str = "",
-    ) -> None:
-        self.rows.append((key, kind, step, t0, t1, value, actor, sample, group, v_start, v_end, v_train, status, attrs))
-
-    def flush(self, b: TraceBuilder) -> None:
-        if not self.rows:
-            return
-        for col, values in zip(COLUMNS, zip(*self.rows, strict=True), strict=True):
-            b.columns[col].extend(values)
-        self.rows.clear()
-
-
 def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, warnings: list[str]) -> None:
     """rollout rows, rollout.group points, sandbox.start spans, and per-step counters from the episodes."""
-    stats = group_stats(data.episodes)
-    zero_adv = {gid for gid, (std, n, _, _) in stats.items() if n >= 2 and std == 0.0}
+    stats = group_facts(data.episodes)
+    zero_adv = {gid for gid, (g, _, _) in stats.items() if g.zero_advantage}
     any_effective = bool(data.effective_steps)
     if data.episodes and not any_effective and any(e.window_step >= 0 for e in data.episodes):
         warnings.append("no rollouts/step_*/train/effective/traces.jsonl: which episodes were trained on is unknown")
     unfinished = unfinished_steps(data, shape)
-    rows = Rows()
+    rows = EventRows()
     finished: dict[int, int] = defaultdict(int)
     trained: dict[int, int] = defaultdict(int)
     for e in data.episodes:
@@ -245,7 +200,7 @@ def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, w
         b.agg(K.SAMPLES_ACCEPTED, step, float(n), actor="generator")
 
 
-def _sandbox_start(rows: Rows, e: Episode, boot: SandboxBoot, origin: float) -> None:
+def _sandbox_start(rows: EventRows, e: Episode, boot: SandboxBoot, origin: float) -> None:
     """One sandbox.start span: ok, or the normalized reason with the provider's message in attrs."""
     message = boot.message or (f"{e.error_type}: {e.error_message}" if e.error_type else "")
     attrs: tuple[tuple[str, object], ...] = (("runtime", boot.runtime),)
@@ -270,9 +225,9 @@ def _sandbox_start(rows: Rows, e: Episode, boot: SandboxBoot, origin: float) -> 
 
 
 def _groups(
-    rows: Rows,
+    rows: EventRows,
     data: RunData,
-    stats: dict[str, tuple[float, int, float, int]],
+    stats: dict[str, tuple[GroupStats, float, int]],
     zero_adv: set[str],
     unfinished: set[int],
     origin: float,
@@ -285,8 +240,8 @@ def _groups(
         step = data.trained_at.get(e.id)
         if e.group and step is not None and step not in unfinished:
             trained_groups[e.group] = max(trained_groups.get(e.group, -1), step)
-    for gid, (std, n, t_end, window) in stats.items():
-        if n == 0:
+    for gid, (g, t_end, window) in stats.items():
+        if g.n == 0:
             continue
         status = "filtered_zero_adv" if gid in zero_adv else "ok"
         t0 = t_end - origin if math.isfinite(t_end) else math.nan
@@ -296,12 +251,12 @@ def _groups(
             trained_groups.get(gid, window),
             t0,
             math.nan,
-            std,
+            g.std,
             "generator",
             "",
             gid,
             status=status,
-            attrs=attrs_json({"clean_samples": n}),
+            attrs=attrs_json({"clean_samples": g.n}),
         )
         if window >= 0:
             groups_finished[window] += 1

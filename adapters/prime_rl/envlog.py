@@ -18,7 +18,6 @@ from benchbed.adapters.prime_rl.sandbox import SANDBOX_RUNTIMES
 START = re.compile(r"rollout start: id=(\S+) task=(\S+) harness=(\S+) runtime=(\S+)")
 UP = re.compile(r"(\w+): sandbox (\S+) up \(image=([^)]*)\)")
 DONE = re.compile(r"rollout done: id=(\S+) task=(\S+) reward=(\S+) turns=(\d+) stop=(\S+)")
-NOT_CACHED = re.compile(r"image (\S+) isn't cached on the platform")
 
 
 def read_env_log(path: Path, data: RunData, offset_s: float = 0.0) -> int:

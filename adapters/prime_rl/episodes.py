@@ -16,16 +16,19 @@ from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 from benchbed.adapters.prime_rl.sandbox import SANDBOX_RUNTIMES, is_provisioning_error
 from orjson import loads as _loads  # ~3x faster than the standard library on episode records
 
+from benchbed.adapterkit.lines import JsonLines
+
 STEP_DIR = re.compile(r"^step_(\d+)$")
 _ID_START = b'{"id":"'
 _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
 # Most of a record's bytes are what benchbed never reads: each trace's message graph and model calls (token ids,
 # logprobs), the task payload (prompt, data) stored once per episode and once per trace, and the agent's config.
-# They are cut out by byte search before parsing. Pydantic dumps fields in declaration order (verifiers@a60a606:
-# Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent, tools,
-# nodes, calls, request_rewrites, ...; AgentInfo = config, runtime, ...; AgentConfig ends with its timeout and
-# retries tables), and `,"` / `},"` never occur inside a JSON string, so the markers are structural. A cut that
-# does not fit (a nested key of the same name) leaves invalid JSON, and then the whole line is parsed instead.
+# They are cut out by byte search before parsing. Pydantic dumps fields in declaration order (verifiers@a60a606
+# and 0.3.1: Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent,
+# tools, nodes, calls, mm_token_type_id_map (0.3.1 on), request_rewrites, ...; AgentInfo = config, runtime, ...;
+# AgentConfig ends with its timeout and retries tables), and `,"` / `},"` never occur inside a JSON string, so
+# the markers are structural. A cut that does not fit (a nested key of the same name) leaves invalid JSON, and
+# then the whole line is parsed instead.
 _TASK = b',"task":{"type":'
 _TASK_ENDS = (b'},"group":{"id":', b'},"run":{"type":')
 _TRACE_TASK_END = b'},"agent":{'
@@ -33,7 +36,7 @@ _CONFIG = b'"config":{'
 _CONFIG_END = b'}},"runtime":{'
 _TOOLS = b',"tools":['
 _NODES = b',"nodes":['
-_CALLS_END = b'],"request_rewrites":['
+_CALLS_ENDS = (b'],"mm_token_type_id_map":', b'],"request_rewrites":[')
 MAX_MESSAGE = 500
 
 
@@ -74,7 +77,7 @@ def read_step_folder(step: int, folder: Path) -> StepFiles:
         return out
     if source is all_path:
         out.sources.append(str(all_path))
-    for lineno, record in _read_records(source, out.warnings):
+    for lineno, record in JsonLines(source, out.warnings, load_record):
         episode = episode_from_record(record, step, f"{source}:{lineno}", out.warnings)
         if episode is not None:
             out.episodes.append(episode)
@@ -123,30 +126,6 @@ def _read_ids(path: Path, warnings: list[str]) -> list[str]:
     return ids
 
 
-def _read_records(path: Path, warnings: list[str]) -> list[tuple[int, dict[str, Any]]]:
-    lines = path.read_bytes().split(b"\n")
-    last = len(lines)
-    while last and not lines[last - 1].strip():
-        last -= 1
-    complete = path.stat().st_size == 0 or lines[-1] == b""
-    out = []
-    for i in range(last):
-        raw = lines[i]
-        if not raw.strip():
-            continue
-        try:
-            record = load_record(raw)
-        except ValueError as exc:
-            kind = "truncated last line" if i == last - 1 and not complete else "line that is not JSON"
-            warnings.append(f"{path}:{i + 1}: skipped {kind} ({exc.__class__.__name__})")
-            continue
-        if isinstance(record, dict):
-            out.append((i + 1, record))
-        else:
-            warnings.append(f"{path}:{i + 1}: skipped line that is not a JSON object")
-    return out
-
-
 def slim(raw: bytes) -> bytes:
     """The record without task payloads, agent configs and traces' `nodes`/`calls` (byte search, no parse)."""
     cuts: list[tuple[int, int]] = []
@@ -166,9 +145,10 @@ def slim(raw: bytes) -> bytes:
         if raw.startswith(_CONFIG, agent_body) and 0 <= k < raw.find(_TOOLS, agent_body):
             cuts.append((agent_body, k + 3))  # from `"config":{` up to the runtime info's `"runtime":{`
         n = raw.find(_NODES, j)
-        m = raw.find(_CALLS_END, n) if n >= 0 else -1
-        if m < 0:
+        ends = [m for marker in _CALLS_ENDS if (m := raw.find(marker, n)) >= 0] if n >= 0 else []
+        if not ends:
             break
+        m = min(ends)
         cuts.append((n, m + 1))
         pos = m
     if not cuts:

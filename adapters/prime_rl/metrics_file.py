@@ -5,71 +5,39 @@ and `time/save_ckpt` with different meanings (trainer loop body vs. orchestrator
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.prime_rl.lines import read_jsonl
+from benchbed.adapters.prime_rl.keymap import (
+    HEAD_MARKERS,
+    LEGACY_MARKERS,
+    ORCHESTRATOR_KEEP,
+    ORCHESTRATOR_MARKER,
+    SHARED_TIMERS,
+    TRAINER_MARKER,
+    TRAINER_NATIVE,
+    TRAINER_TIMERS,
+)
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
+from benchbed import keys as K
+from benchbed.adapterkit.lines import JsonLines, loads_finite
 from benchbed.errors import NotThisFrameworkError
 
-TRAINER_TIME_KEYS = ("time/wait_for_batch", "time/forward_backward", "time/load_data", "time/broadcast_weights")
-TRAINER_PREFIXES = (
-    "perf/",
-    "optim/",
-    "loss/",
-    "entropy/",
-    "mismatch_kl/",
-    "system/ckpt_disk",
-    "kl_ent_ratio",
-    "is_masked",
-    "masked_advantage",
-    "max_vio/",
-    "routing_confidence/",
-)
-ORCHESTRATOR_PREFIXES = (
-    "time/wait_for_policy",
-    "time/pack",
-    "off_policy/",
-    "progress/",
-    "train/agg/",
-    "batch/",
-    "curriculum/",
-    "pre_filters/",
-    "eval/",
-    "scheduler/",
-    "time/wait_for_ckpt",
-    "time/update_weights",
-    "off_policy_level/",
-    "errored_rollouts/",
-    "empty_rollouts/",
-    "reward/",
-    "seq_len/",
-)
-# Orchestrator figures kept per step (everything else in the row is the episode metric matrix).
-ORCHESTRATOR_KEEP = re.compile(
-    r"^(time/(step|pack|save_ckpt|wait_for_policy|wait_for_ckpt|update_weights)|off_policy/.*|off_policy_level/all/.*"
-    r"|scheduler/(async_level|inflight_rollouts|inflight_samples|cancelled_rollouts)|progress/(rollouts|tasks|tokens"
-    r"|samples|problems)|errored_rollouts/all|train/agg/all/[^/]+/(error/[^/]+|has_error/mean|cancelled/mean"
-    r"|is_trainable/mean))$"
-)
-TRAINER_NATIVE = ("perf/mfu", "perf/throughput", "perf/peak_memory", "optim/grad_norm")
-# Markers that date a file: present only from a given release on (see era.py).
-HEAD_MARKERS = ("off_policy/mean", "time/pack")
-LEGACY_MARKERS = ("scheduler/async_level", "time/wait_for_ckpt", "off_policy_level/all/mean")
+# canonical trainer key -> the native timer of the trainer's time row
+_NATIVE = {canonical: native for native, canonical in {**TRAINER_TIMERS, **SHARED_TIMERS}.items()}
 
 
 def row_role(row: dict[str, Any]) -> str:
     """'trainer-time', 'trainer', 'orchestrator', 'eval' or '' (unrecognized), from the keys in the row."""
     keys = row.keys()
-    if any(k in row for k in TRAINER_TIME_KEYS):
+    if any(k in row for k in TRAINER_TIMERS):
         return "trainer-time"
     if any(k.startswith("eval/") for k in keys) and not any(k.startswith(("train/", "progress/")) for k in keys):
         return "eval"
-    if any(k.startswith(ORCHESTRATOR_PREFIXES) for k in keys):
+    if any(ORCHESTRATOR_MARKER.match(k) for k in keys):
         return "orchestrator"
-    if any(k.startswith(TRAINER_PREFIXES) for k in keys):
+    if any(TRAINER_MARKER.match(k) for k in keys):
         return "trainer"
     return ""
 
@@ -86,7 +54,7 @@ def read_metrics_file(path: Path, data: RunData) -> None:
     first_keys: list[str] = []
     n_rows = 0
     trainer_native: dict[int, dict[str, float]] = {}
-    for lineno, row in read_jsonl(path, data.warnings):
+    for lineno, row in JsonLines(path, data.warnings, loads_finite, finite=True):
         n_rows += 1
         if not first_keys:
             first_keys = sorted(row)[:8]
@@ -108,7 +76,7 @@ def read_metrics_file(path: Path, data: RunData) -> None:
         detail = f"first row keys {first_keys}" if first_keys else "no JSON rows"
         raise NotThisFrameworkError(
             f"not a prime-rl run: {path} has {n_rows} row(s) but none with prime-rl trainer keys "
-            f"({', '.join(TRAINER_TIME_KEYS[:2])}) or orchestrator keys (time/wait_for_policy, off_policy/*, "
+            f"({', '.join(list(TRAINER_TIMERS)[:2])}) or orchestrator keys (time/wait_for_policy, off_policy/*, "
             f"progress/*); {detail}"
         )
     if roles.get(""):
@@ -120,9 +88,9 @@ def read_metrics_file(path: Path, data: RunData) -> None:
 
 
 def _add_trainer_row(row: dict[str, Any], step: int, where: str, data: RunData) -> None:
-    step_s = _float(row.get("time/step"))
+    step_s = _float(row.get(_NATIVE[K.TRAINER_STEP]))
     if step_s is None:
-        data.warnings.append(f"{where}: trainer time row without 'time/step'; skipped")
+        data.warnings.append(f"{where}: trainer time row without '{_NATIVE[K.TRAINER_STEP]}'; skipped")
         return
     if step in data.trainer:
         data.warnings.append(f"{where}: second trainer time row for step {step} (a resumed run?); the later one wins")
@@ -134,11 +102,11 @@ def _add_trainer_row(row: dict[str, Any], step: int, where: str, data: RunData) 
     data.trainer[step] = TrainerStep(
         step=step,
         step_s=step_s,
-        wait_s=get("time/wait_for_batch"),
-        load_s=get("time/load_data"),
-        compute_s=get("time/forward_backward"),
-        weight_sync_s=get("time/broadcast_weights"),
-        checkpoint_s=get("time/save_ckpt"),
+        wait_s=get(_NATIVE[K.TRAINER_WAIT]),
+        load_s=get(_NATIVE[K.TRAINER_OTHER]),
+        compute_s=get(_NATIVE[K.TRAINER_COMPUTE]),
+        weight_sync_s=get(_NATIVE[K.TRAINER_WEIGHT_SYNC]),
+        checkpoint_s=get(_NATIVE[K.TRAINER_CHECKPOINT]),
         t_end=get("time"),
         source=where,
     )

@@ -6,7 +6,6 @@ import gc
 import json
 import math
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -29,23 +28,19 @@ from benchbed.adapters.prime_rl.emit import (
 )
 from benchbed.adapters.prime_rl.envlog import read_env_log
 from benchbed.adapters.prime_rl.episodes import read_episode_files, step_dirs
-from benchbed.adapters.prime_rl.metrics_file import HEAD_MARKERS, LEGACY_MARKERS, read_metrics_file
+from benchbed.adapters.prime_rl.keymap import HEAD_MARKERS, LEGACY_MARKERS
+from benchbed.adapters.prime_rl.metrics_file import read_metrics_file
 from benchbed.adapters.prime_rl.model import RunData
 from benchbed.adapters.prime_rl.render import run_name
 
+from benchbed.adapterkit.handoff import read_handoff
 from benchbed.errors import NotThisFrameworkError
 from benchbed.logtext import strip_ansi
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 ADAPTER = "prime_rl"
 FRAMEWORK = "prime-rl"
 METRICS_FILE = "metrics.jsonl"
-RENDERED_CONFIG = "prime_rl.toml"
 # Eras (issue 4): name -> framework_version recorded in the trace.
 ERAS = {
     "head": "v0.8.1.dev (559b447 era: metrics.jsonl by default, per-step traces.jsonl, max_off_policy_steps)",
@@ -95,7 +90,7 @@ def _parse_path(path: Path) -> Trace:
 def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
     if path.suffix == ".jsonl" and not _is_json_console(path):
         read_metrics_file(path, data)
-        data.config = _read_configs(path.parent)
+        data.config = _read_configs(path.parent, data.warnings)
         return
     if not looks_like_console_log(path):
         raise NotThisFrameworkError(
@@ -150,7 +145,7 @@ def resolve_run_dir(path: Path) -> Path:
 
 def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> None:
     run_dir = resolve_run_dir(run_dir)
-    data.config = _read_configs(run_dir)
+    data.config = _read_configs(run_dir, data.warnings)
     logs = log_dir(run_dir)
     metrics = run_dir / METRICS_FILE
     has_rollouts = bool(step_dirs(run_dir))
@@ -204,8 +199,8 @@ def _log_clock_offset(data: RunData) -> float:
     return day.timestamp()
 
 
-def _read_configs(run_dir: Path) -> dict[str, Any]:
-    """Settings from the resolved configs prime-rl writes (configs/*.json) or the TOML benchbed rendered."""
+def _read_configs(run_dir: Path, warnings: list[str]) -> dict[str, Any]:
+    """Settings from the resolved configs prime-rl writes (configs/*.json), else benchbed's hand-off file."""
     out: dict[str, Any] = {}
     orch: dict[str, Any] = {}
     rl: dict[str, Any] = {}
@@ -221,13 +216,10 @@ def _read_configs(run_dir: Path) -> dict[str, Any]:
                 orch = orch or doc.get("orchestrator") or {}
             else:
                 orch = doc
-    rendered = run_dir / RENDERED_CONFIG
-    if not (orch or rl) and rendered.exists():
-        try:
-            rl = tomllib.loads(rendered.read_text())
-            orch = rl.get("orchestrator") or {}
-        except (tomllib.TOMLDecodeError, OSError):
-            pass
+    handoff = None if (orch or rl) else read_handoff(run_dir, warnings) or read_handoff(run_dir.parent, warnings)
+    if handoff is not None:  # rendered by benchbed, configs not written yet (the run died early)
+        orch = {"batch_size": handoff.samples_per_step, "group_size": handoff.group_size}
+        orch |= {k: handoff.get(k) for k in ("max_off_policy_steps", "max_steps")}
     for key in (
         "batch_size",
         "group_size",

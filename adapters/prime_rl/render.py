@@ -13,6 +13,7 @@ from benchbed.adapters.prime_rl.options import PrimeRLOptions, load_options
 from benchbed.adapters.prime_rl.presets import Preset, preset_by_name, preset_for_model
 from benchbed.adapters.prime_rl.toml_writer import dumps
 
+from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -206,10 +207,15 @@ def render_plan(spec: ExperimentSpec, run_dir: Path, env: dict[str, str] | None 
         name,
         *opts.extra_args,
     ]
+    w = spec.workload
+    handoff = Handoff(
+        adapter="prime_rl", mode="async (max_off_policy_steps)", argv=argv, samples_per_step=w.samples_per_step,
+        group_size=w.group_size, max_off_policy_steps=w.max_staleness, max_steps=w.steps, commit=opts.commit,
+    )  # fmt: skip
     return LaunchPlan(
         argv=argv,
         cwd=str(checkout),
-        files={CONFIG_FILE: header + dumps(config)},
+        files={CONFIG_FILE: header + dumps(config), **handoff_files(handoff)},
         timeout_s=spec.timeout_s,
         submits_job="slurm" if "slurm" in config else None,
         description=f"prime-rl@{opts.commit} rl run {name} in {checkout}",

@@ -10,7 +10,7 @@ from pathlib import Path
 from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.ref.parse import parse_run
 
-from benchbed.engine.config import engine_config
+from benchbed.engine.config import RefConfig, engine_config
 from benchbed.errors import AdapterError
 from benchbed.spec import ExperimentSpec
 from benchbed.trace import Trace
@@ -23,6 +23,7 @@ class RefAdapter:
     """Renders the engine's command and configuration; parses events/*.jsonl into the canonical trace."""
 
     name = "ref"
+    options_model = RefConfig
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         cfg = engine_config(spec)  # invalid specs fail here, before anything starts

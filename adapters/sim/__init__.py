@@ -10,6 +10,7 @@ from benchbed.adapters.base import LaunchPlan
 
 from benchbed.errors import NotThisFrameworkError
 from benchbed.sim import sim_params
+from benchbed.sim.config import SimConfig
 from benchbed.spec import ExperimentSpec
 from benchbed.trace import TRACE_FILENAME, Trace, read_trace
 
@@ -20,6 +21,7 @@ class SimAdapter:
     """Renders `python -m benchbed.sim` and reads back the trace it writes."""
 
     name = "sim"
+    options_model = SimConfig
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         sim_params(spec)  # validate before anything starts
@@ -40,4 +42,7 @@ class SimAdapter:
             raise NotThisFrameworkError(f"not a sim run: {path} has no {TRACE_FILENAME}")
         if trace_path.suffix != ".parquet":
             raise NotThisFrameworkError(f"not a sim run: {trace_path} is not a parquet trace")
-        return read_trace(trace_path)
+        trace = read_trace(trace_path)
+        if trace.meta.adapter != self.name:
+            raise NotThisFrameworkError(f"not a sim run: {trace_path} was written by {trace.meta.adapter!r}")
+        return trace

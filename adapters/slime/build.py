@@ -9,10 +9,12 @@ from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime import trainer as T
 from benchbed.adapters.slime.collect import Collected, clock_shift
 from benchbed.adapters.slime.detect import Detected
-from benchbed.adapters.slime.dumps import DumpSample, group_reward_std
+from benchbed.adapters.slime.dumps import DumpSample
 from benchbed.adapters.slime.sandbox import abort_failure
 
 from benchbed import keys as K
+from benchbed.adapterkit.breakdown import StepBreakdown
+from benchbed.adapterkit.groups import group_stats
 from benchbed.sandbox.reasons import failure_reason
 from benchbed.secrets import redact
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
@@ -79,13 +81,16 @@ def trainer_steps(c: Collected, warnings: list[str]) -> tuple[list[T.StepParts],
     times: list[float] = []
     carried = 0.0
     previous = None
+    inner = StepBreakdown(K.TRAINER_OTHER, "the compute timers (actor_train, log_probs, ...)", "perf/train_time")
+    outer = StepBreakdown(K.TRAINER_WAIT, "the timers outside the train block", "perf/train_wait_time")
     for rid in sorted(c.trainer_perf):
         perf = c.trainer_perf[rid]
-        parts = T.decompose(rid, perf, carried if previous == rid - 1 else 0.0, warnings)
+        parts = T.decompose(rid, perf, carried if previous == rid - 1 else 0.0, inner, outer, warnings)
         carried, previous = T.carried_ref_update(perf), rid
         if parts is not None:
             steps.append(parts)
             times.append(perf.ts)
+    warnings.extend(w for w in (inner.warning(), outer.warning()) if w)
     timed = bool(steps) and all(math.isfinite(t) for t in times)
     return steps, T.step_ends(steps, times) if timed else None
 
@@ -243,7 +248,7 @@ def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> Non
             _sandbox_from_sample(b, s, step, origin, reason, not starts_from_logs, agentic)
         for gid, members in groups.items():
             ends = [t[1] for t in (_sample_times(m) for m in members) if t]
-            std = group_reward_std([m.reward for m in members])
+            std = group_stats([m.reward for m in members]).std
             b.point(
                 K.ROLLOUT_GROUP,
                 (max(ends) - origin) if ends else math.nan,

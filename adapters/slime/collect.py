@@ -11,7 +11,7 @@ from pathlib import Path
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime.console import ConsoleLog, SandboxLine, TimerLine, is_trainer_perf, parse_console
 from benchbed.adapters.slime.dumps import Dump, TorchUnavailable, load_dump
-from benchbed.adapters.slime.runargs import RunArgs, from_megatron_block, read_manifest
+from benchbed.adapters.slime.runargs import RunArgs, from_argv, from_megatron_block
 from benchbed.adapters.slime.tensorboard import TensorboardUnavailable, scalar_dicts, split_axes
 from benchbed.adapters.slime.timers import perf_from_timers
 from benchbed.adapters.slime.trainer import Perf
@@ -176,13 +176,10 @@ def add_dumps(c: Collected, files: list[Path]) -> None:
         c.dumps.append(dump)
 
 
-def add_manifest(c: Collected, path: Path) -> None:
-    args = read_manifest(path)
-    if args is None:
-        c.warnings.append(f"{path}: unreadable benchbed launch manifest; ignored")
-        return
-    c.sources.append(str(path))
-    c.args = args.merge(c.args)
+def add_handoff(c: Collected, argv: list[str], source: str) -> None:
+    """The arguments of the command benchbed launched (its hand-off file), ahead of what the logs say."""
+    c.sources.append(source)
+    c.args = from_argv(argv, source).merge(c.args)
 
 
 def read_console_file(c: Collected, path: Path) -> None:

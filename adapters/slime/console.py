@@ -30,6 +30,8 @@ _PARTIAL = re.compile(r"^Collected (?P<n>\d+) partial samples into the data buff
 _ARGS_OPEN = re.compile(r"^-{8,} arguments -{8,}$")
 _ARGS_CLOSE = re.compile(r"^-{8,} end of arguments -{8,}$")
 _ARG_LINE = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.+ (?P<value>.*)$")
+TRAINER_ACTORS: tuple[str, ...] = ("MegatronTrainRayActor", "FSDPTrainRayActor", "TrainRayActor")
+ROLLOUT_ACTORS: tuple[str, ...] = ("RolloutManager",)
 _JOB_FAILED = re.compile(r"^Job '[^']+' failed|^Status message: Job entrypoint command failed")
 
 
@@ -252,9 +254,9 @@ def is_trainer_perf(metric: MetricLine) -> bool | None:
         return True
     if any(k in keys for k in M.ROLLOUT_PERF_MARKERS):
         return False
-    if metric.actor in M.TRAINER_ACTORS:
+    if metric.actor in TRAINER_ACTORS:
         return True
-    if metric.actor in M.ROLLOUT_ACTORS:
+    if metric.actor in ROLLOUT_ACTORS:
         return False
     if metric.file == "train_metric_utils.py":
         return True

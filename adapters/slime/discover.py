@@ -1,55 +1,40 @@
-"""Find slime artifacts under a path: console logs, TensorBoard event files, rollout dumps, benchbed's manifest."""
+"""Which files of a run are slime's: console logs, TensorBoard event files and rollout dumps."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbed.adapters.slime.dumps import DUMP_NAME
-from benchbed.adapters.slime.runargs import MANIFEST
 
+from benchbed.adapterkit.artifacts import Artifacts, discover
+
+LOGS, EVENTS, DUMPS = "logs", "events", "dumps"
 LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
 LOG_NAMES = ("stdout", "stderr", "output", "console")
-_MAX_FILES = 20000
 
 
-@dataclass
-class Artifacts:
-    logs: list[Path] = field(default_factory=list)
-    events: list[Path] = field(default_factory=list)
-    dumps: list[Path] = field(default_factory=list)
-    manifest: Path | None = None
-
-    def empty(self) -> bool:
-        return not (self.logs or self.events or self.dumps)
-
-
-def classify(path: Path, found: Artifacts) -> None:
+def _classify(path: Path) -> list[str]:
     name = path.name
     if name.startswith("events.out.tfevents"):
-        found.events.append(path)
-    elif DUMP_NAME.match(name):
-        found.dumps.append(path)
-    elif name == MANIFEST:
-        found.manifest = path
-    elif name.endswith(LOG_SUFFIXES) or name in LOG_NAMES:
-        found.logs.append(path)
+        return [EVENTS]
+    if DUMP_NAME.match(name):
+        return [DUMPS]
+    if name.endswith(LOG_SUFFIXES) or name in LOG_NAMES:
+        return [LOGS]
+    return []
 
 
-def discover(path: Path) -> Artifacts:
-    """A single file is taken for what its name says (any other text file is read as console output)."""
-    found = Artifacts()
-    if path.is_file():
-        classify(path, found)
-        if found.empty() and found.manifest is None and path.suffix != ".pt":
-            found.logs.append(path)
-        elif path.suffix == ".pt" and not found.dumps:
-            found.dumps.append(path)
-        return found
-    for i, child in enumerate(sorted(p for p in path.rglob("*") if p.is_file())):
-        if i >= _MAX_FILES:
-            break
-        if "eval_" in child.name and child.suffix == ".pt":
-            continue
-        classify(child, found)
-    return found
+def _classify_file(path: Path) -> list[str]:
+    """A file named on the command line is taken for what its name says; any other .pt file is read as a dump and
+    any other file as console output."""
+    return _classify(path) or ([DUMPS] if path.suffix == ".pt" else [LOGS])
+
+
+def classify_in_dir(path: Path) -> list[str]:
+    """The kinds of a file found under a run directory (evaluation dumps are not the run's)."""
+    return [] if "eval_" in path.name and path.suffix == ".pt" else _classify(path)
+
+
+def find_artifacts(path: Path) -> Artifacts:
+    """Classify a single file, or every file under a run directory."""
+    return discover(path, classify_in_dir if path.is_dir() else _classify_file)

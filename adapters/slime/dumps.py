@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,8 +126,3 @@ def reward_value(reward: Any) -> float:
                 return float(reward[key])
     return math.nan
 
-
-def group_reward_std(rewards: list[float]) -> float:
-    """Population std of a group's rewards (0 means every sample got the same reward: zero advantage)."""
-    finite = [r for r in rewards if not math.isnan(r)]
-    return statistics.pstdev(finite) if len(finite) > 1 else (0.0 if finite else math.nan)

@@ -9,15 +9,16 @@ from benchbed.adapters.slime.build import build_trace
 from benchbed.adapters.slime.collect import (
     Collected,
     add_dumps,
-    add_manifest,
+    add_handoff,
     add_tensorboard,
     fill_from_timers,
     read_console_file,
 )
 from benchbed.adapters.slime.detect import detect_mode
-from benchbed.adapters.slime.discover import Artifacts, discover
+from benchbed.adapters.slime.discover import DUMPS, EVENTS, LOGS, find_artifacts
 from benchbed.adapters.slime.render import PREPARE_SUBDIR
 
+from benchbed.adapterkit.lines import head_bytes
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.trace import Trace
 
@@ -35,28 +36,29 @@ def parse_path(path: Path) -> Trace:
             f"{path}: no such file or directory; give a slime log file, TensorBoard directory, rollout "
             "dump directory or run directory"
         )
-    found = discover(path)
+    found = find_artifacts(path)
     # A trainer-only run's rollout-only phase logs are not the measured run (its dumps are the replayed data).
-    found.logs = [p for p in found.logs if PREPARE_SUBDIR not in p.parts]
-    found.events = [p for p in found.events if PREPARE_SUBDIR not in p.parts]
-    if found.empty():
+    logs = [p for p in found.of(LOGS) if PREPARE_SUBDIR not in p.parts]
+    events = [p for p in found.of(EVENTS) if PREPARE_SUBDIR not in p.parts]
+    if not (logs or events or found.of(DUMPS)):
         raise NotThisFrameworkError(
             f"not a slime run: {path} holds no console log (*.log, *.txt, *.out, *.err), "
             "TensorBoard event file or rollout_<id>.pt dump"
         )
     c = Collected()
-    if found.manifest is not None:
-        add_manifest(c, found.manifest)
-    for log in found.logs:
+    c.warnings.extend(found.warnings)
+    if found.handoff is not None:
+        add_handoff(c, found.handoff.argv, str(found.handoff_path))
+    for log in logs:
         read_console_file(c, log)
-    add_tensorboard(c, found.events)
-    add_dumps(c, found.dumps)
+    add_tensorboard(c, events)
+    add_dumps(c, found.of(DUMPS))
     fill_from_timers(c)
     unread_dumps = [w for w in c.warnings if "rollout dump(s) found but not read" in w]
     if unread_dumps and not _looks_like_slime(c):
         raise AdapterError(unread_dumps[0])
     if not _looks_like_slime(c):
-        raise NotThisFrameworkError(f"not a slime run: {_why_not(path, found)}")
+        raise NotThisFrameworkError(f"not a slime run: {_why_not(path, logs, events)}")
     return build_trace(c, detect_mode(c)).validate()
 
 
@@ -64,17 +66,17 @@ def _looks_like_slime(c: Collected) -> bool:
     return bool(c.trainer_perf or c.rollout_perf or c.dumps or c.fully_async_ids or c.sandbox or c.timers)
 
 
-def _why_not(path: Path, found: Artifacts) -> str:
+def _why_not(path: Path, logs: list[Path], events: list[Path]) -> str:
     parts = []
-    if found.logs:
-        hint = _guess_other(found.logs)
+    if logs:
+        hint = _guess_other(logs)
         parts.append(
-            f"{len(found.logs)} log file(s) under {path} contain no slime `perf N: {{...}}`, `Timer ... end` "
+            f"{len(logs)} log file(s) under {path} contain no slime `perf N: {{...}}`, `Timer ... end` "
             "or `fully-async rollout` lines" + (f"; they look like {hint}" if hint else "")
         )
-    if found.events:
+    if events:
         parts.append(
-            f"{len(found.events)} TensorBoard event file(s) carry no slime perf/train_wait_time or "
+            f"{len(events)} TensorBoard event file(s) carry no slime perf/train_wait_time or "
             "perf/rollout_time scalars"
         )
     return "; ".join(parts) or f"nothing slime wrote was found under {path}"
@@ -82,11 +84,7 @@ def _why_not(path: Path, found: Artifacts) -> str:
 
 def _guess_other(logs: list[Path]) -> str:
     for log in logs[:5]:
-        try:
-            with log.open(encoding="utf-8", errors="replace") as fh:
-                head = fh.read(200_000)
-        except OSError:
-            continue
+        head = head_bytes(log).decode("utf-8", errors="replace")
         for pattern, name in _OTHER_FRAMEWORKS:
             if pattern.search(head):
                 return name

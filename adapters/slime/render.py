@@ -13,8 +13,8 @@ from typing import Any
 
 from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.slime.options import SlimeOptions, load_options
-from benchbed.adapters.slime.runargs import MANIFEST
 
+from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import SpecError
 from benchbed.secrets import is_secret_name
 from benchbed.spec import ExperimentSpec
@@ -74,7 +74,7 @@ def render(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         argv=argv,
         cwd=opts.slime_dir,
         timeout_s=spec.timeout_s,
-        files={MANIFEST: _manifest(opts, mode, train, [argv])},
+        files=_handoff(spec, opts, mode, train, [argv]),
         description=f"slime {opts.slime_version} {mode} ({placement}) {spec.workload.model}: "
         f"{spec.workload.steps} steps of {spec.workload.samples_per_step} samples",
     )
@@ -243,23 +243,22 @@ def _trainer_only(spec: ExperimentSpec, opts: SlimeOptions, run_dir: Path, mode:
         argv=["bash", str(run_dir / SCRIPT)],
         cwd=opts.slime_dir,
         timeout_s=spec.timeout_s,
-        files={SCRIPT: script, MANIFEST: _manifest(opts, mode, phase2, [cmd1, cmd2])},
+        files={SCRIPT: script, **_handoff(spec, opts, mode, phase2, [cmd1, cmd2])},
         description=f"slime {opts.slime_version} trainer-only: {k} rollout(s) dumped once, {spec.workload.steps} "
         f"replayed training steps of {spec.workload.model}",
     )
 
 
-def _manifest(opts: SlimeOptions, mode: str, train: list[str], commands: list[list[str]]) -> str:
-    return json.dumps(
-        {
-            "argv": train,
-            "commands": commands,
-            "slime_version": opts.slime_version,
-            "mode": mode,
-            "benchmark": opts.benchmark,
-        },
-        indent=1,
-    )
+def _handoff(
+    spec: ExperimentSpec, opts: SlimeOptions, mode: str, train: list[str], commands: list[list[str]]
+) -> dict[str, str]:
+    """The hand-off file: the training arguments parse reads the batch shape and loop from, and every command."""
+    w = spec.workload
+    handoff = Handoff(
+        adapter="slime", mode=mode, argv=train, samples_per_step=w.samples_per_step, group_size=w.group_size,
+        commands=commands, slime_version=opts.slime_version, benchmark=opts.benchmark,
+    )  # fmt: skip
+    return handoff_files(handoff)
 
 
 def _drop_option(argv: list[str], flag: str) -> list[str]:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-
-MANIFEST = "slime_launch.json"
 
 
 @dataclass
@@ -99,15 +96,3 @@ def from_megatron_block(values: dict[str, str], source: str) -> RunArgs:
         if raw is not None and raw != "None":
             setattr(args, key, raw)
     return args
-
-
-def read_manifest(path: Path) -> RunArgs | None:
-    """The launch manifest benchbed writes next to a rendered run ({"argv": [...], ...}), if readable."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    argv = data.get("argv") if isinstance(data, dict) else None
-    if not isinstance(argv, list):
-        return None
-    return from_argv([str(a) for a in argv], str(path))

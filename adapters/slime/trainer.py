@@ -9,6 +9,7 @@ from typing import Any
 from benchbed.adapters.slime import keymap as M
 
 from benchbed import keys as K
+from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.trace import TraceBuilder
 
 _ORDER_BEFORE_WAIT = (K.TRAINER_CHECKPOINT, K.TRAINER_WEIGHT_SYNC)
@@ -39,8 +40,11 @@ def _timer(values: dict[str, Any], name: str) -> float:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
 
 
-def decompose(rollout_id: int, perf: Perf, carried: float, warnings: list[str]) -> StepParts | None:
-    """Split one step into the five components; `carried` = ref_model_update time logged with the previous step."""
+def decompose(
+    rollout_id: int, perf: Perf, carried: float, inner: StepBreakdown, outer: StepBreakdown, warnings: list[str]
+) -> StepParts | None:
+    """Split one step into the five components; `carried` = ref_model_update time logged with the previous step.
+    `inner` settles the train block (compute, then its remainder), `outer` the step (trainer.wait is what is left)."""
     v = perf.values
     if "perf/train_wait_time" in v and "perf/train_time" in v:
         total = _timer(v, "train_wait") + _timer(v, "train")
@@ -49,28 +53,16 @@ def decompose(rollout_id: int, perf: Perf, carried: float, warnings: list[str]) 
     if not math.isfinite(total) or "perf/train_time" not in v:
         warnings.append(f"{perf.origin}: trainer perf {rollout_id} has no train_wait/train timers; step skipped")
         return None
-    train = _timer(v, "train")
+    step = rollout_id + 1
     compute = sum(_timer(v, name) for name in M.COMPUTE_IN_TRAIN)
-    other_in_train = train - compute
-    if other_in_train < -0.05:
-        warnings.append(
-            f"{perf.origin}: perf {rollout_id}: compute timers exceed perf/train_time by "
-            f"{-other_in_train:.2f}s; clamped"
-        )
-    other_in_train = max(0.0, other_in_train)
-    parts = {K.TRAINER_COMPUTE: compute, K.TRAINER_WEIGHT_SYNC: 0.0, K.TRAINER_CHECKPOINT: 0.0, K.TRAINER_OTHER: 0.0}
+    other_in_train = inner.rest(step, _timer(v, "train"), compute, perf.origin)
+    named = {K.TRAINER_COMPUTE: compute, K.TRAINER_OTHER: carried}
     for name, key in M.WAIT_CONTAINED.items():
-        parts[key] += _timer(v, name)
-    other_before = parts[K.TRAINER_OTHER] + carried
-    parts[K.TRAINER_OTHER] = other_before + other_in_train
-    wait = total - sum(parts.values())
-    if wait < -0.05:
-        warnings.append(
-            f"{perf.origin}: perf {rollout_id}: timers outside the train block exceed "
-            f"perf/train_wait_time by {-wait:.2f}s; trainer.wait clamped to 0"
-        )
-    parts[K.TRAINER_WAIT] = max(0.0, wait)
-    return StepParts(rollout_id + 1, total, parts, other_in_train, other_before)
+        named[key] = named.get(key, 0.0) + _timer(v, name)
+    other_before = named[K.TRAINER_OTHER]
+    named[K.TRAINER_OTHER] = other_before + other_in_train
+    parts = outer.settle(step, total, named, perf.origin)
+    return StepParts(step, total, parts, other_in_train, other_before)
 
 
 def carried_ref_update(perf: Perf) -> float:

@@ -1,9 +1,7 @@
-"""Find a verl run's artifacts: file-logger JSONL, console logs, rollout dumps, Ray worker logs, configs."""
+"""Which files of a run are verl's: file-logger JSONL, console logs, rollout dumps, Ray worker logs, Hydra config."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -11,65 +9,38 @@ from benchbed.adapters.verl.records import is_file_logger_jsonl, looks_like_cons
 from benchbed.adapters.verl.rollouts import is_rollout_dump
 from benchbed.adapters.verl.worker_logs import might_hold_failures
 
-from benchbed.errors import NotThisFrameworkError
+from benchbed.adapterkit.artifacts import SKIP_DIRS, Artifacts, discover
 
-PLAN_FILE = "benchbed-verl.json"
+JSONL, CONSOLE, ROLLOUT_DUMPS, WORKER_LOGS, HYDRA_CONFIG = "jsonl", "console", "rollout_dumps", "worker_logs", "hydra"
 _LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
-_SKIP_DIRS = {"checkpoints", "ckpt", "__pycache__", ".git", "wandb", "tensorboard_log"}
+_SKIP_DIRS = SKIP_DIRS | {"tensorboard_log"}
 
 
-@dataclass
-class Artifacts:
-    jsonl: list[Path] = field(default_factory=list)
-    console: list[Path] = field(default_factory=list)
-    rollout_dumps: list[Path] = field(default_factory=list)
-    worker_logs: list[Path] = field(default_factory=list)
-    hydra_config: Path | None = None
-    plan: dict[str, Any] | None = None
-    rejected: list[str] = field(default_factory=list)
+def _classify_in_dir(path: Path) -> list[str]:
+    name = path.name
+    if name == "config.yaml" and path.parent.name == ".hydra":
+        return [HYDRA_CONFIG]
+    if name.endswith(".jsonl"):
+        if is_rollout_dump(path):
+            return [ROLLOUT_DUMPS]
+        return [JSONL] if is_file_logger_jsonl(path) else []
+    if name.endswith(_LOG_SUFFIXES):
+        return [kind for kind, ok in ((WORKER_LOGS, might_hold_failures), (CONSOLE, looks_like_console)) if ok(path)]
+    return []
 
 
-def _walk(root: Path) -> list[Path]:
-    out = []
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        for entry in sorted(folder.iterdir()):
-            if entry.is_dir():
-                if entry.name not in _SKIP_DIRS:
-                    stack.append(entry)
-            elif entry.is_file():
-                out.append(entry)
-    return sorted(out)
+def _classify_file(path: Path) -> list[str]:
+    """A file named on the command line: JSONL of the file logger, else whatever its text shows."""
+    if is_file_logger_jsonl(path):  # NotThisFrameworkError for JSON lines of another shape
+        return [JSONL]
+    return [kind for kind, ok in ((CONSOLE, looks_like_console), (WORKER_LOGS, might_hold_failures)) if ok(path)]
 
 
-def discover(root: Path) -> Artifacts:
-    """Classify every candidate file under a run directory (checkpoints and wandb are not read)."""
-    found = Artifacts()
-    for path in _walk(root):
-        name = path.name
-        if name == PLAN_FILE:
-            try:
-                found.plan = json.loads(path.read_text())
-            except ValueError:
-                found.rejected.append(f"{path}: unreadable benchbed plan file")
-        elif name == "config.yaml" and path.parent.name == ".hydra":
-            found.hydra_config = path
-        elif name.endswith(".jsonl"):
-            if is_rollout_dump(path):
-                found.rollout_dumps.append(path)
-                continue
-            try:
-                if is_file_logger_jsonl(path):
-                    found.jsonl.append(path)
-            except NotThisFrameworkError as exc:
-                found.rejected.append(str(exc).removeprefix("not a verl log: "))
-        elif name.endswith(_LOG_SUFFIXES):
-            if might_hold_failures(path):
-                found.worker_logs.append(path)
-            if looks_like_console(path):
-                found.console.append(path)
-    return found
+def find_artifacts(path: Path) -> Artifacts:
+    """Classify a single file, or every candidate under a run directory (checkpoints and wandb are not read)."""
+    if path.is_dir():
+        return discover(path, _classify_in_dir, _SKIP_DIRS)
+    return discover(path, _classify_file)
 
 
 def read_hydra_config(path: Path) -> dict[str, Any] | None:

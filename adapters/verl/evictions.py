@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchbed.adapters.verl.steps import AggRows, Segment
+from benchbed.adapters.verl.steps import Segment
 
 from benchbed import keys as K
+from benchbed.adapterkit.rows import AggRows
 from benchbed.trace import TraceBuilder, attrs_json
 
 # replay_buffer._evict_terminal_groups counts evicted prompt uids (whole groups) under these keys

@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.verl.artifacts import Artifacts, discover, read_hydra_config
+from benchbed.adapters.verl.artifacts import (
+    CONSOLE,
+    HYDRA_CONFIG,
+    JSONL,
+    ROLLOUT_DUMPS,
+    WORKER_LOGS,
+    find_artifacts,
+    read_hydra_config,
+)
 from benchbed.adapters.verl.detect import detect, version_from_files
 from benchbed.adapters.verl.evictions import emit_eviction_counts
 from benchbed.adapters.verl.keymap import mode_map
-from benchbed.adapters.verl.records import (
-    Reading,
-    Record,
-    is_file_logger_jsonl,
-    looks_like_console,
-    read_console,
-    read_jsonl,
-)
+from benchbed.adapters.verl.records import Reading, Record, read_console, read_jsonl
 from benchbed.adapters.verl.rollouts import read_rollout_dumps
 from benchbed.adapters.verl.steps import Segment, emit_steps, segments_of
-from benchbed.adapters.verl.worker_logs import ToolFailures, might_hold_failures, scan_worker_logs
+from benchbed.adapters.verl.worker_logs import ToolFailures, scan_worker_logs
 
+from benchbed.adapterkit.artifacts import Artifacts
+from benchbed.adapterkit.handoff import Handoff
+from benchbed.adapterkit.lines import head_bytes
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
@@ -31,29 +35,11 @@ _OTHER_FRAMEWORKS = {b"slime": "slime", b"prime_rl": "prime-rl", b"prime-rl": "p
 
 
 def _other_framework(path: Path) -> str:
-    with path.open("rb") as fh:
-        head = fh.read(200_000).lower()
+    head = head_bytes(path).lower()
     for needle, name in _OTHER_FRAMEWORKS.items():
         if needle in head:
             return f"; it mentions {name}"
     return ""
-
-
-def _single_file(path: Path) -> Artifacts:
-    found = Artifacts()
-    if is_file_logger_jsonl(path):  # raises NotThisFrameworkError for JSON lines of another shape
-        found.jsonl.append(path)
-        return found
-    if looks_like_console(path):
-        found.console.append(path)
-    if might_hold_failures(path):
-        found.worker_logs.append(path)
-    if not found.console and not found.worker_logs:
-        raise NotThisFrameworkError(
-            f'not a verl log: {path}: no file-logger lines ({{"step": N, "data": {{...}}}}), no console step '
-            f"lines (step:N - key:value - ...) and no verl tool-failure lines{_other_framework(path)}"
-        )
-    return found
 
 
 def _int(cfg: dict[str, Any] | None, *path: str) -> int | None:
@@ -66,13 +52,13 @@ def _int(cfg: dict[str, Any] | None, *path: str) -> int | None:
 
 
 def _sizes(
-    mode: str, cfg: dict[str, Any] | None, plan: dict[str, Any] | None
+    mode: str, cfg: dict[str, Any] | None, plan: Handoff | Mapping[str, Any] | None
 ) -> tuple[int | None, int | None, int | None]:
     """(samples per benchbed step, samples per fully_async local step, group size) from config or plan.
 
     A config rebuilt from Ray-mangled lines (`_partial`) is not trusted for sizes: its numbers may be another
     section's."""
-    plan = plan or {}
+    plan = plan or Handoff(adapter="verl")
     if cfg and cfg.get("_partial"):
         cfg = None
     group = _int(cfg, "actor_rollout_ref", "rollout", "n") or plan.get("group_size")
@@ -93,23 +79,31 @@ def parse_path(path: Path) -> Trace:
     path = Path(path)
     if not path.exists():
         raise AdapterError(f"{path}: no such file or directory; pass a verl run directory, JSONL or console log")
-    warnings: list[str] = []
-    found = discover(path) if path.is_dir() else _single_file(path)
-    if not (found.jsonl or found.console or found.worker_logs):
-        why = "; ".join(found.rejected[:3])
+    found = find_artifacts(path)
+    warnings: list[str] = list(found.warnings)
+    jsonl, console_files = found.of(JSONL), found.of(CONSOLE)
+    if found.empty(JSONL, CONSOLE, WORKER_LOGS):
+        if path.is_file():
+            raise NotThisFrameworkError(
+                found.rejected[0]
+                if found.rejected
+                else f'not a verl log: {path}: no file-logger lines ({{"step": N, "data": {{...}}}}), no console '
+                f"step lines (step:N - key:value - ...) and no verl tool-failure lines{_other_framework(path)}"
+            )
+        why = "; ".join(r.removeprefix("not a verl log: ") for r in found.rejected[:3])
         raise NotThisFrameworkError(
             f"not a verl log: {path}: no file-logger JSONL, console log with step lines or worker log found"
             + (f" ({why})" if why else "")
         )
-    readings = [read_jsonl(p) for p in found.jsonl]
-    consoles = [read_console(p) for p in found.console]
+    readings = [read_jsonl(p) for p in jsonl]
+    consoles = [read_console(p) for p in console_files]
     records: list[Record] = [r for reading in readings for r in reading.records]
     primary: list[Reading] = readings
     if not records and consoles:
         best = max(consoles, key=lambda c: len(c.records))
         records, primary = best.records, [best]
-        if found.jsonl:
-            warnings.append(f"{found.jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
+        if jsonl:
+            warnings.append(f"{jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
     for reading in readings + consoles:
         warnings.extend(reading.warnings)
     config = _best_config(consoles, found)
@@ -117,18 +111,18 @@ def parse_path(path: Path) -> Trace:
     explicit = version_from_files(path) if path.is_dir() else None
     if explicit is None:
         hints = [
-            (h, c.records[0].source if c.records else str(found.console[0])) for c in consoles for h in c.text_hints
+            (h, c.records[0].source if c.records else str(console_files[0])) for c in consoles for h in c.text_hints
         ]
         explicit = hints[0] if hints else None
     keys = {k for r in records for k in r.data} if len(records) < 2000 else _sampled_keys(records)
-    det = detect(keys, config, actors, explicit, (found.plan or {}).get("mode"), warnings)
+    plan = found.handoff
+    det = detect(keys, config, actors, explicit, plan.mode if plan else None, warnings)
     builder = TraceBuilder()
-    per_step, per_local, group = _sizes(det.mode, config, found.plan)
+    per_step, per_local, group = _sizes(det.mode, config, plan)
     segments = segments_of(records, warnings)
     step_of = cycle_of_local_step(segments) if det.mode == "fully_async" else None
-    rollout_counts = (
-        read_rollout_dumps(found.rollout_dumps, det.mode, builder, warnings, step_of) if found.rollout_dumps else {}
-    )
+    dumps = found.of(ROLLOUT_DUMPS)
+    rollout_counts = read_rollout_dumps(dumps, det.mode, builder, warnings, step_of) if dumps else {}
     mm = mode_map(det.keymap, det.mode)
 
     def samples_for(step: int, local_steps: int) -> float | None:
@@ -147,7 +141,7 @@ def parse_path(path: Path) -> Trace:
             f"verl {det.keymap} key map: this release counts steps from {mm.first_step}; "
             f"steps are shifted by {1 - mm.first_step:+d} so that the first step is 1"
         )
-    failures = scan_worker_logs(found.worker_logs) if found.worker_logs else None
+    failures = scan_worker_logs(found.of(WORKER_LOGS)) if found.of(WORKER_LOGS) else None
     crashed = any(r.crashed for r in consoles)
     truncated = any(r.truncated for r in primary)
     total = None if config is None or config.get("_partial") else _int(config, "trainer", "total_training_steps")
@@ -168,10 +162,10 @@ def parse_path(path: Path) -> Trace:
         framework="verl",
         framework_version=det.version,
         mode=det.mode,
-        concurrency=(found.plan or {}).get("concurrency"),
+        concurrency=plan.concurrency if plan else None,
         samples_per_step=per_step,
         group_size=group,
-        sources=[str(p) for p in found.jsonl + found.console + found.rollout_dumps[:1] + found.worker_logs],
+        sources=[str(p) for p in jsonl + console_files + dumps[:1] + found.of(WORKER_LOGS)],
         warnings=warnings,
         partial=bool(crashed or truncated or stopped_early),
         extra=extra,
@@ -202,7 +196,7 @@ def _best_config(consoles: list[Reading], found: Artifacts) -> dict[str, Any] | 
     whole = next((c for c in printed if not c.get("_partial")), None)
     if whole is not None:
         return whole
-    saved = read_hydra_config(found.hydra_config) if found.hydra_config is not None else None
+    saved = next((c for p in found.of(HYDRA_CONFIG) if (c := read_hydra_config(p))), None)
     return saved or (printed[0] if printed else None)
 
 
@@ -235,7 +229,7 @@ def _sampled_keys(records: list[Record]) -> set[str]:
 
 
 def _timing_warnings(summary: Any, records: list[Record], found: Artifacts, warnings: list[str]) -> None:
-    source = str((found.jsonl or found.console or [Path("?")])[0])
+    source = str((found.of(JSONL) or found.of(CONSOLE) or [Path("?")])[0])
     if records and not summary.timing_keys:
         warnings.append(
             f"{source}: no verl timing keys ({', '.join(EXPECTED_TIMERS)} ...): trainer step time, idle ratio and "
@@ -268,12 +262,9 @@ def _timing_warnings(summary: Any, records: list[Record], found: Artifacts, warn
             f"{source}: step(s) {ranges}{' ...' if len(summary.gaps) > 10 else ''} are missing from the log "
             f"({missing} step(s) in {len(summary.gaps)} gap(s)); figures cover the steps present only"
         )
-    if summary.clamped:
-        shown = ", ".join(map(str, summary.clamped[:10]))
-        warnings.append(
-            f"{source}: at step(s) {shown}{' ...' if len(summary.clamped) > 10 else ''} the named timers add up to "
-            "more than the step; trainer.other was clamped to 0"
-        )
+    overrun = summary.breakdown.warning()
+    if overrun:
+        warnings.append(overrun)
 
 
 def _shown(steps: list[int], limit: int = 10) -> str:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orjson import loads  # ~3x faster than json on the file logger's lines; its errors are ValueErrors
-
+from benchbed.adapterkit.lines import JsonLines, first_content_line, loads_lenient
 from benchbed.errors import NotThisFrameworkError
 from benchbed.logtext import split_ray_line
 
@@ -39,24 +37,13 @@ class Reading:
     text_hints: list[str] = field(default_factory=list)
 
 
-def first_content_line(path: Path, limit: int = 65536) -> bytes:
-    with path.open("rb") as fh:
-        for raw in fh:
-            if raw.strip():
-                return raw[:limit]
-            limit -= len(raw)
-            if limit <= 0:
-                break
-    return b""
-
-
 def is_file_logger_jsonl(path: Path) -> bool:
     """True for verl's file-logger JSONL; NotThisFrameworkError for JSON lines of another shape."""
     head = first_content_line(path).strip()
     if not head.startswith(b"{"):
         return False
     try:
-        obj = json.loads(head)
+        obj = loads_lenient(head)
     except ValueError:
         return head.startswith(b'{"step":') and b'"data":' in head[:64]
     if isinstance(obj, dict) and "step" in obj and isinstance(obj.get("data"), dict):
@@ -69,54 +56,32 @@ def is_file_logger_jsonl(path: Path) -> bool:
 
 
 def read_jsonl(path: Path) -> Reading:
-    """Parse every `{"step": N, "data": {...}}` line; a cut-off last line is dropped with a warning."""
+    """Every `{"step": N, "data": {...}}` line; a cut-off last line is dropped with a warning (the run stopped).
+
+    verl's file logger writes json.dumps output, which spells a NaN or inf value as a bare token: the line is kept
+    and only that value is left out (one warning per key)."""
     out = Reading()
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    last = len(lines) - (1 if raw.endswith(b"\n") else 0)
+    lines = JsonLines(path, out.warnings, loads_lenient)
     records = out.records
     non_finite: dict[str, list[int]] = {}
-    for number, line in enumerate(lines, 1):
-        if not line or line.isspace():
+    for number, obj in lines:
+        step, data = obj.get("step"), obj.get("data")
+        if data.__class__ is not dict or step.__class__ is not int:
+            out.warnings.append(
+                f'{path}:{number}: not a file-logger record (step {step!r}); expected {{"step": N, "data": {{...}}}}'
+            )
             continue
-        try:
-            obj = _loads_record(line)
-            step, data = obj["step"], obj["data"]
-        except (ValueError, KeyError, TypeError):
-            if number == last and not raw.endswith(b"\n"):
-                out.truncated = True
-                out.warnings.append(
-                    f"{path}:{number}: last line is cut off ({len(line)} bytes, no closing newline); "
-                    "the run stopped while writing it, so that step is left out"
-                )
-            else:
-                out.warnings.append(
-                    f'{path}:{number}: not a file-logger record; expected {{"step": N, "data": {{...}}}}'
-                )
-            continue
-        if not isinstance(data, dict) or isinstance(step, bool) or not isinstance(step, int):
-            out.warnings.append(f"{path}:{number}: step {step!r} or data is malformed; skipped")
-            continue
-        bad = [k for k, v in data.items() if type(v) is float and not math.isfinite(v)]
-        if bad:  # verl's file logger writes json.dumps output, which spells a NaN or inf value as a bare token
+        bad = [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)]
+        if bad:
             data = {k: v for k, v in data.items() if k not in bad}
             for key in bad:
                 non_finite.setdefault(key, []).append(step)
         records.append(Record(step, data, str(path), number))
+    out.truncated = lines.truncated
     for key, steps in sorted(non_finite.items()):
         shown = ", ".join(map(str, steps[:10])) + (" ..." if len(steps) > 10 else "")
         out.warnings.append(f"{path}: {key} is NaN or infinite at step(s) {shown}; left out there")
     return out
-
-
-def _loads_record(line: bytes) -> object:
-    """One JSON line; orjson first (fast), the standard parser for the NaN/Infinity tokens orjson refuses."""
-    try:
-        return loads(line)
-    except ValueError:
-        if b"NaN" not in line and b"Infinity" not in line:
-            raise
-        return json.loads(line)
 
 
 # ----------------------------------------------------------------------------------------------- console

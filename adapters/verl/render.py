@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -11,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.adapters.base import LaunchPlan
-from benchbed.adapters.verl.artifacts import PLAN_FILE
 from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, VerlOptions, load_options
 
+from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -257,15 +256,15 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         "RAY_DEDUP_LOGS": "0",  # keep every line: de-duplication mangles the printed config
         **opts.env,
     }
-    plan_info = {
-        "mode": mode, "entry": entry, "preset": preset, "samples_per_step": w.samples_per_step,
-        "samples_per_local_step": local_samples, "group_size": w.group_size, "concurrency": concurrency,
-    }  # fmt: skip
+    handoff = Handoff(
+        adapter="verl", mode=mode, argv=argv, samples_per_step=w.samples_per_step, group_size=w.group_size,
+        concurrency=concurrency, entry=entry, preset=preset, samples_per_local_step=local_samples,
+    )  # fmt: skip
     return LaunchPlan(
         argv=argv,
         env=env,
         cwd=None,
-        files={PLAN_FILE: json.dumps(plan_info, indent=1) + "\n"},
+        files=handoff_files(handoff),
         captures={"pip-freeze.txt": [opts.python, "-m", "pip", "freeze"]},  # verl never prints its version
         timeout_s=spec.timeout_s,
         description=(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from benchbed.adapters.verl.keymap import ModeMap
 from benchbed.adapters.verl.records import Record
 
 from benchbed import keys as K
+from benchbed.adapterkit.breakdown import StepBreakdown
+from benchbed.adapterkit.rows import AggRows
 from benchbed.trace import TraceBuilder, attrs_json
 
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
@@ -32,12 +34,12 @@ class StepSummary:
     segments: int = 0
     last_step: int = -1
     timing_keys: set[str] = field(default_factory=set)
-    clamped: list[int] = field(default_factory=list)
-    local_steps: dict[int, int] = field(default_factory=dict)
+    breakdown: StepBreakdown = field(default_factory=StepBreakdown)
     negative: dict[int, list[str]] = field(default_factory=dict)  # step -> timers with a negative duration
     null_step: list[int] = field(default_factory=list)  # steps whose step timer is null or not a number
     gaps: list[tuple[int, int]] = field(default_factory=list)  # (first, last) missing step of each gap
     summed: bool = False  # trainer.step is the sum of the phase timers (no step timer in this release)
+    local_steps: dict[int, int] = field(default_factory=dict)
 
 
 def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
@@ -76,7 +78,7 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
         if action is not None:
             return action
         if key in mm.framework:
-            action = ("framework", "framework." + mm.framework[key])
+            action = ("framework", mm.framework[key])
         elif key == step_key:
             action = ("step", K.TRAINER_STEP)
         elif key.startswith(prefix) and not key.startswith(prefix + "agent_loop/"):
@@ -84,7 +86,7 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
             if name in mm.not_trainer:
                 action = ("native", "native." + key) if mm.native(key) else ("ignore", "")
             elif name in mm.outside_step:
-                action = ("outside", mm.components.get(name, K.TRAINER_OTHER))
+                action = ("outside", mm.outside_step[name])
             elif name in mm.components:
                 action = ("inside", mm.components[name])
             else:
@@ -97,41 +99,6 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
         return action
 
     return classify
-
-
-class AggRows:
-    """Agg rows gathered column-wise and handed to a TraceBuilder in one go (the parse of 10k steps x 300 keys
-    makes hundreds of thousands of rows; one builder call per row would dominate the run time)."""
-
-    _FIXED: ClassVar[dict[str, Any]] = {
-        "kind": "agg", "t0": math.nan, "t1": math.nan, "sample": "", "group": "", "status": "",
-        "v_start": -1, "v_end": -1, "v_train": -1,
-    }  # fmt: skip
-
-    def __init__(self) -> None:
-        self.key: list[str] = []
-        self.step: list[int] = []
-        self.value: list[float] = []
-        self.actor: list[str] = []
-        self.attrs: list[str] = []
-
-    def add(self, key: str, step: int, value: float, actor: str = "", attrs: str = "") -> None:
-        self.key.append(key)
-        self.step.append(step)
-        self.value.append(value)
-        self.actor.append(actor)
-        self.attrs.append(attrs)
-
-    def flush(self, builder: TraceBuilder) -> None:
-        n = len(self.key)
-        filled = {"key": self.key, "step": self.step, "value": self.value, "actor": self.actor, "attrs": self.attrs}
-        for column, values in builder.columns.items():
-            if column in filled:
-                values.extend(filled[column])
-            elif column in self._FIXED:
-                values.extend([self._FIXED[column]] * n)
-            else:
-                raise AssertionError(f"trace column {column!r} is new; teach AggRows its default")
 
 
 def _plan(data: dict[str, Any], classify: Callable[[str], Action]) -> list[tuple[str, str, str]]:
@@ -157,93 +124,125 @@ def emit_steps(
     summary = StepSummary(segments=len(segments))
     classify = _classifier(mm)
     plans: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
-    cycles = mm.record == "sync_cycle"
     rows = AggRows()
-    agg = rows.add
-    timing_kinds = ("inside", "outside", "step", "timer")
+    offset = 1 - mm.first_step
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
-        prev_global = None
         for before, after in zip(segment.records, segment.records[1:], strict=False):
             if after.step > before.step + 1:
-                offset = 1 - mm.first_step
                 summary.gaps.append((before.step + 1 + offset, after.step - 1 + offset))
+        by_plan: dict[tuple[str, ...], list[Record]] = {}
         for rec in segment.records:
-            data = rec.data
-            signature = tuple(data)
-            plan = plans.get(signature)
-            if plan is None:
-                plan = plans[signature] = _plan(data, classify)
-                summary.timing_keys.update(key for key, kind, _ in plan if kind in timing_kinds)
-            step = rec.step + 1 - mm.first_step
-            step_time = math.nan
-            named = dict.fromkeys(_NAMED, 0.0)
-            outside = 0.0
-            phases = 0.0  # every timer inside the step, named or not
-            timed = False
-            negative: list[str] = []
-            for key, kind, target in plan:
-                value = data[key]
-                kind_of_value = type(value)
-                if kind_of_value is not float and kind_of_value is not int:
-                    if kind == "step":
-                        summary.null_step.append(step)
-                    continue
-                if value != value:  # NaN
-                    continue
-                if value < 0 and kind in timing_kinds:
-                    negative.append(key)
-                    continue
-                if kind == "inside":
-                    named[target] += value
-                    phases += value
-                    timed = True
-                elif kind == "step":
-                    step_time = float(value)
-                elif kind == "outside":
-                    outside += value
-                    if target != K.TRAINER_OTHER:
-                        named[target] += value
-                    timed = True
-                elif kind == "timer":
-                    phases += value
-                    timed = True
-                else:
-                    agg(target, step, float(value), "", attrs)
-            if negative:  # a duration below zero is impossible: none of this step's times can be trusted
-                summary.negative[step] = negative
-                continue
-            if math.isnan(step_time) and not mm.step_timer and timed:
-                step_time = phases
-                summary.summed = True
-            local = 1
-            if cycles:
-                global_step = data.get("training/global_step")
-                if isinstance(global_step, (int, float)) and prev_global is not None:
-                    local = max(1, int(global_step) - prev_global)
-                elif isinstance(global_step, (int, float)) and segment.index == 0:
-                    local = max(1, int(global_step))
-                if isinstance(global_step, (int, float)):
-                    prev_global = int(global_step)
-                summary.local_steps[step] = local
-            if math.isnan(step_time):
-                if timed:
-                    for key, value in named.items():
-                        if value:
-                            agg(key, step, value, "trainer", attrs)
-                continue
-            total = step_time + outside
-            other = total - sum(named.values())
-            if other < -1e-6:
-                summary.clamped.append(step)
-            agg(K.TRAINER_STEP, step, total, "trainer", attrs)
-            for key, value in named.items():
-                agg(key, step, float(value), "trainer", attrs)
-            agg(K.TRAINER_OTHER, step, max(0.0, other), "trainer", attrs)
-            samples = samples_for(step, local)
-            if samples is not None:
-                agg(K.SAMPLES_TRAINED, step, samples, "", attrs)
-            summary.steps += 1
-            summary.last_step = step
+            signature = tuple(rec.data)
+            if signature not in plans:
+                plans[signature] = _plan(rec.data, classify)
+                summary.timing_keys.update(key for key, kind, _ in plans[signature] if kind in _TIMING_KINDS)
+            by_plan.setdefault(signature, []).append(rec)
+        timing = {sig: [step for step in plans[sig] if step[1] in _TIMING_KINDS] for sig in by_plan}
+        _emit_timing(segment, timing, mm, rows, samples_for, summary, attrs)
+        for signature, records in by_plan.items():
+            _emit_figures(records, plans[signature], rows, attrs, offset)
     rows.flush(builder)
     return summary
+
+
+_TIMING_KINDS = ("inside", "outside", "step", "timer")
+
+
+def _emit_figures(
+    records: list[Record], plan: list[tuple[str, str, str]], rows: AggRows, attrs: str, offset: int
+) -> None:
+    """verl's own and native figures of records that share a key set, one key at a time (a comprehension per key
+    rather than a call per row: these are most of the rows)."""
+    steps = [rec.step + offset for rec in records]
+    for key, kind, target in plan:
+        if kind in _TIMING_KINDS:
+            continue
+        values = [rec.data[key] for rec in records]
+        ok = [(v.__class__ is float and v == v) or v.__class__ is int for v in values]  # numbers, not NaN or bool
+        if all(ok):
+            rows.extend(target, steps, [float(v) for v in values], "", attrs)
+        else:
+            kept = [s for s, good in zip(steps, ok, strict=True) if good]
+            rows.extend(target, kept, [float(v) for v, good in zip(values, ok, strict=True) if good], "", attrs)
+
+
+def _emit_timing(
+    segment: Segment,
+    timing: dict[tuple[str, ...], list[tuple[str, str, str]]],
+    mm: ModeMap,
+    rows: AggRows,
+    samples_for: Callable[[int, int], float | None],
+    summary: StepSummary,
+    attrs: str,
+) -> None:
+    """trainer.step and its five components per record, and samples trained (`timing`: the timer keys of each
+    key set)."""
+    agg = rows.add
+    prev_global = None
+    cycles = mm.record == "sync_cycle"
+    for rec in segment.records:
+        data = rec.data
+        step = rec.step + 1 - mm.first_step
+        step_time = math.nan
+        named = dict.fromkeys(_NAMED, 0.0)
+        outside = 0.0
+        phases = 0.0  # every timer inside the step, named or not
+        timed = False
+        negative: list[str] = []
+        for key, kind, target in timing[tuple(data)]:
+            value = data[key]
+            if value.__class__ is not float and value.__class__ is not int:
+                if kind == "step":
+                    summary.null_step.append(step)
+                continue
+            if value != value:  # NaN
+                continue
+            if value < 0:
+                negative.append(key)
+                continue
+            if kind == "inside":
+                named[target] += value
+                phases += value
+                timed = True
+            elif kind == "step":
+                step_time = float(value)
+            elif kind == "outside":
+                outside += value
+                if target != K.TRAINER_OTHER:
+                    named[target] += value
+                timed = True
+            else:
+                phases += value
+                timed = True
+        if negative:  # a duration below zero is impossible: none of this step's times can be trusted
+            summary.negative[step] = negative
+            continue
+        if math.isnan(step_time) and not mm.step_timer and timed:
+            step_time = phases
+            summary.summed = True
+        local = 1
+        if cycles:
+            global_step = data.get("training/global_step")
+            if isinstance(global_step, (int, float)) and prev_global is not None:
+                local = max(1, int(global_step) - prev_global)
+            elif isinstance(global_step, (int, float)) and segment.index == 0:
+                local = max(1, int(global_step))
+            if isinstance(global_step, (int, float)):
+                prev_global = int(global_step)
+            summary.local_steps[step] = local
+        if math.isnan(step_time):
+            if timed:
+                for key, value in named.items():
+                    if value:
+                        agg(key, step, value, "trainer", attrs)
+            continue
+        total = step_time + outside
+        agg(K.TRAINER_STEP, step, total, "trainer", attrs)
+        for key, value in summary.breakdown.settle(step, total, named, f"{rec.source}:{rec.line}").items():
+            agg(key, step, value, "trainer", attrs)
+        samples = samples_for(step, local)
+        if samples is not None:
+            agg(K.SAMPLES_TRAINED, step, samples, "", attrs)
+        summary.steps += 1
+        summary.last_step = step

@@ -22,7 +22,7 @@ from benchbed.cli.nightly import compare, history, nightly
 from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
-from benchbed.pipeline import RunOutcome, execute, ingest, render
+from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact_env
 from benchbed.spec import ExperimentSpec, expand, load_spec, repeated
@@ -185,15 +185,33 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
 @click.option("--adapter", "adapter_name", required=True,
               help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
 @click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
+@click.option("--all", "each", is_flag=True, help="PATH holds several runs: ingest each of them")
 @store_option
 @json_option
-def ingest_command(path: Path, adapter_name: str, warmup_steps: int, store_dir: Path, as_json: bool) -> None:
-    """Read an existing run (a run directory or a log/metrics file) into the store and measure it."""
-    outcome = ingest(path, adapter_name, Store(store_dir), warmup_steps=warmup_steps)
+def ingest_command(path: Path, adapter_name: str, warmup_steps: int, each: bool, store_dir: Path,
+                   as_json: bool) -> None:  # fmt: skip
+    """Read an existing run (a run directory or a log/metrics file) into the store and measure it.
+
+    A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
+    --all is given, which ingests each one."""
+    runs = find_runs(path, adapter_name) if each else [path]
+    outcomes, errors = [], []
+    for run in runs:
+        try:
+            outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps))
+        except BenchbedError as exc:
+            if not each:
+                raise
+            errors.append(str(exc))
     if as_json:
-        _print_record_json([outcome.record])
+        _print_record_json([o.record for o in outcomes])
     else:
-        _summarize(outcome, stdout_console())
+        for outcome in outcomes:
+            _summarize(outcome, stdout_console())
+    for error in errors:
+        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
+    if errors:
+        sys.exit(2)
 
 
 @cli.command()

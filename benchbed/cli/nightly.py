@@ -14,13 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import SpecError
 from benchbed.pipeline import RunOutcome, execute
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
-from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS, EntryVerdict, metric_direction
+from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
 from benchbed.spec import repeated
 from benchbed.store import DEFAULT_STORE, Store, read_record
-from benchbed.suite import DEFAULT_WATCH, Gate, load_suite
+from benchbed.suite import DEFAULT_WATCH, load_suite
 
 EXIT_REGRESSION = 3
 NIGHTLY_DIRNAME = "_nightly"  # <store>/_nightly/<machine>/<suite>/<night>/: page, summary, verdicts, JUnit
@@ -87,8 +88,7 @@ def _night_id() -> str:
 @click.argument("suite_path", metavar="SUITE", type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a field of every entry's spec, e.g. --set workload.steps=50 (repeatable)")  # fmt: skip
-@click.option("--launcher", type=click.Choice(["local"]), default="local", show_default=True,
-              help="where to launch each run")  # fmt: skip
+@launcher_options
 @click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="nightly HTML page to write (default: STORE/_nightly/MACHINE/SUITE/NIGHT/nightly.html)")  # fmt: skip
@@ -96,27 +96,30 @@ def _night_id() -> str:
 @json_option
 @fail_on_option
 @junit_option
-def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, timeout_s: float | None,
-            output: Path | None, store_dir: Path, as_json: bool, fail_on: str | None,
-            junit_path: Path | None) -> None:  # fmt: skip
+def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
+            ray_working_dir: str | None, timeout_s: float | None, output: Path | None, store_dir: Path,
+            as_json: bool, fail_on: str | None, junit_path: Path | None) -> None:  # fmt: skip
     """Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of
     tonight's runs against the last nights of the same (machine, entry) series.
 
     Prints a Markdown summary (or JSON with --json) and writes the nightly page with each series' history and
-    change points. Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
+    change points. --launcher ray|slurm launches every run on the cluster (--store on a filesystem its nodes
+    see). Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
     3 a regression with --fail-on regression."""
     from benchbed.history import build_series, load_points, night_verdicts
     from benchbed.report.nightly import counts_line, junit_xml, markdown_summary, render_history_html, write_text
 
     suite, planned = load_suite(suite_path, overrides)
+    chosen = build_launcher(launcher, ray_address, ray_working_dir)
     store, machine, night = Store(store_dir), machine_info().name, _night_id()
     outcomes: list[RunOutcome] = []
     for entry in planned:
-        info = SuiteInfo(name=suite.name, entry=entry.name, night=night, watch=list(entry.watch))
+        info = SuiteInfo(name=suite.name, entry=entry.name, night=night, watch=list(entry.watch), gate=entry.gate)
         for spec in repeated(entry.spec):
             label = f"{entry.name} ({spec.repeat + 1}/{spec.repeats})"
             with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-                outcomes.append(execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info))
+                outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info, launcher=chosen)
+            outcomes.append(outcome)
             if not as_json:
                 err_console.print(f"{label}: {outcomes[-1].record.status}", highlight=False)
     points, errors = load_points(store, machine=machine)
@@ -126,10 +129,10 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, timeout
     for entry in planned:
         present = set(points.loc[(points["entry"] == entry.name) & (points["night"] == night), "metric"])
         metrics = list(entry.watch) or [m for m in DEFAULT_WATCH if m in present]
-        verdicts += night_verdicts(points, machine, entry.name, night, metrics, suite.gate)
+        verdicts += night_verdicts(points, machine, entry.name, night, metrics, entry.gate)
     failed = [o.record for o in outcomes if o.record.status == "failed"]
     entry_names = {e.name for e in planned}
-    series = build_series(points[points["entry"].isin(entry_names)], suite.gate)
+    series = build_series(points[points["entry"].isin(entry_names)])
     series_verdicts = {(s.entry, s.metric): s for s in series}
     for v in verdicts:  # the page shows tonight's verdicts even where tonight's value is missing
         if (v.entry, v.metric) in series_verdicts:
@@ -214,19 +217,19 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 @click.option("--metric", default=None, help="only this metric (default: each entry's watched metrics)")
 @click.option("--suite", "suite_name", default=None, help="only runs of this suite")
 @click.option("--machine", default=None, help="only this machine (default: every machine in the store)")
-@click.option("--nights", type=click.IntRange(min=1), default=DEFAULT_NIGHTS, show_default=True,
-              help="previous nights the last night is gated against")  # fmt: skip
+@click.option("--nights", type=click.IntRange(min=1), default=None,
+              help="previous nights the last night is gated against (default: as its suite's gate recorded)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write the history page (HTML) here")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help='print {"series": [...]} on stdout, nothing else')
 def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
-            nights: int, output: Path | None, as_json: bool) -> None:  # fmt: skip
+            nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
     from benchbed.history import build_series, load_points
     from benchbed.report.nightly import render_history_html, write_text
 
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
-    series = build_series(points, Gate(nights=nights), [metric] if metric else None)
+    series = build_series(points, [metric] if metric else None, nights)
     if output:
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:

@@ -1,13 +1,15 @@
-"""`benchbed sandbox run|doctor` and `benchbed sandbox-bench` (DESIGN §6)."""
+"""`benchbed sandbox run|doctor` and `benchbed sandbox-bench` (DESIGN §6); sandbox-bench launches through the
+pipeline like `benchbed run`."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
@@ -22,6 +24,11 @@ from benchbed.sandbox.pool import PoolConfig, RunOutcome, SandboxPool
 from benchbed.sandbox.registry import BACKENDS, get_backend
 from benchbed.secrets import redact
 from benchbed.store import DEFAULT_STORE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from benchbed import pipeline
 
 TAIL = 4096
 
@@ -160,14 +167,23 @@ def sandbox_doctor(as_json: bool) -> None:
 @click.option("--program", default=None, help="command run in each sandbox (default: a short python3 program)")
 @click.option("--baseline/--no-baseline", default=True, show_default=True,
               help="also time bare fork/exec of the same program at each level")  # fmt: skip
+@click.option("--name", default="sandbox-bench", show_default=True, help="spec name (the series the run joins)")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
               show_default=True)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print the RunRecord as JSON on stdout, nothing else")
 def sandbox_bench(backend: str, concurrency: str, per_level: int | None, max_starting: int | None,
-                  start_timeout_s: float, program: str | None, baseline: bool, store_dir: Path,
+                  start_timeout_s: float, program: str | None, baseline: bool, name: str, store_dir: Path,
                   as_json: bool) -> None:  # fmt: skip
-    """Sweep concurrency levels, store the run (record, trace, metrics) and print a summary per level."""
-    from benchbed.sandbox.bench import BenchConfig, run_bench
+    """Sweep concurrency levels, store the run (record, trace, metrics) and print a summary per level.
+
+    Shorthand for `benchbed run` of a spec with adapter "sandbox", [sandbox] backend, max_starting and
+    start_timeout_s, and a [sandbox_bench] table (levels, baseline, per_level and program when given): the
+    same spec written as a file is stored under the same spec id. Exit status 1 if the sweep failed."""
+    from benchbed.cli.console import launch_progress
+    from benchbed.metrics.series import sandbox_levels
+    from benchbed.pipeline import execute
+    from benchbed.spec import build_spec
+    from benchbed.store import Store
 
     try:
         levels = [int(x) for x in concurrency.split(",") if x.strip()]
@@ -183,35 +199,50 @@ def sandbox_bench(backend: str, concurrency: str, per_level: int | None, max_sta
     argv = shlex.split(program) if program else None
     if argv == []:
         _fail("--program is empty; give a command such as '/usr/bin/python3 -c \"print(1)\"'")
-    config = BenchConfig(backend=backend, levels=levels, per_level=per_level, max_starting=max_starting,
-                         start_timeout_s=start_timeout_s, baseline=baseline, **({"program": argv} if argv else {}))
+    table: dict[str, Any] = {"levels": levels, "baseline": baseline}
+    table.update({k: v for k, v in (("per_level", per_level), ("program", argv)) if v is not None})
+    sandbox_table: dict[str, Any] = {"backend": backend, "start_timeout_s": start_timeout_s}
+    if max_starting is not None:
+        sandbox_table["max_starting"] = max_starting
+    data = {"name": name, "adapter": "sandbox", "warmup_steps": 0, "sandbox": sandbox_table, "sandbox_bench": table}
     try:
-        record, run_dir, summary = run_bench(config, store_dir, progress=not as_json)
+        spec = build_spec(data, "benchbed sandbox-bench")
+        with launch_progress(f"sandbox-bench {backend}", enabled=not as_json and sys.stderr.isatty()) as on_line:
+            outcome = execute(spec, Store(store_dir), on_line=on_line)
     except BenchbedError as exc:
         _fail(str(exc))
         return
     if as_json:
-        click.echo(record.model_dump_json(indent=2))
-        return
-    _print_summary(summary, run_dir)
+        click.echo(outcome.record.model_dump_json(indent=2))
+    else:
+        _print_summary(sandbox_levels(outcome.trace) if outcome.trace is not None else None, outcome)
+    if outcome.record.status == "failed":
+        sys.exit(1)
 
 
-def _print_summary(summary: list[dict[str, Any]], run_dir: Path) -> None:
-    table = Table(title="sandbox-bench", title_justify="left")
-    cols = {"level": "level", "n": "n", "failures": "init failures", "start_p50_ms": "start p50 ms",
-            "start_p99_ms": "start p99 ms", "queue_p50_ms": "queue p50 ms", "starts_per_s": "starts/s",
-            "completions_per_s": "runs/s", "bare_completions_per_s": "bare runs/s",
-            "start_ratio_vs_bare": "bare/starts", "slowdown_vs_bare": "bare/runs"}  # fmt: skip
-    for col in cols.values():
-        table.add_column(col, justify="right")
-    for row in summary:
-        table.add_row(*(_fmt(row.get(k)) for k in cols))
+def _print_summary(levels: pd.DataFrame | None, outcome: pipeline.RunOutcome) -> None:
     console = stdout_console()
-    console.print(table)
-    console.print(f"stored in {run_dir}")
+    if levels is not None and len(levels):
+        table = Table(title=f"sandbox-bench  {outcome.record.spec_id}", title_justify="left")
+        cols = {"level": ("level", 1), "attempts": ("n", 1), "failures": ("init failures", 1),
+                "start_p50_s": ("start p50 ms", 1e3), "start_p99_s": ("start p99 ms", 1e3),
+                "queue_p50_s": ("queue p50 ms", 1e3), "starts_per_s": ("starts/s", 1),
+                "completions_per_s": ("runs/s", 1), "bare_completions_per_s": ("bare runs/s", 1),
+                "start_ratio_vs_bare": ("bare/starts", 1), "slowdown_vs_bare": ("bare/runs", 1)}  # fmt: skip
+        cols = {k: v for k, v in cols.items() if k in levels.columns}
+        for heading, _ in cols.values():
+            table.add_column(heading, justify="right")
+        for row in levels.to_dict("records"):
+            table.add_row(*(_fmt(row[k], scale) for k, (_, scale) in cols.items()))
+        console.print(table)
+    for warning in outcome.record.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    if outcome.record.error:
+        console.print(f"[red]{escape(outcome.record.error.message)}[/]", highlight=False)
+    console.print(f"stored in {outcome.run_dir}", highlight=False, soft_wrap=True)
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
+def _fmt(value: Any, scale: float = 1) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
-    return f"{value:.1f}" if isinstance(value, float) else str(value)
+    return f"{value * scale:.1f}" if isinstance(value, float) else str(value)

@@ -365,7 +365,7 @@ class Orchestrator:
             todo = unfinished
 
     async def _tool(self, r: Rollout) -> None:
-        result = await self.pool.exec(r.handle, ["python3", "-I", "-S", "-c", CALCULATOR, r.task.expression],
+        result = await self.pool.exec(r.handle, ["/bin/sh", "-c", CALCULATOR, "sh", r.task.expression],
                                       timeout_s=EXEC_TIMEOUT_S)  # fmt: skip
         value = result.stdout.decode(errors="replace").strip() if result.ok else "?"
         observation = self.tokenizer.encode(f"{OBS}{value}=").ids
@@ -375,7 +375,7 @@ class Orchestrator:
     async def _check(self, r: Rollout) -> None:
         response = response_text(self.tokenizer, r.ids[r.turn_start :])
         delay = self.ref.straggler_delay_s if r.straggler else 0.0
-        argv = ["python3", "-I", "-S", "-c", CHECKER, response, r.task.expected, f"{delay:g}"]
+        argv = ["/bin/sh", "-c", CHECKER, "sh", response, r.task.expected, f"{delay:g}"]
         result = await self.pool.exec(r.handle, argv, timeout_s=EXEC_TIMEOUT_S + delay)
         r.t1 = time.time()
         try:

@@ -1,6 +1,6 @@
 """Verifiable arithmetic tasks, the character tokenizer built locally with `tokenizers`, and the sandbox programs.
 
-The reward is checked by CHECKER, run inside the rollout's sandbox. A randomly initialised model almost never
+The reward is computed by CHECKER, run inside the rollout's sandbox. A randomly initialised model almost never
 answers right, so the reward is graded: 0.25 for an answer that starts with a digit (format), 0.25 more when
 that first digit is the answer's first digit, 1.0 for the exact answer. Groups then differ often enough to
 give GRPO a signal, while some still agree (zero advantage)."""
@@ -14,30 +14,27 @@ PAD, EOS, UNK, CALL, OBS = "<pad>", "<eos>", "<unk>", "<call>", "<obs>"
 SPECIALS = (PAD, EOS, UNK, CALL, OBS)
 CHARS = "0123456789+-="
 
-# Run as `python3 -I -S -c CHECKER RESPONSE EXPECTED DELAY_S`; prints the reward as JSON.
-CHECKER = """
-import json, re, sys, time
-response, expected, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
-time.sleep(delay)
-found = re.match(r"-?[0-9]+", response)
-if found and found.group(0) == expected:
-    reward = 1.0
-else:
-    reward = 0.0
-    digits = response.lstrip("-")
-    if digits[:1].isdigit():
-        reward += 0.25
-        if digits[0] == expected.lstrip("-")[0]:
-            reward += 0.25
-print(json.dumps({"reward": reward, "correct": reward == 1.0}))
+# The checker: `/bin/sh -c CHECKER sh RESPONSE EXPECTED DELAY_S` prints the reward as JSON. A POSIX shell script
+# with no external command (but `sleep` for stragglers), so a check costs a shell start, not an interpreter's.
+CHECKER = r"""
+response=$1 expected=$2
+[ "$3" = 0 ] || sleep "$3"
+case $response in
+  "$expected"|"$expected"[!0-9]*) echo '{"reward": 1.0, "correct": true}'; exit 0 ;;
+esac
+reward=0.0
+digits=${response#-}
+case $digits in
+  [0-9]*)
+    reward=0.25
+    want=${expected#-}
+    [ "${digits%"${digits#?}"}" = "${want%"${want#?}"}" ] && reward=0.5 ;;
+esac
+echo "{\"reward\": $reward, \"correct\": false}"
 """
 
-# Run as `python3 -I -S -c CALCULATOR EXPRESSION`: the tool a rollout may call; prints the value.
-CALCULATOR = """
-import sys
-a, op, b = sys.argv[1].partition("+") if "+" in sys.argv[1] else sys.argv[1].partition("-")
-print(int(a) + int(b) if op == "+" else int(a) - int(b))
-"""
+# The calculator tool: `/bin/sh -c CALCULATOR sh EXPRESSION` prints the value of `a+b` or `a-b`.
+CALCULATOR = 'echo $(($1))'
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
-from benchbed.launch.rayjob import RaySubmission, check_no_secrets, entrypoint, unwrap, with_env
+from benchbed.launch.rayjob import RaySubmission, entrypoint, unwrap, with_env
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, secret_values
 from benchbed.spec import ExperimentSpec, RaySpec
@@ -63,26 +63,18 @@ class RayLauncher:
         stdout_path, stderr_path = logs / "stdout.log", logs / "stderr.log"
         stderr_path.touch()
         start = time.monotonic()
-        try:
-            job_id = client.submit_job(**{k: v for k, v in request.items() if k != "cwd"})
-        except Exception as exc:  # the SDK raises RuntimeError/ConnectionError/ValueError alike
-            raise LaunchError(f"Ray job submission to {address} failed: {redact(str(exc), secrets)}") from None
-        finally:
-            if staging is not None:
-                shutil.rmtree(staging, ignore_errors=True)
-        info = LaunchInfo(scheduler="ray", job_id=job_id, address=address, version=_ray_version(address))
-        tail = _LogTail(client, job_id, stdout_path, on_line, secrets)
-        tail.start()
-        timed_out = interrupted = False
-        warnings: list[str] = []
-        try:
-            with sigterm_as_interrupt():
-                status = _wait(client, job_id, timeout_s, start)
-                timed_out = status is None
-        except KeyboardInterrupt:
-            interrupted = True
-        if timed_out or interrupted:
-            warnings += _stop(client, job_id)
+        with sigterm_as_interrupt():  # from submission on, SIGTERM stops the job like Ctrl-C
+            job_id = self._submit(client, address, request, staging, secrets)
+            info = LaunchInfo(scheduler="ray", job_id=job_id, address=address)
+            tail = _LogTail(client, job_id, stdout_path, on_line, secrets)
+            timed_out = interrupted = False
+            try:
+                tail.start()
+                info.version = _ray_version(address)
+                timed_out = _wait(client, job_id, timeout_s, start) is None
+            except KeyboardInterrupt:
+                interrupted = True
+            warnings = _stop(client, job_id) if timed_out or interrupted else []
         tail.finish()
         details = client.get_job_info(job_id)
         info.state = str(details.status.value if hasattr(details.status, "value") else details.status)
@@ -106,6 +98,16 @@ class RayLauncher:
             remote=True,
             failure=failure,
         )
+
+    @staticmethod
+    def _submit(client: Any, address: str, request: dict[str, Any], staging: str | None, secrets: list[str]) -> str:
+        try:
+            return client.submit_job(**{k: v for k, v in request.items() if k != "cwd"})
+        except Exception as exc:  # the SDK raises RuntimeError/ConnectionError/ValueError alike
+            raise LaunchError(f"Ray job submission to {address} failed: {redact(str(exc), secrets)}") from None
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
 
     def request(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> dict[str, Any]:
         """The submit_job arguments for this plan (and `cwd`, the directory the entrypoint changes to)."""
@@ -134,7 +136,6 @@ class RayLauncher:
         return address
 
     def _runtime_env(self, plan: LaunchPlan, options: RaySpec, sub: RaySubmission) -> dict[str, Any]:
-        check_no_secrets(options.env, "[ray].env")
         runtime_env = with_env(sub.runtime_env, plan.env, options.env)
         working_dir = options.working_dir or self.working_dir
         if working_dir:

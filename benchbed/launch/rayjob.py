@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.errors import LaunchError
-from benchbed.secrets import is_secret_name
 
 # `ray job submit` options that take a value, and the ones that do not (Ray's job CLI).
 _VALUE_OPTIONS = {
@@ -132,15 +131,6 @@ def with_env(runtime_env: dict[str, Any], *envs: dict[str, str]) -> dict[str, An
     for env in envs:
         merged.update(env)
     return {**runtime_env, "env_vars": merged} if merged else dict(runtime_env)
-
-
-def check_no_secrets(env: dict[str, str], where: str) -> None:
-    secret = sorted(k for k in env if is_secret_name(k))
-    if secret:
-        raise LaunchError(
-            f"{where} sets {secret}: secrets must come from the cluster's own environment, never from a spec "
-            "(specs are stored with every record)"
-        )
 
 
 def entrypoint(argv: list[str], run_dir: Path, cwd: str | None, captures: dict[str, list[str]]) -> str:

@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 
 from benchbed.adapters.base import LaunchPlan
-from benchbed.errors import LaunchError
 from benchbed.launch.rayjob import UNREACHABLE_EXIT, is_ray_submit
 from benchbed.secrets import is_secret_name
 from benchbed.spec import ExperimentSpec, SlurmSpec
@@ -50,12 +49,6 @@ def public_env(env: dict[str, str]) -> dict[str, str]:
 def render_script(spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
     """The batch script: #SBATCH header, run-dir check, environment, captures, then the plan's command."""
     options = spec.slurm or SlurmSpec()
-    secret = sorted(k for k in options.env if is_secret_name(k))
-    if secret:
-        raise LaunchError(
-            f"[slurm].env sets {secret}: secrets must come from the cluster's own environment, never from a "
-            "spec (specs are stored with every record)"
-        )
     run_dir = Path(run_dir)
     nodes, gpus_per_node = allocation(spec, options)
     header = {

@@ -8,8 +8,10 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
@@ -179,11 +181,11 @@ class SlurmLauncher:
         env = {**os.environ, **plan.env}
         secrets = secret_values(env)
         start = time.monotonic()
-        job_id = submit(script, env)
-        cluster, version = slurm_info()
-        info = LaunchInfo(scheduler="slurm", job_id=job_id, address=cluster, version=version)
-        tails = [_FileTail(run_dir / STDERR_LOG, on_line, secrets)]
-        result = follow(job_id, info, timeout_s, start, poll=lambda: [t.poll() for t in tails])
+        with sigterm_as_interrupt():  # from submission on, SIGTERM is a Ctrl-C: the job is cancelled
+            job_id = submit(script, env)
+            info = LaunchInfo(scheduler="slurm", job_id=job_id)
+            result = follow(job_id, info, timeout_s, start, poll=_FileTail(run_dir / STDERR_LOG, on_line, secrets).poll)
+        info.address, info.version = slurm_info()
         for rel in (STDOUT_LOG, STDERR_LOG):
             redact_file(run_dir / rel, secrets)
         return LaunchResult(
@@ -191,7 +193,9 @@ class SlurmLauncher:
         )
 
 
-def follow(job_id: str, info: LaunchInfo, timeout_s: float | None, start: float, poll=None) -> dict:
+def follow(
+    job_id: str, info: LaunchInfo, timeout_s: float | None, start: float, poll: Callable[[], None] | None = None
+) -> dict[str, Any]:
     """Wait for the job to end (cancelling it on timeout, Ctrl-C or SIGTERM); fill `info` with nodes and state."""
     timed_out = interrupted = False
     warnings: list[str] = []

@@ -167,7 +167,7 @@ def effective_generator_throughput_sps(ctx: MetricContext) -> MetricResult:
     return _per_window_second(_finished_count(ctx, accepted_only=True), ctx)
 
 
-@metric("rate_gap", "ratio", None, "effective_generator_throughput_sps / trainer_capacity_sps")
+@metric("rate_gap", "×", None, "effective_generator_throughput_sps / trainer_capacity_sps")
 def rate_gap(ctx: MetricContext) -> MetricResult:
     effective = effective_generator_throughput_sps(ctx)
     capacity = trainer_capacity_sps(ctx)

@@ -9,17 +9,35 @@ from benchbed import keys as K
 from benchbed.metrics.context import NOT_TRAINED_STATUSES, MetricContext
 from benchbed.metrics.registry import MetricResult, metric
 
+MAX_NAMED_ROWS = 10  # a warning about impossible versions names at most this many rows
+
 
 def trained_versions(ctx: MetricContext) -> pd.DataFrame:
-    """Trained samples in the window whose v_start and v_train are known."""
+    """Trained samples in the window whose v_start and v_train are known and in order (v_start ≤ v_end ≤
+    v_train where known); out-of-order rows are an adapter bug, left out with a warning naming them."""
+    return ctx.memo("trained_versions", lambda: _ordered_versions(ctx))
+
+
+def _ordered_versions(ctx: MetricContext) -> pd.DataFrame:
     r = ctx.trained_in_window
-    return r[(r["v_start"] >= 0) & (r["v_train"] >= 0)]
+    r = r[(r["v_start"] >= 0) & (r["v_train"] >= 0)]
+    has_end = r["v_end"] >= 0
+    bad = (r["v_train"] < r["v_start"]) | (has_end & ((r["v_end"] < r["v_start"]) | (r["v_train"] < r["v_end"])))
+    if bad.any():
+        rows = r[bad]
+        named = ", ".join(f"{i} (step {s})" for i, s in zip(rows.index[:MAX_NAMED_ROWS], rows["step"], strict=False))
+        more = f" and {len(rows) - MAX_NAMED_ROWS} more" if len(rows) > MAX_NAMED_ROWS else ""
+        ctx.warnings.append(
+            f"{len(rows)} trained sample(s) have negative staleness (v_train < v_start, or v_end out of order), "
+            f"an adapter bug; left out of the staleness metrics: trace rows {named}{more}"
+        )
+    return r[~bad]
 
 
 def staleness_values(ctx: MetricContext) -> np.ndarray:
-    """v_train − v_start per trained sample (never negative: a sample cannot start after it is trained)."""
+    """v_train − v_start per trained sample with versions in order (see trained_versions)."""
     r = trained_versions(ctx)
-    return np.clip((r["v_train"] - r["v_start"]).to_numpy(), 0, None)
+    return (r["v_train"] - r["v_start"]).to_numpy()
 
 
 def _staleness_stat(ctx: MetricContext, stat: str) -> MetricResult:
@@ -61,13 +79,13 @@ def _with_end(ctx: MetricContext) -> pd.DataFrame:
 @metric("staleness_in_flight_mean", "versions", False, "mean v_end − v_start: weights changed during generation")
 def staleness_in_flight_mean(ctx: MetricContext) -> MetricResult:
     r = _with_end(ctx)
-    return (float(np.clip(r["v_end"] - r["v_start"], 0, None).mean()), "span") if len(r) else None
+    return (float((r["v_end"] - r["v_start"]).mean()), "span") if len(r) else None
 
 
 @metric("staleness_in_queue_mean", "versions", False, "mean v_train − v_end: versions waited after finishing")
 def staleness_in_queue_mean(ctx: MetricContext) -> MetricResult:
     r = _with_end(ctx)
-    return (float(np.clip(r["v_train"] - r["v_end"], 0, None).mean()), "span") if len(r) else None
+    return (float((r["v_train"] - r["v_end"]).mean()), "span") if len(r) else None
 
 
 @metric("mixed_policy_fraction", "ratio", False, "trained samples with v_end > v_start")
@@ -119,7 +137,7 @@ def zero_adv_group_fraction(ctx: MetricContext) -> MetricResult:
     return (zero / total, "agg") if zero is not None and total else None
 
 
-@metric("group_straggler_ratio", "ratio", False, "mean over groups of max / median sample latency")
+@metric("group_straggler_ratio", "×", False, "mean over groups of max / median sample latency")
 def group_straggler_ratio(ctx: MetricContext) -> MetricResult:
     finished = ctx.finished_in_window
     spans = finished[(finished["kind"] == "span") & (finished["group"] != "")]

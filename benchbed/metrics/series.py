@@ -15,10 +15,14 @@ import numpy as np
 import pandas as pd
 
 from benchbed import keys as K
+from benchbed.metrics import samples as sample_metrics
+from benchbed.metrics import trainer as trainer_metrics
+from benchbed.metrics.context import MetricContext
 from benchbed.trace import Trace
 
 COMPONENTS: tuple[str, ...] = ("wait", "compute", "weight_sync", "checkpoint", "other")
 _NAMED_KEYS: tuple[str, ...] = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
+_KEYS: tuple[str, ...] = (*_NAMED_KEYS, K.TRAINER_OTHER)  # in the order of COMPONENTS
 
 
 @dataclass(frozen=True)
@@ -41,40 +45,30 @@ def _rows(trace: Trace, key: str, kind: str | None, columns: list[str]) -> pd.Da
 def step_breakdown(trace: Trace) -> StepSeries:
     """Seconds per trainer step in wait/compute/weight_sync/checkpoint/other, plus the step total `step_s`.
 
-    Spans win over agg rows. `other` is the unexplained rest of the step (step − the four named parts,
-    never negative), as in the trainer ratios; without a step total it is the logged trainer.other.
+    The same derivation as the trainer ratios (metrics.trainer.step_breakdown): spans win over agg rows,
+    overlapping components are scaled to the step, `other` is the unexplained rest of the step; components
+    never logged are 0 here, and a step without a total gets the sum of its components.
     """
-    for kind in ("span", "agg"):
-        parts = {}
-        for key in (*_NAMED_KEYS, K.TRAINER_OTHER, K.TRAINER_STEP):
-            rows = _rows(trace, key, kind, ["step", "t0", "t1", "value"])
-            rows = rows[rows["step"] >= 0]
-            seconds = rows["t1"] - rows["t0"] if kind == "span" else rows["value"]
-            parts[key] = seconds.groupby(rows["step"]).sum()
-        if not any(len(parts[k]) for k in (*_NAMED_KEYS, K.TRAINER_OTHER)):
-            continue
-        frame = pd.DataFrame(parts).sort_index()
-        named = frame[list(_NAMED_KEYS)].fillna(0.0)
-        step_s = frame[K.TRAINER_STEP]
-        rest = (step_s - named.sum(axis=1)).clip(lower=0.0)
-        other = rest.where(step_s.notna(), frame[K.TRAINER_OTHER]).fillna(0.0)
-        out = pd.DataFrame(
-            {name: named[key] for name, key in zip(COMPONENTS[:4], _NAMED_KEYS, strict=True)}, index=frame.index
-        )
-        out["other"] = other
-        out["step_s"] = step_s.where(step_s.notna(), out[list(COMPONENTS)].sum(axis=1))
-        out.index = out.index.astype("int64")
-        out.index.name = "step"
-        return StepSeries(out.reset_index(), "trainer spans" if kind == "span" else "per-step agg rows")
-    empty = pd.DataFrame({c: pd.Series(dtype="float64") for c in ("step", *COMPONENTS, "step_s")})
-    return StepSeries(empty.astype({"step": "int64"}), "")
+    result = trainer_metrics.step_breakdown(MetricContext(trace, warmup_steps=0))
+    if result is None:
+        empty = pd.DataFrame({c: pd.Series(dtype="float64") for c in ("step", *COMPONENTS, "step_s")})
+        return StepSeries(empty.astype({"step": "int64"}), "")
+    frame = result.frame
+    out = pd.DataFrame(
+        {name: frame[key].fillna(0.0) if key in frame else 0.0 for name, key in zip(COMPONENTS, _KEYS, strict=True)},
+        index=frame.index,
+    )
+    out["step_s"] = frame["step_s"].where(frame["step_s"].notna(), out[list(COMPONENTS)].sum(axis=1))
+    out.index.name = "step"
+    source = "trainer spans" if result.kind == "span" else "per-step agg rows"
+    if result.overlap:
+        source += f" (components scaled to the step in {len(result.overlap)} step(s) where they overlap)"
+    return StepSeries(out.reset_index(), source)
 
 
 def staleness_values(trace: Trace, warmup_steps: int = 0) -> np.ndarray:
-    """v_train − v_start of trained rollouts (status ok, versions known) in steps after `warmup_steps`."""
-    r = _rows(trace, K.ROLLOUT, None, ["status", "v_start", "v_train", "step"])
-    r = r[(r["status"] == "ok") & (r["v_start"] >= 0) & (r["v_train"] >= 0) & (r["step"] > warmup_steps)]
-    return np.clip((r["v_train"] - r["v_start"]).to_numpy(dtype=np.int64), 0, None)
+    """v_train − v_start of the trained rollouts in the metric window: the values the staleness metrics use."""
+    return sample_metrics.staleness_values(MetricContext(trace, warmup_steps=warmup_steps)).astype(np.int64)
 
 
 def running_rollouts(trace: Trace, bins: int = 400) -> pd.DataFrame:
@@ -238,31 +232,31 @@ NO_LEVEL = -1  # the level of sandbox starts in runs that are not concurrency sw
 CDF_POINTS = 400  # a start-latency CDF keeps at most this many ranks per level
 
 
+def _level_of(attrs: pd.Series) -> np.ndarray:
+    """The concurrency level in each row's attrs (sandbox-bench sweeps), NO_LEVEL where there is none."""
+    levels = [json.loads(a).get("level") if a else None for a in attrs]
+    return np.asarray([NO_LEVEL if lv is None else int(lv) for lv in levels], dtype=np.int64)
+
+
 def sandbox_starts(trace: Trace) -> pd.DataFrame:
     """One row per sandbox.start attempt: level, status, start_s (NaN without an end time), sorted per level.
 
-    A sandbox-bench sweep's starts carry their concurrency level (through `starts_by_level`); other runs'
-    starts (e.g. prime-rl sandbox boots) form one group at level NO_LEVEL.
+    A sandbox-bench sweep's starts carry their concurrency level in attrs (unlevelled ones are then dropped);
+    other runs' starts (e.g. prime-rl sandbox boots) form one group at level NO_LEVEL.
     """
-    from benchbed.sandbox.bench import starts_by_level  # only traces with sandbox starts pay for this import
-
-    levelled = starts_by_level(trace)
-    if len(levelled):
-        return levelled
-    rows = _rows(trace, K.SANDBOX_START, None, ["status", "t0", "t1"])
-    out = pd.DataFrame({"level": NO_LEVEL, "status": rows["status"].astype(str).to_numpy(),
+    rows = _rows(trace, K.SANDBOX_START, None, ["status", "t0", "t1", "attrs"])
+    out = pd.DataFrame({"level": _level_of(rows["attrs"]), "status": rows["status"].astype(str).to_numpy(),
                         "start_s": (rows["t1"] - rows["t0"]).to_numpy(dtype=float)})  # fmt: skip
-    return out.sort_values("start_s", ignore_index=True)
+    if (out["level"] != NO_LEVEL).any():
+        out = out[out["level"] != NO_LEVEL]
+    return out.sort_values(["level", "start_s"], ignore_index=True)
 
 
 def _sandbox_spans(trace: Trace, key: str, levelled: bool) -> pd.DataFrame:
     """Spans of a sandbox key with their level (columns level, status, t0, t1); unlevelled ones dropped in sweeps."""
     rows = _rows(trace, key, "span", ["status", "t0", "t1", "attrs"])
-    if levelled:
-        level = [json.loads(a).get("level", NO_LEVEL) if a else NO_LEVEL for a in rows["attrs"]]
-    else:
-        level = [NO_LEVEL] * len(rows)
-    out = pd.DataFrame({"level": np.asarray(level, dtype=np.int64), "status": rows["status"].astype(str).to_numpy(),
+    level = _level_of(rows["attrs"]) if levelled else np.full(len(rows), NO_LEVEL, dtype=np.int64)
+    out = pd.DataFrame({"level": level, "status": rows["status"].astype(str).to_numpy(),
                         "t0": rows["t0"].to_numpy(dtype=float), "t1": rows["t1"].to_numpy(dtype=float)})  # fmt: skip
     return out[out["level"] != NO_LEVEL] if levelled else out
 
@@ -288,14 +282,16 @@ def sandbox_start_cdf(trace: Trace, max_points: int = CDF_POINTS) -> pd.DataFram
 
 
 def sandbox_levels(trace: Trace) -> pd.DataFrame:
-    """Per level: attempts, failures, failure_rate, ok_timed, start_p50_s, start_p99_s, queued, queue_p50_s,
-    queue_p99_s, starts_per_s. As in the sandbox metrics, start percentiles are over successful starts and
-    queue percentiles over every sandbox.queue span; starts_per_s = successful starts / (last ready − first
-    request), the request being the earliest sandbox.queue (or sandbox.start) begin of the level."""
+    """Per level: attempts, failures, failure_rate, reasons, ok_timed, start_p50_s, start_p99_s, queued,
+    queue_p50_s, queue_p99_s, starts_per_s, exec_failures. As in the sandbox metrics, start percentiles are over
+    successful starts and queue percentiles over every sandbox.queue span; starts_per_s = successful starts /
+    (last ready − first request), the request being the earliest sandbox.queue (or sandbox.start) begin of the
+    level. A sandbox-bench sweep adds what it measured outside the spans (see `with_bench_baseline`)."""
     starts = sandbox_starts(trace)
     levelled = bool((starts["level"] != NO_LEVEL).any())
     queues = _sandbox_spans(trace, K.SANDBOX_QUEUE, levelled)
     start_spans = _sandbox_spans(trace, K.SANDBOX_START, levelled)
+    execs = _sandbox_spans(trace, K.SANDBOX_EXEC, levelled)
     rows = []
     for level, group in starts.groupby("level", sort=True):
         ok = group.loc[group["status"] == "ok", "start_s"].dropna().to_numpy()
@@ -307,16 +303,38 @@ def sandbox_levels(trace: Trace) -> pd.DataFrame:
         elapsed = float(ready.max() - first.min()) if len(ready) else 0.0
         rows.append({
             "level": int(level), "attempts": len(group), "failures": int((group["status"] != "ok").sum()),
-            "failure_rate": float((group["status"] != "ok").mean()), "ok_timed": len(ok),
+            "failure_rate": float((group["status"] != "ok").mean()),
+            "reasons": sorted(set(group.loc[group["status"] != "ok", "status"])), "ok_timed": len(ok),
             "start_p50_s": _pct(ok, 50), "start_p99_s": _pct(ok, 99), "queued": len(wait_s),
             "queue_p50_s": _pct(wait_s, 50), "queue_p99_s": _pct(wait_s, 99),
             "starts_per_s": len(ready) / elapsed if elapsed > 0 else np.nan,
+            "exec_failures": int((execs.loc[execs["level"] == level, "status"] != "ok").sum()),
         })  # fmt: skip
-    columns = ["level", "attempts", "failures", "failure_rate", "ok_timed", "start_p50_s", "start_p99_s", "queued",
-               "queue_p50_s", "queue_p99_s", "starts_per_s"]  # fmt: skip
-    return pd.DataFrame(rows, columns=columns).astype(
-        {"level": "int64", "attempts": "int64", "failures": "int64", "ok_timed": "int64", "queued": "int64"}
-    )
+    columns = ["level", "attempts", "failures", "failure_rate", "reasons", "ok_timed", "start_p50_s", "start_p99_s",
+               "queued", "queue_p50_s", "queue_p99_s", "starts_per_s", "exec_failures"]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=columns).astype(
+        {"level": "int64", "attempts": "int64", "failures": "int64", "ok_timed": "int64", "queued": "int64",
+         "exec_failures": "int64"}
+    )  # fmt: skip
+    return with_bench_baseline(frame, trace)
+
+
+def with_bench_baseline(levels: pd.DataFrame, trace: Trace) -> pd.DataFrame:
+    """Add a sandbox-bench sweep's per-level measurements that spans cannot hold: n (sandboxes requested),
+    wall_s, completions_per_s = n / wall_s, and with a bare fork/exec baseline bare_completions_per_s,
+    start_ratio_vs_bare (bare completions/s ÷ starts/s) and slowdown_vs_bare (bare ÷ sandboxed completions/s)."""
+    measured = (trace.meta.extra.get("sandbox_bench") or {}).get("measured")
+    if not isinstance(measured, list) or not measured:
+        return levels
+    by_level = pd.DataFrame(measured).set_index("level")
+    out = levels.join(by_level[["n", "wall_s", "bare_s"]], on="level")
+    out["completions_per_s"] = out["n"] / out["wall_s"]
+    bare = out["n"] / out["bare_s"].astype(float)
+    if bare.notna().any():
+        out["bare_completions_per_s"] = bare
+        out["start_ratio_vs_bare"] = bare / out["starts_per_s"]
+        out["slowdown_vs_bare"] = bare / out["completions_per_s"]
+    return out.drop(columns="bare_s")
 
 
 def _pct(values: np.ndarray, q: float) -> float:

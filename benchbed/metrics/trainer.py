@@ -2,48 +2,102 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pandas as pd
+
 from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import MetricResult, metric
 
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
+OVERLAP_TOLERANCE = 1e-9  # named components may exceed the step by this fraction (float noise) before scaling
+MAX_NAMED_STEPS = 10  # an overlap warning names at most this many steps
 
 
-def _component_seconds(ctx: MetricContext, kind: str) -> dict[str, float]:
-    """Seconds per trainer component over the window steps, for the components the trace measures at all."""
-    out = {}
-    for key in K.TRAINER_COMPONENTS:
-        rows = ctx.rows(key, kind)
-        if not len(rows):
-            continue  # never logged: unknown, not zero
-        rows = ctx.in_window_steps(rows)
-        out[key] = float((rows["t1"] - rows["t0"]).sum()) if kind == "span" else float(rows["value"].sum())
-    return out
+@dataclass(frozen=True)
+class Breakdown:
+    """Seconds per trainer step by component: the one derivation behind the trainer ratios and the report's
+    step-breakdown plot, so that a plot and its ratio agree.
+
+    `frame` is indexed by step, with a column per measured component key (never-logged ones are absent) and
+    `step_s` (NaN for steps without a trainer.step row). Where the four named components exceed the step
+    (overlapping timers) they are scaled to fill it (`overlap`: step -> Σ named / step) and `other`, the
+    unexplained rest of the step, is 0; `other` is the rest of the step only when compute or other is
+    measured (else it would hide unmeasured compute), and the logged trainer.other where the step is unknown."""
+
+    frame: pd.DataFrame
+    kind: str
+    overlap: dict[int, float]
+
+
+def _per_step(rows: pd.DataFrame, kind: str) -> pd.Series:
+    rows = rows[rows["step"] >= 0]
+    seconds = rows["t1"] - rows["t0"] if kind == "span" else rows["value"]
+    return seconds.groupby(rows["step"]).sum()
+
+
+def _breakdown(ctx: MetricContext) -> Breakdown | None:
+    kinds = [k for k in ("span", "agg") if any(len(ctx.rows(key, k)) for key in K.TRAINER_COMPONENTS)]
+    if not kinds:
+        return None
+    kind = kinds[0]  # spans win over agg rows
+    parts = {key: _per_step(ctx.rows(key, kind), kind) for key in K.TRAINER_COMPONENTS if len(ctx.rows(key, kind))}
+    step_kind = "span" if len(ctx.rows(K.TRAINER_STEP, "span")) else "agg"
+    frame = pd.DataFrame({**parts, "step_s": _per_step(ctx.rows(K.TRAINER_STEP, step_kind), step_kind)}).sort_index()
+    named_keys = [key for key in _NAMED if key in parts]
+    named = frame[named_keys].fillna(0.0)
+    total = named.sum(axis=1)
+    step_s = frame["step_s"]
+    over = (step_s > 0) & (total > step_s * (1 + OVERLAP_TOLERANCE))
+    named = named.mul((step_s / total).where(over, 1.0), axis=0)
+    frame[named_keys] = named
+    if K.TRAINER_COMPUTE in parts or K.TRAINER_OTHER in parts:
+        rest = (step_s - named.sum(axis=1)).clip(lower=0.0)
+        logged = frame[K.TRAINER_OTHER] if K.TRAINER_OTHER in parts else pd.Series(0.0, index=frame.index)
+        frame[K.TRAINER_OTHER] = rest.where(step_s.notna(), logged.fillna(0.0))
+    ratio = (total / step_s)[over]
+    frame.index = frame.index.astype("int64")
+    return Breakdown(frame, kind, {int(k): float(v) for k, v in ratio.items()})
+
+
+def step_breakdown(ctx: MetricContext) -> Breakdown | None:
+    """The per-step breakdown of the whole trace (see Breakdown), computed once per context."""
+    return ctx.memo("step_breakdown", lambda: _breakdown(ctx))
+
+
+def _window_breakdown(ctx: MetricContext) -> tuple[pd.DataFrame, str] | None:
+    """The breakdown's rows for the window steps that have a step time (once per context: it may warn)."""
+    return ctx.memo("window_breakdown", lambda: _window_rows(ctx))
+
+
+def _window_rows(ctx: MetricContext) -> tuple[pd.DataFrame, str] | None:
+    result = step_breakdown(ctx)
+    if result is None or not len(ctx.window_steps):
+        return None
+    frame = result.frame[result.frame.index.isin(ctx.window_steps) & result.frame["step_s"].notna()]
+    over = {s: r for s, r in result.overlap.items() if s in set(frame.index)}
+    if over:
+        named = ", ".join(f"{s} ({r:.3f}×)" for s, r in list(over.items())[:MAX_NAMED_STEPS])
+        more = f" and {len(over) - MAX_NAMED_STEPS} more" if len(over) > MAX_NAMED_STEPS else ""
+        ctx.warnings.append(
+            f"trainer components add up to {max(over.values()):.3f} of step time in {len(over)} step(s) "
+            f"(overlapping or inconsistent timers); scaled to the step there: steps {named}{more}"
+        )
+    return frame, result.kind
 
 
 def _compute_ratios(ctx: MetricContext) -> tuple[dict[str, float], str] | None:
-    """Ratios of the measured components; `other` (the rest of the step) only when compute is measured too,
-    since otherwise the rest would hide unmeasured compute. With every component measured they sum to 1."""
-    kind = "span" if ctx.has_spans else "agg"
-    steps = ctx.step_spans if kind == "span" else ctx.step_aggs
-    if not len(steps):
+    """Σ component / Σ step over the window, for the components the breakdown has; with every component
+    measured they sum to 1."""
+    window = _window_breakdown(ctx)
+    if window is None:
         return None
-    total = float((steps["t1"] - steps["t0"]).sum()) if kind == "span" else float(steps["value"].sum())
-    seconds = _component_seconds(ctx, kind)
-    if not seconds or total <= 0:
+    frame, kind = window
+    total = float(frame["step_s"].sum())
+    if total <= 0:
         return None
-    named = {k: seconds[k] / total for k in _NAMED if k in seconds}
-    named_sum = sum(named.values())
-    if named_sum > 1.0 + 1e-9:
-        ctx.warnings.append(
-            f"trainer components add up to {named_sum:.3f} of step time (overlapping or inconsistent timers); "
-            "ratios were scaled to sum to 1"
-        )
-        named = {k: v / named_sum for k, v in named.items()}
-        named_sum = 1.0
-    if K.TRAINER_COMPUTE in seconds or K.TRAINER_OTHER in seconds:
-        named[K.TRAINER_OTHER] = max(0.0, 1.0 - named_sum)
-    return named, kind
+    return {key: float(frame[key].fillna(0.0).sum()) / total for key in K.TRAINER_COMPONENTS if key in frame}, kind
 
 
 def trainer_ratios(ctx: MetricContext) -> tuple[dict[str, float], str] | None:
@@ -99,10 +153,9 @@ def startup_s(ctx: MetricContext) -> MetricResult:
 
 
 def compute_seconds_per_step(ctx: MetricContext) -> tuple[float, str] | None:
-    """Mean trainer.compute seconds per window step."""
-    kind = "span" if ctx.has_spans else "agg"
-    seconds = _component_seconds(ctx, kind)
-    n_steps = len(ctx.window_steps)
-    if n_steps == 0 or seconds.get(K.TRAINER_COMPUTE, 0.0) <= 0:
+    """Mean trainer.compute seconds per window step (from the step breakdown)."""
+    window = _window_breakdown(ctx)
+    if window is None or K.TRAINER_COMPUTE not in window[0]:
         return None
-    return seconds[K.TRAINER_COMPUTE] / n_steps, kind
+    seconds = float(window[0][K.TRAINER_COMPUTE].fillna(0.0).sum())
+    return (seconds / len(ctx.window_steps), window[1]) if seconds > 0 else None

@@ -98,11 +98,19 @@ def junit_xml(suite: str, verdicts: Sequence[EntryVerdict], failed: Sequence[Run
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def night_label(night: str) -> str:
+    """'MM-DD HH:MM' from a night id ('20261130T021500Z-…'); the id itself when it is not one."""
+    stamp = night.split("-", 1)[0]
+    if len(stamp) >= 13 and stamp[8] == "T":
+        return f"{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}"
+    return night[:11]
+
+
 def history_plot(series: Series) -> str:
     """The series over nights: each repeat as a dot, the nightly median as a line, change points as dashed red
     lines, spec/framework changes as dotted grey lines, and the last night coloured by its verdict."""
-    fig = Figure(figsize=(9.5, 3.0), dpi=96)
-    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.2, top=0.84)
+    fig = Figure(figsize=(9.5, 3.4), dpi=96)
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.18, top=0.8)
     ax = fig.add_subplot()
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)
@@ -126,12 +134,12 @@ def history_plot(series: Series) -> str:
         handles.append(Line2D([], [], color=color, marker="o", markerfacecolor="none", linestyle="none",
                               label=f"last night: {series.verdict.verdict.replace('_', ' ')}"))  # fmt: skip
     step = max(1, math.ceil(len(x) / MAX_TICKS))
-    ax.set_xticks(x[::step], [n.night[:8] for n in series.nights][::step], fontsize=8)
+    ax.set_xticks(x[::step], [night_label(n.night) for n in series.nights][::step], fontsize=8)
     ax.set_xlim(-0.6, len(x) - 0.4)
-    ax.set_xlabel("night (UTC date, oldest first)")
-    ax.set_ylabel(f"{series.metric} ({series.unit})")
-    ax.set_title(f"{series.entry}: {series.metric}", fontsize=10, loc="left")
-    ax.legend(handles=handles, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(handles), fontsize=7,
+    ax.set_xlabel("night (UTC start, oldest first)")
+    ax.set_ylabel(f"{series.metric} ({series.unit})", fontsize=9)
+    fig.suptitle(f"{series.entry}: {series.metric} per night", x=0.09, y=0.97, ha="left", fontsize=10)
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.01), ncols=len(handles), fontsize=7,
               frameon=False)  # fmt: skip
     return to_svg(fig)
 

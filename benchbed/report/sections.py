@@ -201,7 +201,7 @@ def sandboxes_section(record: RunRecord, trace: Trace) -> Section:
     table = sandbox_bench_table(trace)
     caption = f"{int(levels['attempts'].sum())} sandbox start attempts {_levels_phrase(levels['level'].tolist())}."
     if table is not None:
-        caption += " The table is sandbox-bench's own per-level summary; the figures are drawn from the trace."
+        caption += " The table and the figures are drawn from the same per-level series of the trace."
     panels = (
         _start_cdf_panel(trace, levels), _failures_panel(levels, series.sandbox_failure_reasons(trace)),
         _throughput_panel(levels), _wait_panel(trace, levels),

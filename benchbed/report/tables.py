@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchbed.metrics import METRICS
+from benchbed.metrics.series import sandbox_levels
 from benchbed.record import MetricValue, RunRecord
 from benchbed.secrets import redact
 from benchbed.trace import Trace
@@ -39,11 +40,12 @@ _PREFIX_FAMILY = (
     ("staleness_", "staleness"), ("sandbox_", "sandbox"), ("group", "groups"),
 )  # fmt: skip
 OTHER_FAMILY = "other"
-# sandbox-bench's per-level summary (trace.meta.extra["sandbox_bench"]["levels"]): field -> column heading
-SANDBOX_BENCH_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("level", "level"), ("n", "sandboxes"), ("failures", "init failures"), ("failure_rate", "failure rate"),
-    ("reasons", "reasons"), ("start_p50_ms", "start p50 ms"), ("start_p99_ms", "start p99 ms"),
-    ("queue_p99_ms", "queue p99 ms"), ("starts_per_s", "starts/s"), ("start_ratio_vs_bare", "bare fork/exec ÷ starts"),
+# A sandbox-bench sweep's per-level table (series.sandbox_levels): field -> (column heading, scale)
+SANDBOX_BENCH_COLUMNS: tuple[tuple[str, str, float], ...] = (
+    ("level", "level", 1), ("attempts", "sandboxes", 1), ("failures", "init failures", 1),
+    ("failure_rate", "failure rate", 1), ("reasons", "reasons", 1), ("start_p50_s", "start p50 ms", 1e3),
+    ("start_p99_s", "start p99 ms", 1e3), ("queue_p99_s", "queue p99 ms", 1e3), ("starts_per_s", "starts/s", 1),
+    ("start_ratio_vs_bare", "bare fork/exec ÷ starts", 1),
 )  # fmt: skip
 
 
@@ -128,25 +130,29 @@ class TextTable:
     rows: tuple[tuple[str, ...], ...]
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, scale: float = 1) -> str:
     if value is None:
         return "—"
     if isinstance(value, list):
         return ", ".join(map(str, value)) or "—"
     if isinstance(value, float):
-        return f"{value:.4g}" if math.isfinite(value) else str(value)
+        return f"{value * scale:.4g}" if math.isfinite(value) else "—"
     return str(value)
 
 
 def sandbox_bench_table(trace: Trace) -> TextTable | None:
-    """sandbox-bench's stored per-level summary as a table (None for other runs); columns absent from every
-    level (e.g. the bare fork/exec ratio of a run without a baseline) are left out."""
-    levels = (trace.meta.extra.get("sandbox_bench") or {}).get("levels")
-    if not isinstance(levels, list) or not levels or not all(isinstance(row, dict) for row in levels):
+    """A sandbox-bench sweep's per-level table, from the same series as the Sandboxes figures (None for other
+    runs); columns absent from the series (e.g. the bare fork/exec ratio without a baseline) are left out."""
+    if "sandbox_bench" not in trace.meta.extra:
         return None
-    columns = [(field, name) for field, name in SANDBOX_BENCH_COLUMNS if any(field in row for row in levels)]
+    levels = sandbox_levels(trace)
+    if not len(levels):
+        return None
+    columns = [(field, name, scale) for field, name, scale in SANDBOX_BENCH_COLUMNS if field in levels.columns]
+    rows = levels.to_dict("records")
     return TextTable(
-        tuple(name for _, name in columns), tuple(tuple(_cell(row.get(f)) for f, _ in columns) for row in levels)
+        tuple(name for _, name, _ in columns),
+        tuple(tuple(_cell(row[f], scale) for f, _, scale in columns) for row in rows),
     )
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import NotThisFrameworkError, SpecError
-from benchbed.sandbox.bench import ADAPTER, BenchConfig
+from benchbed.sandbox.bench import ADAPTER, BenchConfig, BenchOptions
 from benchbed.spec import ExperimentSpec, format_validation_error
 from benchbed.trace import TRACE_FILENAME, Trace, read_trace
 
@@ -38,7 +38,11 @@ def bench_config(spec: ExperimentSpec) -> BenchConfig:
 
 
 class SandboxBenchAdapter:
+    """Renders `python -m benchbed.sandbox.bench` from the spec's [sandbox] and [sandbox_bench] tables."""
+
     name = ADAPTER
+    spec_table = "sandbox_bench"
+    options_model = BenchOptions
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         cfg = bench_config(spec)

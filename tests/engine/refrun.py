@@ -14,8 +14,8 @@ import pytest
 from benchbed.pipeline import execute
 from benchbed.record import RunRecord
 from benchbed.spec import build_spec
-from benchbed.store import Store
-from benchbed.trace import Trace
+from benchbed.store import Store, read_record
+from benchbed.trace import Trace, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,8 +63,13 @@ def run_ref(tmp_path_factory: pytest.TempPathFactory, name: str, workload: dict[
     store = Store(tmp_path_factory.mktemp(name))
     outcome = execute(build_spec(data, f"<{name}>"), store)
     assert outcome.trace is not None, outcome.record.error
+    return load_run(outcome.run_dir)
+
+
+def load_run(run_dir: Path) -> RefRun:
+    """A stored ref run: benchbed's record and trace beside the engine's native log and summary."""
     events = []
-    for file in sorted((outcome.run_dir / "events").glob("*.jsonl")):
+    for file in sorted((run_dir / "events").glob("*.jsonl")):
         events += [json.loads(line) for line in file.read_text().splitlines() if line.strip()]
-    summary = json.loads((outcome.run_dir / "summary.json").read_text())
-    return RefRun(outcome.run_dir, outcome.record, outcome.trace, events, summary)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return RefRun(run_dir, read_record(run_dir), read_trace(run_dir), events, summary)

@@ -7,12 +7,15 @@ runs are shared by the tests of this module and kept short (4-6 steps)."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from .refrun import RefRun, run_ref
+from .refrun import RefRun, engine_available, load_run, run_ref
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -34,10 +37,16 @@ def one_step_off_run(tmp_path_factory) -> RefRun:
 
 @pytest.fixture(scope="module")
 def count_run(tmp_path_factory) -> RefRun:
-    """async, count admission with bound 1, in-flight weight updates, a generator kept busy (three batches)."""
-    ref = {"mode": "async", "staleness_policy": "count", "in_flight_updates": True, "max_new_tokens": 12,
-           "concurrency": 24}  # fmt: skip
-    return run_ref(tmp_path_factory, "gt-count", {"steps": 6, "max_staleness": 1}, ref)
+    """`benchbed demo --real`: async, count admission with bound 1, in-flight weight updates, three batches in
+    flight so the generator is kept busy (benchbed/data/ref-demo.toml)."""
+    engine_available()
+    store = tmp_path_factory.mktemp("demo")
+    out = subprocess.run([sys.executable, "-m", "benchbed", "demo", "--real", "--store", str(store)],
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = Path(re.search(r"report: (\S+)", out.stdout).group(1))
+    assert report.is_file() and "staleness_mean" in out.stdout
+    return load_run(report.parent)
 
 
 @pytest.fixture(scope="module")

@@ -45,11 +45,12 @@ def test_step_breakdown_from_agg_uses_logged_other_without_step_total(build: Cal
         agg("trainer.step", 3, 4.0), agg("trainer.wait", 3, 3.0), agg("trainer.compute", 3, 3.0),
     ])  # fmt: skip
     frame = series.step_breakdown(trace).frame
-    assert series.step_breakdown(trace).source == "per-step agg rows"
+    source = series.step_breakdown(trace).source
+    assert source == "per-step agg rows (components scaled to the step in 1 step(s) where they overlap)"
     assert frame["step"].tolist() == [1, 2, 3]
-    assert frame["other"].tolist() == [1.0, 2.0, 0.0]  # step 3: components exceed the step, clamped at 0
+    assert frame["other"].tolist() == [1.0, 2.0, 0.0]
     assert frame["step_s"].tolist() == [10.0, 7.0, 4.0]
-    assert frame["wait"].tolist() == [3.0, 0.0, 3.0]
+    assert frame["wait"].tolist() == [3.0, 0.0, 2.0]  # step 3: 6 s of components in 4 s, scaled as in the ratios
 
 
 def test_step_breakdown_empty_without_components(build: Callable[..., Trace]) -> None:
@@ -65,6 +66,7 @@ def test_staleness_values_trained_samples_with_known_versions_after_warmup(build
         span("rollout", 0, 1, status="dropped_stale", v_start=0, v_train=3, step=4),
         span("rollout", 0, 1, status="ok", v_start=-1, v_train=2, step=3),
         span("rollout", 0, 1, status="ok", v_start=0, v_train=0, step=1),
+        *(agg("trainer.step", step, 1.0) for step in (1, 3, 4)),  # the metric window's steps
     ])  # fmt: skip
     assert sorted(series.staleness_values(trace).tolist()) == [0, 1, 2]
     assert sorted(series.staleness_values(trace, warmup_steps=1).tolist()) == [1, 2]
@@ -86,10 +88,10 @@ def test_running_rollouts_time_average_per_bin(build: Callable[..., Trace]) -> N
 def test_zero_adv_per_step_assigns_groups_by_finish_time(build: Callable[..., Trace]) -> None:
     trace = build([
         span("trainer.step", 0, 10, step=1), span("trainer.step", 10, 20, step=2),
-        ("rollout.group", "point", {"t0": 5.0, "value": 0.0, "step": 7}),
-        ("rollout.group", "point", {"t0": 10.0, "value": 0.5}),  # a step's end belongs to it
-        ("rollout.group", "point", {"t0": 12.0, "value": 0.0}),
-        ("rollout.group", "point", {"t0": 25.0, "value": 0.0}),  # after the last step: not counted
+        ("rollout.group", "point", {"t0": 5.0, "value": 0.0, "step": 7, "status": "ok"}),
+        ("rollout.group", "point", {"t0": 10.0, "value": 0.5, "status": "ok"}),  # a step's end belongs to it
+        ("rollout.group", "point", {"t0": 12.0, "value": 0.0, "status": "ok"}),
+        ("rollout.group", "point", {"t0": 25.0, "value": 0.0, "status": "ok"}),  # after the last step: not counted
     ])  # fmt: skip
     result = series.zero_adv_per_step(trace)
     assert result.source == "rollout.group rows by finish time"
@@ -98,9 +100,9 @@ def test_zero_adv_per_step_assigns_groups_by_finish_time(build: Callable[..., Tr
 
 def test_zero_adv_per_step_by_step_column_without_times(build: Callable[..., Trace]) -> None:
     trace = build([
-        ("rollout.group", "point", {"step": 3, "value": 0.0}),
-        ("rollout.group", "point", {"step": 3, "value": 0.4}),
-        ("rollout.group", "point", {"step": -1, "value": 0.0}),
+        ("rollout.group", "point", {"step": 3, "value": 0.0, "status": "ok"}),
+        ("rollout.group", "point", {"step": 3, "value": 0.4, "status": "ok"}),
+        ("rollout.group", "point", {"step": -1, "value": 0.0, "status": "ok"}),
     ])  # fmt: skip
     result = series.zero_adv_per_step(trace)
     assert result.source == "rollout.group rows by their step"

@@ -10,8 +10,9 @@ from benchbed.adapters.base import get_adapter
 
 from benchbed.errors import NotThisFrameworkError, SpecError
 from benchbed.metrics import compute_metrics
+from benchbed.metrics.series import sandbox_starts
 from benchbed.sandbox.adapter import CONFIG_FILE, bench_config
-from benchbed.sandbox.bench import BenchConfig, main, starts_by_level
+from benchbed.sandbox.bench import BenchConfig, main
 from benchbed.spec import ExperimentSpec, expand, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,8 +56,8 @@ def test_launch_writes_a_trace_the_adapter_parses(tmp_path):
     assert sorted(json.loads(a)["level"] for a in starts["attrs"]) == [1, 3, 3, 3]
     metrics = compute_metrics(trace, warmup_steps=0)
     assert metrics["sandbox_init_failure_rate"].value == 0.0
-    assert trace.meta.extra["sandbox_bench"]["levels"][1]["n"] == 3
-    table = starts_by_level(trace)
+    assert trace.meta.extra["sandbox_bench"]["measured"][1]["n"] == 3
+    table = sandbox_starts(trace)
     assert list(table["level"]) == [1, 3, 3, 3] and (table["status"] == "ok").all()
     assert table[table["level"] == 3]["start_s"].is_monotonic_increasing
 

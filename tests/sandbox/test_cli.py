@@ -8,7 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from benchbed.cli.sandbox import sandbox, sandbox_bench
+from benchbed.metrics.series import sandbox_levels
 from benchbed.sandbox import registry
+from benchbed.spec import load_spec
 from benchbed.store import read_record
 from benchbed.trace import read_trace
 
@@ -106,8 +108,16 @@ def test_bench_stores_a_run(tmp_path):
     levels = sorted({json.loads(a)["level"] for a in starts["attrs"]})
     assert levels == [1, 4]
     assert record["metrics"]["sandbox_init_failure_rate"]["value"] == 0.0
-    summary = json.loads((run_dir / "sandbox_bench.json").read_text())
-    assert [row["level"] for row in summary] == [1, 4] and all(row["bare_completions_per_s"] for row in summary)
+    levels = sandbox_levels(trace)
+    assert levels["level"].tolist() == [1, 4] and (levels["bare_completions_per_s"] > 0).all()
+    assert levels["attempts"].tolist() == [4, 4] and levels["exec_failures"].tolist() == [0, 0]
+    # the same sweep written as a spec file is the same spec, so `benchbed run` stores it in the same series
+    spec = tmp_path / "sweep.toml"
+    spec.write_text('name = "sandbox-bench"\nadapter = "sandbox"\nwarmup_steps = 0\n'
+                    '[sandbox]\nbackend = "local"\nstart_timeout_s = 120.0\n'
+                    '[sandbox_bench]\nlevels = [1, 4]\nbaseline = true\nper_level = 4\n'
+                    'program = ["/bin/echo", "hi"]\n')  # fmt: skip
+    assert load_spec(spec).spec_id == record["spec_id"] == run_dir.parent.name
 
 
 def test_bench_rejects_bad_levels(tmp_path):

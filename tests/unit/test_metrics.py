@@ -272,3 +272,34 @@ def test_every_design_metric_is_registered():
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)
+
+
+def test_negative_staleness_is_left_out_with_a_warning_naming_the_rows():
+    b = TraceBuilder()
+    for step in (1, 2, 3):
+        add_step(b, step, 10.0 * (step - 1), compute=10)
+    rollout(b, "s1", "a", 11, 12, 1, 1, 2, 1.0)  # row 6: staleness 1
+    rollout(b, "s2", "a", 11, 13, 2, 2, 2, 0.0)  # row 7: staleness 0
+    rollout(b, "s3", "b", 21, 22, 3, 3, 2, 1.0)  # row 8: started at version 3, trained at 2: an adapter bug
+    warnings: list[str] = []
+    m = {k: v.value for k, v in compute_metrics(b.build(TraceMeta(adapter="t")), warnings=warnings).items()}
+    assert m["staleness_mean"] == pytest.approx(0.5) and m["staleness_max"] == 1
+    (warning,) = [w for w in warnings if "negative staleness" in w]
+    assert "1 trained sample(s)" in warning and "trace rows 8 (step 3)" in warning
+
+
+def test_a_plot_and_its_ratio_agree_when_components_overlap():
+    from benchbed.metrics import series
+
+    b = TraceBuilder()
+    add_step(b, 1, 0, wait=2, compute=8)
+    b.span("trainer.step", 10, 20, step=2)
+    b.span("trainer.wait", 10, 16, step=2)
+    b.span("trainer.compute", 12, 20, step=2)  # 14 s of components in a 10 s step
+    trace = b.build(TraceMeta(adapter="t"))
+    warnings: list[str] = []
+    ratio = compute_metrics(trace, warmup_steps=0, warnings=warnings)["trainer_idle_ratio"].value
+    frame = series.step_breakdown(trace).frame
+    assert frame["wait"].sum() / frame["step_s"].sum() == pytest.approx(ratio) == pytest.approx((2 + 6 / 1.4) / 20)
+    assert frame["other"].tolist() == [0.0, 0.0]
+    assert any("1.400 of step time in 1 step(s)" in w and "steps 2 (1.400×)" in w for w in warnings)

@@ -84,6 +84,7 @@ def test_repeats_use_their_own_seeds_and_share_the_spec_id(nights):
     assert len({r["spec_id"] for r in runs}) == 1
     assert len({r["metrics"]["trainer_throughput_sps"]["value"] for r in runs}) == 3
     assert all(r["suite"]["name"] == "cpu-mini" and r["suite"]["entry"] == "async" for r in runs)
+    assert runs[0]["suite"]["gate"] == {"nights": 5, "alpha": 0.05, "min_effect": 0.05}
     assert len({r["suite"]["night"] for r in runs}) == 1 and runs[0]["machine"]["name"] == "ci-box"
 
 
@@ -187,12 +188,34 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
 
 def test_example_suites_load_with_every_spec():
     suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
-    assert [e.name for e in planned] == ["quickstart-async", "quickstart-sync", "sandbox-local"]
+    assert [e.name for e in planned] == ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async"]
+    assert planned[3].spec.adapter == "ref" and planned[3].spec.workload.steps == 10
     assert planned[0].spec.repeats == 5 and planned[0].spec.workload.steps == 100
     cluster, entries = load_suite(REPO / "experiments" / "nightly-cluster.toml")
     names = [e.name for e in entries]
     assert "verl-sandbox-scaling[verl.concurrency=960]" in names and len(names) == 7
     assert all(e.spec.repeats == 2 for e in entries)
+
+
+def test_an_entry_gate_changes_only_its_own_fields(tmp_path):
+    (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
+    (tmp_path / "s.toml").write_text(SUITE.replace("[[entry]]", "[[entry]]\ngate = { min_effect = 0.5 }"))
+    (entry,) = load_suite(tmp_path / "s.toml")[1]
+    assert (entry.gate.nights, entry.gate.alpha, entry.gate.min_effect) == (5, 0.05, 0.5)
+    (tmp_path / "bad.toml").write_text(SUITE.replace("[[entry]]", "[[entry]]\ngate = { nigths = 3 }"))
+    with pytest.raises(SpecError, match="unknown field 'nigths'"):
+        load_suite(tmp_path / "bad.toml")
+
+
+def test_run_honours_repeats_with_one_seed_per_repeat(tmp_path):
+    result = invoke("run", QUICKSTART, "--set", "repeats=2", "--set", "workload.steps=10", "--store", tmp_path,
+                    "--json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    records = json.loads(result.stdout)
+    assert [r["repeat"] for r in records] == [0, 1] and len({r["spec_id"] for r in records}) == 1
+    run_dirs = sorted(tmp_path.glob("*/sim/*/*"), key=lambda d: read_record(d).repeat)
+    seeds = [json.loads((d / "sim-spec.json").read_text())["sim"]["seed"] for d in run_dirs]
+    assert seeds == [0, 1] and records[0]["metrics"] != records[1]["metrics"]
 
 
 def test_repeated_keeps_the_spec_id_and_counts_up():

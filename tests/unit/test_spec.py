@@ -102,3 +102,32 @@ def test_matrix_point_that_is_invalid_names_the_point(tmp_path):
     path.write_text(SPEC + '\n[matrix]\n"workload.steps" = [5, -5]\n')
     with pytest.raises(SpecError, match=r"matrix point \{'workload.steps': -5\}"):
         expand(load_spec(path), str(path))
+
+
+def test_spec_id_of_a_spec_written_before_adapter_tables_is_unchanged(spec_file):
+    assert load_spec(spec_file).spec_id == "t-20149348"  # computed by benchbed before tables were opened
+
+
+def test_adapter_tables_are_validated_by_their_adapter_with_dotted_paths(spec_file):
+    with pytest.raises(SpecError, match=r"spec.toml: unknown field 'sim.concurency'"):
+        load_spec(spec_file, ["sim.concurency=8"])
+    with pytest.raises(SpecError, match=r"field 'verl.ppo_mini_batch_size': Input should be greater than 0 \(got 0\)"):
+        load_spec(spec_file, ["verl.ppo_mini_batch_size=0"])
+    with pytest.raises(SpecError, match=r"field 'sandbox_bench.levels.1': Input should be a valid integer"):
+        load_spec(spec_file, ['sandbox_bench.levels=[1, "many"]'])
+    spec = load_spec(spec_file, ["prime_rl.harness=bash"])  # any registered adapter's table, whatever the adapter
+    assert spec.prime_rl == {"harness": "bash"} and spec.adapter_options("prime_rl").harness == "bash"
+
+
+def test_unknown_table_suggests_a_registered_adapter(spec_file):
+    with pytest.raises(SpecError, match=r"unknown field 'vrel' .*; did you mean 'verl'\?"):
+        load_spec(spec_file, ["vrel.mode=v0"])
+    with pytest.raises(SpecError, match=r"field 'slime': expected a table"):
+        load_spec(spec_file, ["slime=3"])
+
+
+def test_matrix_over_an_adapter_table_validates_each_point(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(SPEC + '\n[matrix]\n"sim.mode" = ["sync", "sometimes"]\n')
+    with pytest.raises(SpecError, match=r"matrix point \{'sim.mode': 'sometimes'\}.*field 'sim.mode'"):
+        expand(load_spec(path), str(path))

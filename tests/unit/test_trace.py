@@ -104,3 +104,12 @@ def test_newer_schema_version_is_refused(tmp_path):
 def test_missing_trace_file(tmp_path):
     with pytest.raises(TraceError, match="no trace file here"):
         read_trace(tmp_path)
+
+
+def test_rollout_status_outside_the_vocabulary_is_refused():
+    b = TraceBuilder()
+    b.span("rollout", 0, 1, status="ok")
+    b.point("rollout.group", 1, status="done")  # not a rollout status
+    b.span("sandbox.start", 0, 1, status="oom")  # sandbox statuses are failure reasons, not rollout statuses
+    with pytest.raises(TraceError, match=r"row 1, column 'status': 'done' is not a rollout status"):
+        b.build(TraceMeta(adapter="x")).validate()

@@ -16,6 +16,7 @@ from benchbed.adapters.prime_rl.presets import preset_for_model
 from benchbed.adapters.prime_rl.render import CONFIG_FILE, render_config, render_plan
 from benchbed.adapters.prime_rl.toml_writer import dumps, flatten
 
+from benchbed.adapterkit.handoff import HANDOFF_FILE
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import build_spec, load_spec
 
@@ -169,9 +170,9 @@ def test_toml_round_trips() -> None:
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"bogus": 1}, "unknown field 'bogus'"),
-        ({"runtime": "docker"}, "field 'runtime'"),
-        ({"preset": "llama"}, "field 'preset'"),
+        ({"bogus": 1}, "unknown field 'prime_rl.bogus'"),
+        ({"runtime": "docker"}, "field 'prime_rl.runtime'"),
+        ({"preset": "llama"}, "field 'prime_rl.preset'"),
     ],
 )
 def test_prime_rl_table_is_validated(table: dict, message: str) -> None:
@@ -227,7 +228,7 @@ def test_launch_plan(tmp_path: Path, checkout: Path) -> None:
         "run-1",
     ]
     assert plan.cwd == str(checkout)
-    assert set(plan.files) == {CONFIG_FILE}
+    assert set(plan.files) == {CONFIG_FILE, HANDOFF_FILE}
     assert tomllib.loads(plan.files[CONFIG_FILE]) == render_config(load_spec(CASE_1))
     assert plan.files[CONFIG_FILE].startswith("# Rendered by benchbed")
 

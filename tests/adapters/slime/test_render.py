@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from benchbed.adapters.slime import SlimeAdapter
 from benchbed.adapters.slime.render import argument_names, model_args, model_table, unknown_arguments
-from benchbed.adapters.slime.runargs import MANIFEST, from_argv
+from benchbed.adapters.slime.runargs import from_argv
 
+from benchbed.adapterkit.handoff import HANDOFF_FILE
 from benchbed.errors import SpecError
 from benchbed.spec import build_spec, load_spec
 
@@ -86,7 +87,7 @@ def test_sync_disaggregated_render(tmp_path: Path, version: str) -> None:
     assert "--use-tensorboard" in argv and "--update-weights-interval" not in argv
     assert option(argv, "--save-debug-rollout-data").endswith("run/rollout_dumps/rollout_{rollout_id}.pt")
     assert unknown_arguments(argv, version) == []
-    manifest = json.loads(plan.files[MANIFEST])
+    manifest = json.loads(plan.files[HANDOFF_FILE])
     assert manifest["argv"] == argv and plan.cwd == "/root/slime"
     parsed = from_argv(manifest["argv"], "m")
     assert (parsed.train_script, parsed.colocate, parsed.rollout_batch_size) == ("train.py", False, 32)
@@ -126,7 +127,7 @@ def test_colocated_and_staleness_default_modes(tmp_path: Path) -> None:
             {"slime__args": ["--colocat"]},
             r"unknown to slime 624b824 / Megatron-LM: --colocat \(did you mean --colocate",
         ),
-        ({"slime__bogus": 1}, r"\[slime\]\.bogus: unknown field"),
+        ({"slime__bogus": 1}, r"unknown field 'slime.bogus'"),
         ({"slime__env": {"WANDB_API_KEY": "x"}}, "secrets must come from the Ray cluster"),
         ({"workload__model": "meta-llama/Llama-3-8B"}, "no Megatron architecture arguments"),
         ({"resources__trainer_gpus": 12}, "not a multiple of resources.gpus_per_node"),
@@ -148,7 +149,7 @@ def test_trainer_only_benchmark_dumps_once_then_replays(tmp_path: Path) -> None:
     assert "--load-debug-rollout-data" in phase2 and "slime_prepare/rollout_dumps/rollout_0.pt" in phase2
     assert "--rollout-num-gpus" not in phase2 and "--save-debug-rollout-data" not in phase2
     assert "--num-rollout 5" in phase2
-    manifest = json.loads(plan.files[MANIFEST])
+    manifest = json.loads(plan.files[HANDOFF_FILE])
     assert manifest["benchmark"] == "trainer_only" and len(manifest["commands"]) == 2
     for cmd in manifest["commands"]:
         assert unknown_arguments(cmd[cmd.index("--") + 1 :], "624b824") == []

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchbed.adapters.slime.tensorboard import read_event_file, scalar_dicts, split_axes
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
-from tensorboard.util import tensor_util
+import pytest
+from benchbed.adapters.slime.tensorboard import INSTALL_HINT, read_event_file, scalar_dicts, split_axes
+
+pytest.importorskip("tensorboard", reason=f"the `local` extra is not installed: {INSTALL_HINT}")
+from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
+from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
+from tensorboard.util import tensor_util  # noqa: E402
 
 
 def test_tensor_form_scalars_and_step_axes(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from benchbed.adapters.verl import VerlAdapter
-from benchbed.adapters.verl.artifacts import PLAN_FILE
 from benchbed.adapters.verl.render import hydra_value, preset_for
 
+from benchbed.adapterkit.handoff import HANDOFF_FILE
 from benchbed.errors import SpecError
 from benchbed.spec import build_spec, expand, load_spec
 
@@ -55,7 +55,7 @@ def test_v1_sync_plan_is_what_a_user_types(tmp_path: Path) -> None:
     assert ov["actor_rollout_ref.actor.megatron.tensor_model_parallel_size"] == "4"
     assert plan.env["VERL_FILE_LOGGER_PATH"] == str(tmp_path.resolve() / "metrics.jsonl")
     assert Path(plan.env["VERL_FILE_LOGGER_PATH"]).is_absolute()
-    info = json.loads(plan.files[PLAN_FILE])
+    info = json.loads(plan.files[HANDOFF_FILE])
     assert info["mode"] == "v1_sync" and info["samples_per_step"] == 256
 
 
@@ -95,7 +95,7 @@ def test_fully_async_splits_the_step_into_sync_cycles() -> None:
     ov = overrides(plan)
     assert ov["actor_rollout_ref.actor.ppo_mini_batch_size"] == "8"
     assert ov["async_training.trigger_parameter_sync_step"] == "4"
-    assert json.loads(plan.files[PLAN_FILE])["samples_per_local_step"] == 64
+    assert json.loads(plan.files[HANDOFF_FILE])["samples_per_local_step"] == 64
 
 
 def test_concurrency_spreads_over_rollout_replicas() -> None:
@@ -122,8 +122,8 @@ def test_passthrough_overrides_come_last_and_win() -> None:
     [
         ({"verl__mode": "v1_sync", "workload__max_staleness": 2}, "synchronous; set it to 0"),
         ({"verl__mode": "one_step_off", "workload__max_staleness": 3}, "exactly one version behind"),
-        ({"verl__bogus": 1}, r"\[verl\]: unknown field 'bogus'"),
-        ({"verl__mode": "fully_sync"}, r"\[verl\]: field 'mode'"),
+        ({"verl__bogus": 1}, r"unknown field 'verl.bogus'"),
+        ({"verl__mode": "fully_sync"}, r"field 'verl.mode'"),
         ({"verl__preset": "llama-405b"}, "preset 'llama-405b' is unknown"),
         ({"resources__trainer_gpus": 12}, "must be a multiple of gpus_per_node"),
         ({"resources__trainer_gpus": 4}, "TP x PP x CP = 8 does not divide"),

@@ -1,0 +1,10 @@
+"""The adapter kit: the chores every framework adapter shares, one module per chore.
+
+- `lines`: tolerant JSON-Lines and text reading; every skipped line is named by file and line number.
+- `artifacts`: walk a run directory once and sort its files into the kinds an adapter asks for.
+- `groups`: per-group reward statistics with one NaN policy.
+- `breakdown`: the rest of a trainer step, with one tolerance rule and one warning naming the steps.
+- `rows`: fast bulk appends of event rows through `TraceBuilder`.
+- `handoff`: the one file (name and schema) that render leaves for parse.
+- `keymaps`: key maps as data (native key, canonical key, unit, first/last release), one loader for every framework.
+"""

@@ -1,0 +1,64 @@
+"""The trainer step split into its five components, with one tolerance rule for timers that overrun the step.
+
+The remainder component (trainer.other for most frameworks, trainer.wait where the wait is what is left) is the
+step minus the named components. When the named ones exceed the step by more than TOLERANCE_S (timers printed
+with two decimals and summed), the step is named in one warning; the remainder is clamped at 0 either way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from benchbed import keys as K
+
+TOLERANCE_S = 0.05
+COMPONENTS = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT, K.TRAINER_OTHER)
+_SHOWN = 10
+
+
+@dataclass
+class Overrun:
+    step: int
+    by_s: float
+    where: str
+
+
+@dataclass
+class StepBreakdown:
+    """Settles steps one by one and remembers those whose components overran them."""
+
+    remainder: str = K.TRAINER_OTHER
+    what: str = "the named timers"
+    block: str = "the step"
+    overruns: list[Overrun] = field(default_factory=list)
+
+    def settle(self, step: int, total: float, named: Mapping[str, float], where: str = "") -> dict[str, float]:
+        """All five components of one step: the named ones as given (absent ones 0), the remainder as what is left."""
+        parts = dict.fromkeys(COMPONENTS, 0.0)
+        for key, value in named.items():
+            parts[key] += value
+        rest = total - sum(v for k, v in parts.items() if k != self.remainder) - parts[self.remainder]
+        if rest < -TOLERANCE_S:
+            self.overruns.append(Overrun(step, -rest, where))
+        parts[self.remainder] += max(0.0, rest)
+        return parts
+
+    def rest(self, step: int, total: float, inside: float, where: str = "") -> float:
+        """What is left of a block of `total` seconds once `inside` seconds of it are named, clamped at 0."""
+        rest = total - inside
+        if rest < -TOLERANCE_S:
+            self.overruns.append(Overrun(step, -rest, where))
+        return max(0.0, rest)
+
+    def warning(self) -> str | None:
+        """One line naming the overrun steps, or None."""
+        if not self.overruns:
+            return None
+        shown = ", ".join(
+            f"step {o.step} (by {o.by_s:.3f} s{', ' + o.where if o.where else ''})" for o in self.overruns[:_SHOWN]
+        )
+        more = f" and {len(self.overruns) - _SHOWN} more" if len(self.overruns) > _SHOWN else ""
+        return (
+            f"{self.remainder} clamped to 0 in {len(self.overruns)} step(s) where {self.what} exceed {self.block} "
+            f"by more than {TOLERANCE_S} s: {shown}{more}"
+        )

@@ -1,0 +1,126 @@
+"""Tolerant line reading for adapters: JSON Lines and text logs, every skipped line named by file and line number."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchbed.logtext import strip_ansi
+
+
+class NonFinite(ValueError):
+    """A JSON line carried NaN or ±Infinity where the reader asked for finite numbers only."""
+
+
+def _reject_constant(name: str) -> float:
+    raise NonFinite(name)
+
+
+def loads_finite(raw: bytes) -> Any:
+    """JSON that refuses NaN and ±Infinity (NonFinite names the constant); numbers overflowing to inf pass."""
+    return json.loads(raw, parse_constant=_reject_constant)
+
+
+def loads_lenient(raw: bytes) -> Any:
+    """orjson, falling back to the standard library for NaN and ±Infinity as Python's json.dumps writes them."""
+    try:
+        return orjson.loads(raw)
+    except ValueError:
+        return json.loads(raw)
+
+
+def has_non_finite(value: Any) -> bool:
+    """Whether a parsed JSON value holds a NaN or infinite float anywhere."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(has_non_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_non_finite(v) for v in value)
+    return False
+
+
+class JsonLines:
+    """(line number, object) for every JSON-object line of a file; each other line becomes one warning `FILE:N: ...`.
+
+    A last line with no closing newline that does not parse is the writer dying mid-line: it is skipped and
+    `truncated` is set. `finite=True` also skips rows holding a non-finite number."""
+
+    def __init__(
+        self,
+        path: Path,
+        warnings: list[str],
+        loads: Callable[[bytes], Any] = orjson.loads,
+        finite: bool = False,
+    ) -> None:
+        self.path = path
+        self.warnings = warnings
+        self.loads = loads
+        self.finite = finite
+        self.truncated = False
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        last = len(lines)
+        while last and not lines[last - 1].strip():
+            last -= 1
+        complete = not data or data.endswith(b"\n")
+        loads, warn, finite = self.loads, self.warnings.append, self.finite
+        for i in range(last):
+            raw = lines[i]
+            if not raw or raw.isspace():
+                continue
+            try:
+                obj = loads(raw)
+            except NonFinite as exc:
+                warn(f"{self.path}:{i + 1}: skipped row with non-finite value {exc}")
+                continue
+            except (ValueError, UnicodeDecodeError) as exc:
+                if i == last - 1 and not complete:
+                    self.truncated = True
+                    warn(
+                        f"{self.path}:{i + 1}: skipped truncated last line ({len(raw)} bytes, no closing newline: "
+                        "the line is cut off, the writer stopped mid-line)"
+                    )
+                else:
+                    warn(f"{self.path}:{i + 1}: skipped line that is not JSON ({exc.__class__.__name__}: {exc})")
+                continue
+            if obj.__class__ is not dict:
+                warn(f"{self.path}:{i + 1}: skipped line that is not a JSON object")
+                continue
+            if finite and has_non_finite(obj):
+                warn(f"{self.path}:{i + 1}: skipped row with a non-finite value")
+                continue
+            yield i + 1, obj
+
+
+def text_lines(path: Path) -> list[str]:
+    """Lines of a text log with ANSI colours removed (undecodable bytes replaced)."""
+    return [strip_ansi(line) for line in path.read_text(errors="replace").splitlines()]
+
+
+def first_content_line(path: Path, limit: int = 65536) -> bytes:
+    """The first non-blank line (at most `limit` bytes read), b'' if there is none."""
+    with path.open("rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                return raw[:limit]
+            limit -= len(raw)
+            if limit <= 0:
+                break
+    return b""
+
+
+def head_bytes(path: Path, size: int = 200_000) -> bytes:
+    """The first `size` bytes of a file (b'' when it cannot be read), for cheap content sniffing."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size)
+    except OSError:
+        return b""

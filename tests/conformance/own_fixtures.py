@@ -1,0 +1,25 @@
+"""Which inputs each adapter must read (its own fixtures) and, by the same token, every other adapter must refuse.
+
+Frameworks with committed fixtures list them here by pattern under tests/fixtures/; the simulator and
+sandbox-bench write benchbed traces themselves, so their runs are produced by their own code at test time
+(see conftest.py). A registered adapter with neither fails the suite: conformance needs something to read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+# adapter -> glob patterns under tests/fixtures/ of runs (directories or single files) that it wrote
+COMMITTED: dict[str, tuple[str, ...]] = {
+    "verl": ("verl/verl-*",),
+    "prime_rl": ("prime_rl/head-*", "prime_rl/v0.*", "prime_rl/*.log"),
+    "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*"),
+    "example": ("example/*",),
+    "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
+}
+GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
+
+
+def committed(adapter: str) -> list[Path]:
+    return sorted({p for pattern in COMMITTED.get(adapter, ()) for p in FIXTURES.glob(pattern) if p.name[0] != "."})

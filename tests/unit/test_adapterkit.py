@@ -1,0 +1,163 @@
+"""The adapter kit: line reading, discovery, group statistics, step breakdown, bulk rows, hand-off and key maps."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchbed import keys as K
+from benchbed.adapterkit.artifacts import discover
+from benchbed.adapterkit.breakdown import TOLERANCE_S, StepBreakdown
+from benchbed.adapterkit.groups import group_stats
+from benchbed.adapterkit.handoff import HANDOFF_FILE, Handoff, handoff_files, read_handoff
+from benchbed.adapterkit.keymaps import load_keymap
+from benchbed.adapterkit.lines import JsonLines, loads_finite, loads_lenient
+from benchbed.adapterkit.rows import AggRows, EventRows
+from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.trace import TraceBuilder, TraceMeta
+
+
+def test_json_lines_name_every_skipped_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"a": 1}\n\nnot json\n[1, 2]\n{"b": NaN}\n{"c": 1e999}\n{"d": 2}\n{"e": 3, "cut')
+    warnings: list[str] = []
+    lines = JsonLines(path, warnings, loads_finite, finite=True)
+    assert list(lines) == [(1, {"a": 1}), (7, {"d": 2})]
+    assert lines.truncated
+    assert [w.split(": ", 2)[1] for w in warnings] == [
+        "skipped line that is not JSON (JSONDecodeError",
+        "skipped line that is not a JSON object",
+        "skipped row with non-finite value NaN",
+        "skipped row with a non-finite value",
+        "skipped truncated last line (13 bytes, no closing newline",
+    ]
+    assert [w.split(":")[1] for w in warnings] == ["3", "4", "5", "6", "8"]
+
+
+def test_lenient_loads_accepts_what_python_json_writes() -> None:
+    assert math.isnan(loads_lenient(b'{"x": NaN}')["x"])
+    with pytest.raises(ValueError):
+        loads_lenient(b"{oops")
+
+
+def test_discovery_sorts_files_reads_the_handoff_and_keeps_refusals(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "logs" / "a.log").write_text("x")
+    (tmp_path / "checkpoints" / "b.log").write_text("x")
+    (tmp_path / "other.jsonl").write_text("{}")
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / HANDOFF_FILE).write_text(handoff_files(Handoff(adapter="x", mode="nested"))[HANDOFF_FILE])
+    (tmp_path / HANDOFF_FILE).write_text(handoff_files(Handoff(adapter="x", mode="own", extra_field=3))[HANDOFF_FILE])
+
+    def classify(path: Path) -> list[str]:
+        if path.suffix == ".jsonl":
+            raise NotThisFrameworkError(f"not mine: {path}")
+        return ["log"] if path.suffix == ".log" else []
+
+    found = discover(tmp_path, classify)
+    assert found.of("log") == [tmp_path / "logs" / "a.log"]  # checkpoints/ is not read
+    assert found.rejected == [f"not mine: {tmp_path / 'other.jsonl'}"]
+    assert found.handoff is not None and found.handoff.mode == "own" and found.handoff.get("extra_field") == 3
+
+
+def test_unreadable_handoff_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / HANDOFF_FILE).write_text('{"mode": "x"}')
+    warnings: list[str] = []
+    assert read_handoff(tmp_path, warnings) is None
+    assert warnings and "unreadable benchbed hand-off file" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("rewards", "std", "n", "zero"),
+    [([1.0, 0.0, 1.0, 0.0], 0.5, 4, False), ([1.0, 1.0, math.nan], 0.0, 2, True), ([0.5], 0.0, 1, True),
+     ([math.nan, math.inf], math.nan, 0, False), ([], math.nan, 0, False)],
+)  # fmt: skip
+def test_group_statistics_have_one_nan_policy(rewards: list[float], std: float, n: int, zero: bool) -> None:
+    stats = group_stats(rewards)
+    assert (stats.n, stats.size, stats.zero_advantage) == (n, len(rewards), zero)
+    assert stats.std == pytest.approx(std, nan_ok=True)
+
+
+def test_breakdown_clamps_the_remainder_and_names_overrun_steps() -> None:
+    bd = StepBreakdown()
+    parts = bd.settle(1, 10.0, {K.TRAINER_WAIT: 6.0, K.TRAINER_COMPUTE: 3.0}, "m.jsonl:1")
+    assert parts == {K.TRAINER_WAIT: 6.0, K.TRAINER_COMPUTE: 3.0, K.TRAINER_WEIGHT_SYNC: 0.0,
+                     K.TRAINER_CHECKPOINT: 0.0, K.TRAINER_OTHER: 1.0}  # fmt: skip
+    assert bd.settle(2, 10.0, {K.TRAINER_WAIT: 10.0 + TOLERANCE_S / 2}, "")[K.TRAINER_OTHER] == 0.0
+    assert bd.warning() is None  # within the tolerance
+    assert bd.settle(3, 10.0, {K.TRAINER_WAIT: 6.0, K.TRAINER_COMPUTE: 5.0}, "m.jsonl:3")[K.TRAINER_OTHER] == 0.0
+    warning = bd.warning()
+    assert warning is not None and "trainer.other clamped to 0 in 1 step(s)" in warning
+    assert "step 3 (by 1.000 s, m.jsonl:3)" in warning
+    wait = StepBreakdown(remainder=K.TRAINER_WAIT)
+    assert wait.settle(1, 10.0, {K.TRAINER_COMPUTE: 4.0, K.TRAINER_OTHER: 1.0})[K.TRAINER_WAIT] == 5.0
+
+
+def test_bulk_rows_go_through_the_builder() -> None:
+    b = TraceBuilder()
+    aggs = AggRows()
+    aggs.add(K.TRAINER_STEP, 1, 2.5, "trainer")
+    aggs.add(K.TRAINER_WAIT, 1, 1.0, "trainer", '{"segment":1}')
+    aggs.flush(b)
+    rows = EventRows()
+    rows.add(K.ROLLOUT, "span", 1, 0.0, 2.0, 1.0, "generator", "s0", "g0", 0, 0, 0, "ok")
+    rows.flush(b)
+    assert len(aggs) == 0 and len(rows) == 0 and len(b) == 3
+    events = b.build(TraceMeta(adapter="t")).validate().events
+    assert events["kind"].tolist() == ["agg", "agg", "span"]
+    assert events["attrs"].tolist() == ["", '{"segment":1}', ""]
+    assert events["v_train"].tolist() == [-1, -1, 0]
+
+
+def _write_map(path: Path, body: str) -> Path:
+    path.write_text('framework = "x"\nreleases = ["0.4", "0.9", "abc123"]\n' + body)
+    return path
+
+
+def test_key_map_entries_apply_by_release_and_mode(tmp_path: Path) -> None:
+    km = load_keymap(_write_map(tmp_path / "m.toml", """
+[[key]]
+native = "t/step"
+canonical = "trainer.step"
+unit = "s"
+role = "timer"
+[[key]]
+native = "t/new"
+canonical = "trainer.compute"
+unit = "s"
+role = "timer"
+first = "0.9"
+modes = ["async"]
+[[key]]
+native = "agg/*/error/*"
+role = "keep"
+"""))  # fmt: skip
+    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step"}
+    assert km.mapping("0.9", "timer", "async") == {"t/step": "trainer.step", "t/new": "trainer.compute"}
+    assert km.mapping("0.9", "timer", "sync") == {"t/step": "trainer.step"}
+    keep = km.matcher("0.9", "keep")
+    assert keep.match("agg/all/error/Timeout") and not keep.match("agg/error/Timeout")
+    assert [km.nearest(v) for v in ("0.9.1", "0.12.0", "0.2.0", "abc123", "dev")] == [
+        ("0.9", True), ("0.9", False), ("0.4", False), ("abc123", True), ("abc123", False)]  # fmt: skip
+
+
+def test_key_map_refuses_unknown_keys_units_and_releases(tmp_path: Path) -> None:
+    for body, message in (
+        ('[[key]]\nnative = "a"\ncanonical = "trainer.idle"\nrole = "r"\n', "not in benchbed/keys.py"),
+        ('[[key]]\nnative = "a"\nunit = "parsecs"\nrole = "r"\n', "unit 'parsecs'"),
+        ('[[key]]\nnative = "a"\nrole = "r"\nfirst = "1.0"\n', "release '1.0' is not in releases"),
+    ):
+        with pytest.raises(AdapterError, match=message):
+            load_keymap(_write_map(tmp_path / f"{len(message)}.toml", body))
+
+
+@pytest.mark.parametrize("framework", ["verl", "slime", "prime_rl"])
+def test_every_adapter_key_map_loads(framework: str) -> None:
+    root = Path(__file__).resolve().parents[2] / "adapters" / framework / "keymap.toml"
+    km = load_keymap(root)
+    assert km.entries and all(e.role for e in km.entries)
+    assert json.dumps([e.native for e in km.entries])  # plain data

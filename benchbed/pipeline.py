@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,11 +14,12 @@ from pathlib import Path
 from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
+from benchbed.launch.signals import interrupt_for, signal_name
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
 from benchbed.spec import ExperimentSpec
-from benchbed.store import Store, write_record
+from benchbed.store import RECORD_FILENAME, Store, write_record
 from benchbed.trace import TRACE_FILENAME, Trace
 
 NATIVE_DIRNAME = "native"
@@ -54,6 +56,7 @@ def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps:
         record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
         record.warnings.extend(redact(w) for w in warnings)
         record.trace_events = len(trace.events)
+        meta.warnings = [redact(w) for w in meta.warnings]
         target = run_dir / TRACE_FILENAME
         if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
             trace.write(target)
@@ -66,8 +69,22 @@ def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps:
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
+    """The adapter and its launch plan; an adapter's refusal names the spec file it came from."""
     adapter = get_adapter(spec.adapter)
-    return adapter, adapter.render(spec, run_dir)
+    try:
+        return adapter, adapter.render(spec, run_dir)
+    except BenchbedError as exc:
+        message = str(exc)
+        if message.startswith(spec.source):
+            raise
+        raise type(exc)(f"{spec.source}: {message}") from exc
+
+
+def preflight(specs: list[ExperimentSpec], store: Store) -> None:
+    """Render every spec (each matrix point) before the first launches, so a bad point fails now, not hours
+    into a sweep; nothing is created."""
+    for spec in specs:
+        render(spec, store.propose_run_dir("preflight", spec.adapter, spec.spec_id, ""))
 
 
 def execute(
@@ -80,13 +97,12 @@ def execute(
 ) -> RunOutcome:
     """Launch one spec (its `repeat`-th run) with `launcher` (a name from LAUNCHERS or a built Launcher), keep its
     artifacts in a fresh run directory, and record the result."""
-    adapter = get_adapter(spec.adapter)
     launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)
     record.repeat, record.suite = spec.repeat, suite
     while True:
         run_dir = store.propose_run_dir(record.machine.name, spec.adapter, spec.spec_id, record.benchbed.commit)
-        plan = adapter.render(spec, run_dir)  # invalid specs fail here, before anything is stored
+        adapter, plan = render(spec, run_dir)  # invalid specs fail here, before anything is stored
         if store.claim(run_dir):
             break
     write_record(run_dir, record)
@@ -111,17 +127,26 @@ def execute(
     except BenchbedError as exc:
         record.status = "failed"
         record.error = ErrorInfo(message=redact(str(exc)), exit_code=result.exit_code if result else None)
+    except KeyboardInterrupt as exc:  # a stop signal outside the launch itself (while parsing, say)
+        record.status = "failed"
+        record.error = ErrorInfo(message=f"benchbed was interrupted ({signal_name(exc)}) after the launch")
+        raise
+    except Exception as exc:  # benchbed's own failure (a full disk, say): the record says so, never `started`
+        record.status = "failed"
+        record.error = ErrorInfo(message=redact(f"benchbed failed: {type(exc).__name__}: {exc}"))
+        raise
     finally:
         _finish(record, run_dir, trace, spec.warmup_steps)
     if result is not None and result.interrupted:
-        raise KeyboardInterrupt
+        raise interrupt_for(result.stop_signal)
     return RunOutcome(run_dir, record, trace)
 
 
 def _failure_message(result: LaunchResult) -> str:
     if result.failure and not (result.timed_out or result.interrupted):
         return f"{redact(result.failure)} after {result.duration_s:.1f}s"
-    reason = "timed out" if result.timed_out else "interrupted" if result.interrupted else "exited"
+    interrupted = f"interrupted by {result.stop_signal}" if result.stop_signal else "interrupted"
+    reason = "timed out" if result.timed_out else interrupted if result.interrupted else "exited"
     job = f" ({result.info.scheduler} job {result.info.job_id})" if result.info and result.info.job_id else ""
     return f"launch{job} {reason} (exit code {result.exit_code}) after {result.duration_s:.1f}s"
 
@@ -171,8 +196,7 @@ def find_runs(path: Path, adapter_name: str) -> list[Path]:
     """The runs of this adapter at `path`: what the adapter's optional `find_runs` discovers under a directory,
     else `path` itself."""
     path = Path(path)
-    if not path.exists():
-        raise BenchbedError(f"{path}: no such file or directory; pass a run directory or a log file")
+    check_readable_input(path)
     finder = getattr(get_adapter(adapter_name), "find_runs", None)
     runs = finder(path) if finder is not None and path.is_dir() else [path]
     return runs or [path]  # nothing marked a run: the adapter's parse says why
@@ -193,30 +217,80 @@ def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
     trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
-    write_record(run_dir, record)
-    copy_native(path, run_dir / NATIVE_DIRNAME)
-    record.status = "succeeded"
-    _finish(record, run_dir, trace, warmup_steps)
+    try:
+        record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
+        record.status = "succeeded"
+        _finish(record, run_dir, trace, warmup_steps)
+    except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return RunOutcome(run_dir, record, trace)
 
 
-def copy_native(source: Path, target: Path) -> None:
-    """Copy a run's native artifacts into the store, masking secret values found in this environment."""
+def check_readable_input(path: Path) -> None:
+    """Refuse what cannot be ingested before reading it: a missing path, a device (/dev/zero reads forever),
+    a FIFO (blocks forever), a socket, or a file or directory this user cannot read."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise BenchbedError(f"{path}: no such file or directory; pass a run directory or a log file") from None
+    except OSError as exc:
+        raise BenchbedError(f"{path}: cannot read ({exc.strerror}); pass a run directory or a log file") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else (
+            "a socket"
+        )
+        raise BenchbedError(f"{path}: is {kind}, not a file or directory; pass a run directory or a log file")
+    if not os.access(path, os.R_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)):
+        raise BenchbedError(f"{path}: cannot read (permission denied); pass a run directory or a log file")
+
+
+def copy_native(source: Path, target: Path) -> list[str]:
+    """Copy a run's native artifacts into the store (regular files only, links never followed), masking secret
+    values found in this environment; returns a warning for each kind of thing left out."""
     secrets = secret_values()
+    skipped: dict[str, list[str]] = {}
 
-    def copy(src: str, dst: str) -> None:
-        if not secrets:
-            shutil.copy2(src, dst)
-            return
-        data = Path(src).read_bytes()
+    def copy(src: Path, dst: Path) -> None:
         try:
-            Path(dst).write_text(redact(data.decode(), secrets))
-        except UnicodeDecodeError:
-            Path(dst).write_bytes(data)
+            if src.is_symlink():
+                skipped.setdefault("symbolic link(s), not followed", []).append(str(src))
+                return
+            if not src.is_file():
+                skipped.setdefault("special file(s) (FIFO, device, socket)", []).append(str(src))
+                return
+            data = src.read_bytes()
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                text = data.decode() if secrets else None
+            except UnicodeDecodeError:
+                text = None
+            if text is None:
+                dst.write_bytes(data)
+                shutil.copystat(src, dst)
+            else:
+                dst.write_text(redact(text, secrets))
+        except PermissionError:
+            skipped.setdefault("unreadable file(s)", []).append(str(src))
 
+    os.makedirs(target, exist_ok=True)
     if source.is_dir():
-        skip = shutil.ignore_patterns("record.json", TRACE_FILENAME)
-        shutil.copytree(source, target, ignore=skip, copy_function=copy)
+
+        def unreadable(exc: OSError) -> None:
+            skipped.setdefault("unreadable directory(ies)", []).append(str(exc.filename))
+
+        for folder, dirs, files in os.walk(source, onerror=unreadable):  # never follows links to directories
+            here = Path(folder)
+            for name in dirs:
+                if (here / name).is_symlink():
+                    skipped.setdefault("symbolic link(s), not followed", []).append(str(here / name))
+            for name in files:
+                if name in (RECORD_FILENAME, TRACE_FILENAME):
+                    continue
+                copy(here / name, target / (here / name).relative_to(source))
     else:
-        os.makedirs(target, exist_ok=True)
-        copy(str(source), str(target / source.name))
+        copy(source, target / source.name)
+    return [
+        f"native copy: left out {len(paths)} {what}: {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}"
+        for what, paths in skipped.items()
+    ]

@@ -28,15 +28,21 @@ def redact(text: str, values: list[str] | None = None) -> str:
     return text
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The mapping with secret-named variables' values masked (for printing and records)."""
-    return {k: (MASK if is_secret_name(k) else v) for k, v in env.items()}
+def redact_env(env: Mapping[str, str], values: list[str] | None = None) -> dict[str, str]:
+    """The mapping with secret-named variables' values masked, and secret values masked wherever they appear
+    in the others (a URL embedding a token), for printing and records."""
+    values = secret_values() if values is None else values
+    return {k: (MASK if is_secret_name(k) else redact(v, values)) for k, v in env.items()}
 
 
-def redact_mapping(data: object) -> object:
-    """A copy of nested dicts/lists with values under secret-named keys masked (for specs in records)."""
+def redact_mapping(data: object, values: list[str] | None = None) -> object:
+    """A copy of nested dicts/lists with values under secret-named keys masked and secret values masked inside
+    every string (for specs in records): masked by name and by value."""
+    values = secret_values() if values is None else values
     if isinstance(data, dict):
-        return {k: (MASK if is_secret_name(str(k)) else redact_mapping(v)) for k, v in data.items()}
+        return {k: (MASK if is_secret_name(str(k)) else redact_mapping(v, values)) for k, v in data.items()}
     if isinstance(data, list):
-        return [redact_mapping(v) for v in data]
+        return [redact_mapping(v, values) for v in data]
+    if isinstance(data, str):
+        return redact(data, values)
     return data

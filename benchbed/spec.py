@@ -25,8 +25,12 @@ else:  # pragma: no cover
 
 
 
+MAX_STEPS = 10_000_000  # far beyond any RL run; larger values are typos (or would overflow a framework's int)
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `true` or "10" is not a number of steps; allow_inf_nan: inf/nan cannot pass as a size or a time
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class Workload(_Strict):
@@ -38,7 +42,7 @@ class Workload(_Strict):
     max_response_tokens: int = Field(4096, gt=0)
     max_seq_len: int | None = Field(None, gt=0, description="prompt + response token cap")
     max_staleness: int = Field(0, ge=0, description="versions; 0 = synchronous")
-    steps: int = Field(200, gt=0)
+    steps: int = Field(200, gt=0, le=MAX_STEPS, description="trainer steps")
     task: str = Field("math", description="environment family, e.g. math, swe, tool-use")
 
     @property
@@ -143,6 +147,15 @@ class ExperimentSpec(_Strict):
     variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
     _source: str = PrivateAttr(default="<spec>")
     _repeat: int = PrivateAttr(default=0)
+
+    @model_validator(mode="after")
+    def _window_has_steps(self) -> ExperimentSpec:
+        if "warmup_steps" in self.model_fields_set and self.warmup_steps >= self.workload.steps:
+            raise ValueError(
+                f"warmup_steps ({self.warmup_steps}) must be smaller than workload.steps ({self.workload.steps}): "
+                "the metric window would hold no step"
+            )
+        return self
 
     @property
     def source(self) -> str:
@@ -321,7 +334,22 @@ def load_spec_data(path: str | Path) -> dict[str, Any]:
         raise SpecError(f"{path}: cannot read spec ({exc})") from exc
 
 
+def refuse_secrets(data: dict[str, Any], source: str) -> None:
+    """One policy for every adapter: a secret-named variable in an `env` table is refused (specs are stored
+    with every record); secrets come from the environment the launch inherits, and are masked there by value."""
+    for table, body in data.items():
+        env = body.get("env") if isinstance(body, dict) else None
+        found = sorted(k for k in env if is_secret_name(str(k))) if isinstance(env, dict) else []
+        if found:
+            raise SpecError(
+                f"{source}: [{table}.env] sets {', '.join(found)}: secrets must come from the environment the run "
+                "inherits (export them before benchbed, or set them in the Ray cluster's environment), never from "
+                "a spec, which is stored with every record"
+            )
+
+
 def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
+    refuse_secrets(data, source)
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:

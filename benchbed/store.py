@@ -47,6 +47,8 @@ def read_record(path: Path) -> RunRecord:
         raise StoreError(f"{path}: no run record here; expected a run directory written by benchbed") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: record is not valid JSON ({exc})") from exc
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the run record ({exc.strerror})") from None
     version = data.get("format_version") if isinstance(data, dict) else None
     if version != FORMAT_VERSION:
         newer = isinstance(version, int) and version > FORMAT_VERSION
@@ -79,11 +81,15 @@ class Store:
 
     def claim(self, run_dir: Path) -> bool:
         """Create the run directory exclusively; False if another writer already has it."""
-        run_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
+            run_dir.parent.mkdir(parents=True, exist_ok=True)
             run_dir.mkdir()
         except FileExistsError:
             return False
+        except OSError as exc:  # a read-only or foreign store: say so once, before anything is launched
+            raise StoreError(
+                f"{self.root}: cannot create a run directory in the store ({exc.strerror}); pass a writable --store"
+            ) from None
         return True
 
     def new_run_dir(self, machine: str, adapter: str, spec_id: str, commit: str) -> Path:
@@ -136,8 +142,9 @@ class Store:
         sql += f" ORDER BY {order_by}"
         try:
             result = connection.sql(sql).df()
-        except duckdb.Error as exc:
-            raise StoreError(f"store query failed: {exc}") from exc
+        except duckdb.Error as exc:  # DuckDB's messages run over several lines (caret, hint): keep the first
+            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise StoreError(f"store query failed: --where {where!r} is not a valid filter ({first})") from None
         return result, errors
 
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.errors import TraceError
-from benchbed.keys import KINDS, ROLLOUT, ROLLOUT_GROUP, ROLLOUT_STATUSES, SCHEMA_VERSION, is_known_key
+from benchbed.keys import KEYS, KINDS, ROLLOUT, ROLLOUT_GROUP, ROLLOUT_STATUSES, SCHEMA_VERSION, is_known_key
 
 TRACE_FILENAME = "trace.parquet"
 _META_KEY = b"benchbed.trace_meta"
@@ -30,6 +30,7 @@ COLUMNS: tuple[str, ...] = (
     "v_start", "v_end", "v_train", "status", "attrs", "prompt_tokens", "response_tokens",
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
+_NON_NEGATIVE_AGG = [k for k in KEYS if k.startswith(("trainer.", "samples.", "groups."))]
 _DEFAULTS: dict[str, Any] = {
     "step": -1, "t0": math.nan, "t1": math.nan, "value": math.nan, "actor": "", "sample": "",
     "group": "", "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "", "prompt_tokens": -1,
@@ -173,6 +174,19 @@ def validate_events(df: pd.DataFrame) -> None:
             f"row {row}, column 'status': {str(df['status'].iloc[row])!r} is not a rollout status "
             f"(one of {list(ROLLOUT_STATUSES)})"
         )
+    # Durations and counts in agg rows (trainer.*, samples.*, groups.*) cannot be negative or infinite.
+    value = df["value"].to_numpy(dtype=float)
+    counted = (df["kind"] == "agg").to_numpy(dtype=bool) & df["key"].isin(_NON_NEGATIVE_AGG).to_numpy(dtype=bool)
+    with np.errstate(invalid="ignore"):
+        impossible = counted & ((value < 0) | np.isinf(value))
+    if impossible.any():
+        rows = np.flatnonzero(impossible)
+        row = int(rows[0])
+        steps = sorted({int(s) for s in df["step"].to_numpy()[rows]})
+        raise TraceError(
+            f"row {row}, column 'value': {df['key'].iloc[row]} = {value[row]} at step(s) "
+            f"{', '.join(map(str, steps[:10]))}: a duration or count cannot be negative or infinite"
+        )
 
 
 def _outside(column: pd.Series, allowed: Any) -> int | None:
@@ -239,11 +253,26 @@ def _typed(col: str, values: list[Any]) -> Any:
             return np.asarray(values, dtype=np.float64)
         if col in INT_COLUMNS:
             return np.asarray(values, dtype=np.int64)
-        if col in _CATEGORICAL and all(v.__class__ is str for v in set(values)):
-            return pd.Categorical(values)
-    except (ValueError, TypeError, OverflowError):
+        if col in _CATEGORICAL:
+            categories = sorted(set(values))
+            if all(v.__class__ is str for v in categories):  # factorised here: 3x faster than pd.Categorical(list)
+                index = {c: i for i, c in enumerate(categories)}
+                codes = np.array([index[v] for v in values], dtype=np.int32)
+                return pd.Categorical.from_codes(codes, categories=categories)
+        if col in STRING_COLUMNS and _ARROW_STR is not None:  # pandas' own str dtype, built by arrow in one call
+            return pd.array(pa.array(values, type=pa.large_string()), dtype=_ARROW_STR)
+    except (ValueError, TypeError, OverflowError, pa.ArrowException):
         pass
     return values
+
+
+def _arrow_str_dtype() -> pd.StringDtype | None:
+    """The dtype pandas gives a list of str when it is arrow-backed (pandas 3), else None (object columns)."""
+    dtype = pd.Series(["x"]).dtype
+    return dtype if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" else None
+
+
+_ARROW_STR = _arrow_str_dtype()
 
 
 def attrs_json(attrs: Mapping[str, Any]) -> str:
@@ -263,11 +292,14 @@ def read_trace(path: str | Path) -> Trace:
         raise TraceError(f"{path}: no trace file here; expected a {TRACE_FILENAME} written by benchbed")
     try:
         table = pq.read_table(path)
+    except PermissionError as exc:
+        raise TraceError(f"{path}: cannot read the trace ({exc.strerror or 'permission denied'})") from None
     except (pa.ArrowInvalid, OSError) as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise TraceError(
-            f"{path}: not a readable parquet trace ({exc}); the file is corrupt or truncated, "
+            f"{path}: not a readable parquet trace ({first}); the file is corrupt or truncated, "
             "re-run or re-ingest the run"
-        ) from exc
+        ) from None
     raw_meta = (table.schema.metadata or {}).get(_META_KEY)
     if raw_meta is None:
         raise TraceError(f"{path}: parquet file has no benchbed trace metadata; was it written by benchbed?")

@@ -182,8 +182,8 @@ def runtime_env(opts: SlimeOptions, tensorboard_dir: Path) -> dict[str, dict[str
     secret = sorted(k for k in opts.env if is_secret_name(k))
     if secret:
         raise SpecError(
-            f"[slime].env sets {secret}: secrets must come from the Ray cluster's own environment, never "
-            "from a spec (specs are stored with every record)"
+            f"[slime.env] sets {', '.join(secret)}: secrets must come from the environment the run inherits "
+            "(the Ray cluster's own environment), never from a spec, which is stored with every record"
         )
     env = {
         "PYTHONPATH": opts.megatron_path,

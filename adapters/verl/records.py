@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from benchbed.adapterkit.lines import JsonLines, first_content_line, loads_lenient
 from benchbed.errors import NotThisFrameworkError
@@ -61,7 +64,17 @@ def read_jsonl(path: Path) -> Reading:
     verl's file logger writes json.dumps output, which spells a NaN or inf value as a bare token: the line is kept
     and only that value is left out (one warning per key)."""
     out = Reading()
-    lines = JsonLines(path, out.warnings, loads_lenient)
+    tokens: list[int] = []  # ids of objects from lines orjson refuses: NaN/Infinity tokens, numbers overflowing
+
+    def loads(raw: bytes) -> Any:
+        try:
+            return orjson.loads(raw)
+        except ValueError:
+            obj = json.loads(raw)
+            tokens.append(id(obj))
+            return obj
+
+    lines = JsonLines(path, out.warnings, loads)
     records = out.records
     non_finite: dict[str, list[int]] = {}
     for number, obj in lines:
@@ -71,7 +84,9 @@ def read_jsonl(path: Path) -> Reading:
                 f'{path}:{number}: not a file-logger record (step {step!r}); expected {{"step": N, "data": {{...}}}}'
             )
             continue
-        bad = [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)]
+        bad = [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)] if (
+            tokens and tokens[-1] == id(obj)
+        ) else None
         if bad:
             data = {k: v for k, v in data.items() if k not in bad}
             for key in bad:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 from importlib import resources
 from pathlib import Path
@@ -23,12 +24,12 @@ from benchbed.cli.sandbox import sandbox, sandbox_bench
 from benchbed.cli.simtools import COMMANDS as SIM_COMMANDS
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
-from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, render
+from benchbed.launch.signals import signal_name, stop_signals_interrupt
+from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
-from benchbed.secrets import redact_env
+from benchbed.secrets import redact, redact_env
 from benchbed.spec import ExperimentSpec, expand, load_spec, repeated
-from benchbed.store import DEFAULT_STORE, Store, read_record
-from benchbed.trace import read_trace
+from benchbed.store import DEFAULT_STORE, Store
 
 HEADLINE_METRICS = (
     "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
@@ -37,16 +38,43 @@ HEADLINE_METRICS = (
 )  # fmt: skip
 
 
+def _fail(message: str, status: int = 2) -> None:
+    """The error contract: ONE line `benchbed: error: FILE: what was expected` on stderr, then exit."""
+    line = " ".join(message.split())
+    err_console.print(f"[bold red]benchbed: error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    sys.exit(status)
+
+
 class BenchbedGroup(click.Group):
-    """Turns BenchbedError into a one-line message on stderr and exit status 2."""
+    """Every failure as one line on stderr: BenchbedError and usage errors exit 2, an unreadable file exits 2,
+    a stop signal (Ctrl-C, SIGTERM, SIGHUP) exits 128 + its number once what it launched is stopped."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            status = super().main(*args, **kwargs)
+        except click.exceptions.Abort:
+            _fail("aborted", 130)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `benchbed` alone: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            where = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx else "benchbed"
+            hint = f" (see {where} --help)" if isinstance(exc, click.UsageError) else ""
+            _fail(f"{where}: {exc.format_message()}{hint}", exc.exit_code)
+        sys.exit(status if isinstance(status, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with stop_signals_interrupt():
+                return super().invoke(ctx)
         except BenchbedError as exc:
-            message = escape(str(exc))
-            err_console.print(f"[bold red]benchbed: error:[/] {message}", highlight=False, soft_wrap=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except KeyboardInterrupt as exc:
+            name = signal_name(exc)
+            _fail(f"interrupted by {name}; what benchbed launched was stopped", 128 + signal.Signals[name].value)
+        except OSError as exc:  # a file benchbed had to read or write and could not
+            _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
 
 
 @click.group(cls=BenchbedGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -117,17 +145,14 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
     for spec in specs:
         run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
         _, plan = render(spec, run_dir)
-        click.echo(f"# {spec.spec_id}" + (f"  {spec.variant}" if spec.variant else ""))
-        for name, value in redact_env(plan.env).items():
-            click.echo(f"export {name}={json.dumps(value)}")
-        click.echo(f"cd {plan.cwd or run_dir}")
-        for rel, argv in plan.captures.items():
-            click.echo(f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}")
-        click.echo(shlex.join(plan.argv))
-        for rel, text in plan.files.items():
-            click.echo(f"# file {rel}:\n{text}")
-        for line in describe_launch(launcher, spec, plan, run_dir):
-            click.echo(line)
+        lines = [f"# {spec.spec_id}" + (f"  {spec.variant}" if spec.variant else "")]
+        lines += [f"export {name}={json.dumps(value)}" for name, value in redact_env(plan.env).items()]
+        lines.append(f"cd {plan.cwd or run_dir}")
+        lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
+        lines.append(shlex.join(plan.argv))
+        lines += [f"# file {rel}:\n{text}" for rel, text in plan.files.items()]
+        lines += describe_launch(launcher, spec, plan, run_dir)
+        click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
 
 
 def _exit_for(outcomes: list[RunOutcome]) -> None:
@@ -158,6 +183,7 @@ def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address:
     if dry_run:
         _dry_run(specs, store, chosen)
         return
+    preflight(specs, store)  # every matrix point is valid before the first launches
     outcomes = _run_specs(specs, store, as_json, timeout_s, chosen)
     if as_json:
         _print_record_json([o.record for o in outcomes])
@@ -175,14 +201,16 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
 
     The spec's [workload] and [sim] tables shape the simulated generator and trainer."""
     specs = _load_specs(spec_path, overrides, adapter="sim")
-    outcomes = _run_specs(specs, Store(store_dir), as_json, None)
+    store = Store(store_dir)
+    preflight(specs, store)
+    outcomes = _run_specs(specs, store, as_json, None)
     if as_json:
         _print_record_json([o.record for o in outcomes])
     _exit_for(outcomes)
 
 
 @cli.command(name="ingest")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path, readable=False))
 @click.option("--adapter", "adapter_name", required=True,
               help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
 @click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
@@ -222,8 +250,9 @@ def ingest_command(path: Path, adapter_name: str, warmup_steps: int, each: bool,
 def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
     """Write a self-contained HTML report of one or more stored runs and print a Markdown summary."""
     from benchbed.report import write_report
+    from benchbed.report.runs import load_run
 
-    runs = [(read_record(d), read_trace(d)) for d in run_dirs]
+    runs = [load_run(d) for d in run_dirs]
     output = output or (run_dirs[0] / "report.html" if len(run_dirs) == 1 else Path("report.html"))
     click.echo(write_report(runs, output))
     err_console.print(f"report: {output}", highlight=False)
@@ -246,10 +275,8 @@ def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
             row["started_at"] = str(row["started_at"])[:16].replace("T", " ")
             table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
         stdout_console().print(table)
-    for error in errors:
-        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
-    if errors:
-        sys.exit(2)
+    for error in errors:  # one unreadable record never hides the others
+        err_console.print(f"[yellow]benchbed: warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
 
 
 _LS_COLUMNS = {

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from benchbed.errors import LaunchError
+from benchbed.launch.signals import stop_signals_interrupt
 from benchbed.record import LaunchInfo
 
 if TYPE_CHECKING:
@@ -34,6 +33,7 @@ class LaunchResult:
     info: LaunchInfo | None = None
     remote: bool = False  # the job ran where benchbed reads its outputs through a shared filesystem only
     failure: str = ""  # why a scheduler said the job did not succeed, when there is no exit code to say it
+    stop_signal: str = ""  # the signal that interrupted the launch, when known: SIGINT, SIGTERM or SIGHUP
 
     @property
     def ok(self) -> bool:
@@ -91,18 +91,7 @@ def get_launcher(name: str, **options: object) -> Launcher:
     raise LaunchError(f"unknown launcher {name!r}; expected one of: {', '.join(LAUNCHERS)}")
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """While launching, SIGTERM raises KeyboardInterrupt like Ctrl-C, so the job is stopped, not orphaned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:
+    """While launching, SIGTERM and SIGHUP raise KeyboardInterrupt like Ctrl-C, so the job is stopped, not
+    orphaned (benchbed.launch.signals, which also names the signal)."""
+    return stop_signals_interrupt()

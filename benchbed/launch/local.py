@@ -14,6 +14,7 @@ from typing import IO
 from benchbed.adapters.base import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
+from benchbed.launch.signals import signal_name
 from benchbed.secrets import redact, secret_values
 from benchbed.spec import ExperimentSpec
 
@@ -115,6 +116,7 @@ def run_plan(
     except PermissionError as exc:
         raise LaunchError(f"cannot start {plan.argv[0]!r}: permission denied") from exc
     timed_out = interrupted = False
+    stop_signal = ""
     with stdout_path.open("wb") as out_sink, stderr_path.open("wb") as err_sink:
         pumps = [
             threading.Thread(target=_pump, args=(proc.stdout, out_sink, None, secrets), daemon=True),
@@ -127,8 +129,9 @@ def run_plan(
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by sigterm_as_interrupt
             interrupted = True
+            stop_signal = signal_name(exc)
             _kill_group(proc)
         finally:
             if proc.poll() is None:
@@ -143,6 +146,7 @@ def run_plan(
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         warnings=warnings,
+        stop_signal=stop_signal,
     )
 
 

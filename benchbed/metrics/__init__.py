@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from benchbed import keys as K
 from benchbed.metrics import cost, generator, partial, samples, sandbox, trainer  # noqa: F401  (registers metrics)
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import METRICS, MetricDef
@@ -42,6 +43,12 @@ def compute_metrics(
 ) -> dict[str, MetricValue]:
     """Every registered metric the trace supports; unsupported ones are absent (never 0)."""
     ctx = MetricContext(trace, warmup_steps=warmup_steps)
+    steps = ctx.rows(K.TRAINER_STEP)["step"]
+    if len(steps) and not len(ctx.window_steps):
+        ctx.warnings.append(
+            f"warmup_steps={warmup_steps} leaves out every trainer step of this run (the last is step "
+            f"{int(steps.max())}): no windowed metric can be computed; use a smaller warmup_steps"
+        )
     out: dict[str, MetricValue] = {}
     for definition in METRICS.values():
         result = definition.fn(ctx)

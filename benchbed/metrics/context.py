@@ -62,7 +62,15 @@ class MetricContext:
         """(t_start, t_end) of the window in seconds, when trainer.step spans exist."""
         if not self.has_spans:
             return None
-        return float(self.step_spans["t0"].min()), float(self.step_spans["t1"].max())
+        t0, t1 = float(self.step_spans["t0"].min()), float(self.step_spans["t1"].max())
+        if not t1 > t0:  # e.g. second-resolution timestamps where every window step has zero length
+            steps = self.step_spans["step"]
+            self.warnings.append(
+                f"the metric window (steps {int(steps.min())}-{int(steps.max())}) has zero length "
+                f"(t0 = t1 = {t0:g} s): metrics per second of the window are left out"
+            )
+            return None
+        return t0, t1
 
     @cached_property
     def window_steps(self) -> np.ndarray:
@@ -74,8 +82,9 @@ class MetricContext:
         """Window length and where it came from: span extent, or the sum of per-step durations."""
         if self.window is not None:
             return self.window[1] - self.window[0], "span"
-        if len(self.step_aggs):
-            return float(self.step_aggs["value"].sum()), "agg"
+        if len(self.step_aggs) and not self.has_spans:
+            total = float(self.step_aggs["value"].sum())
+            return (total, "agg") if total > 0 else None
         return None
 
     def in_window_steps(self, df: pd.DataFrame) -> pd.DataFrame:

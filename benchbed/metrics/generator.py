@@ -134,7 +134,7 @@ def _per_window_second(count: tuple[float, str] | None, ctx: MetricContext) -> M
 def trainer_capacity_sps(ctx: MetricContext) -> MetricResult:
     per_step = samples_per_step(ctx)
     compute = compute_seconds_per_step(ctx)
-    if per_step is None or compute is None:
+    if per_step is None or compute is None or compute[0] <= 0:
         return None
     return per_step[0] / compute[0], compute[1]
 

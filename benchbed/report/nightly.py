@@ -59,9 +59,7 @@ def markdown_summary(title: str, verdicts: Sequence[EntryVerdict], failed: Seque
             lines.append(f"| {v.entry} | {v.metric} | **{v.verdict}** | {_number(c.baseline_median)} "
                          f"| {_number(c.candidate_median)} | {_change(v)} | {p} |")  # fmt: skip
         lines.append("")
-    for v in notable:
-        for change in v.changes:
-            lines.append(f"- {v.entry}: {change}")
+    lines += dict.fromkeys(f"- {v.entry}: {change}" for v in notable for change in v.changes)
     for record in failed:
         message = record.error.message if record.error else record.status
         entry = record.suite.entry if record.suite else record.spec_id

@@ -166,6 +166,10 @@ def _reaped(pid: int | None) -> bool:
         return True
 
 
+# What a program prints when a thread or an allocation is refused (Python, glibc, C++).
+_ALLOCATION_FAILED = (b"can't start new thread", b"Cannot allocate memory", b"MemoryError", b"std::bad_alloc")
+
+
 class LocalBackend:
     """bubblewrap sandboxes on this host. Detects capabilities at construction and warns about each gap once."""
 
@@ -433,6 +437,13 @@ class LocalBackend:
             res.message = (res.message + "; " if res.message else "") + f"process cap {state.spec.pids_max} reached"
         if res.limit is None and b"No space left on device" in res.stderr:
             res.limit, res.message = "disk", "working directory full (size or inode cap)"
+        if res.limit is None and rc != 0 and any(p in res.stderr for p in _ALLOCATION_FAILED):
+            # no OOM kill and no pids event: a thread or an allocation was refused by the address-space rlimit
+            res.limit = "address_space"
+            res.message = (res.message + "; " if res.message else "") + (
+                f"address-space limit (RLIMIT_AS, {state.spec.memory_mb * 2 + 1024} MiB) reached: "
+                "a thread or an allocation was refused"
+            )
 
     # ---- close / sweep --------------------------------------------------------------------------------------
     async def close(self, handle: Handle) -> None:

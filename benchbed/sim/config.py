@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `true` is not a concurrency; allow_inf_nan: an infinite latency or sync time can only fail later
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class Latency(_Strict):
@@ -117,7 +118,7 @@ class SimConfig(_Strict):
     weight_sync_time: float = Field(0.0, ge=0)
     pass_rate: PassRate = Field(default_factory=PassRate)
     filter_zero_adv: bool = False
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="random seed (numpy needs a non-negative integer)")
     turns: Turns | None = None
     tokens: Tokens | None = None
     saturation: Saturation | None = None

@@ -50,6 +50,7 @@ def test_prime_rl_fixtures_regenerate_byte_for_byte(tmp_path: Path) -> None:
     assert (tmp_path / "head-559b447" / "logs" / "latest").resolve().name == "attempt_1"
 
 
+@pytest.mark.slow
 def test_slime_fixtures_regenerate(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch", reason="the `local` extra is not installed: pip install 'benchbed[local]'")
     pytest.importorskip("tensorboard", reason="the `local` extra is not installed: pip install 'benchbed[local]'")
@@ -70,6 +71,7 @@ def test_slime_fixtures_regenerate(tmp_path: Path) -> None:
     assert {n for n in regenerated if not n.startswith(("tb_only", "fully_async_swe/tensorboard"))} <= set(committed)
 
 
+@pytest.mark.slow
 def test_verl_file_logger_output_regenerates(tmp_path: Path) -> None:
     pytest.importorskip("verl", reason="the `verl` extra is not installed: pip install torch==2.13.0 'benchbed[verl]'")
     gen = load_generator("verl")

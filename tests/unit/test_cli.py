@@ -137,7 +137,8 @@ def test_newer_record_in_the_store_is_reported_and_kept(stored_run, tmp_path):
     try:
         before = snapshot(store)
         result = benchbed("ls", "--store", store)
-        assert result.returncode == 2
+        assert result.returncode == 0  # the unreadable record is skipped with a warning, the others listed
+        assert "warning: skipped" in result.stderr
         assert "format_version 99 is not supported" in result.stderr and "upgrade benchbed" in result.stderr
         assert record["run_id"] in result.stdout  # readable runs are still listed
         report = benchbed("report", future)
@@ -172,7 +173,7 @@ def test_help_documents_every_command():
 def test_ctrl_c_stops_the_launch_and_keeps_a_failed_record(tmp_path):
     store = tmp_path / "store"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "benchbed", "run", str(QUICKSTART), "--set", "workload.steps=100000000",
+        [sys.executable, "-m", "benchbed", "run", str(QUICKSTART), "--set", "workload.steps=100000",
          "--store", str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

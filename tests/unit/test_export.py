@@ -206,3 +206,26 @@ def test_cli_writes_each_format_and_rejects_a_missing_run(tmp_path: Path, monkey
         assert result.exit_code == 0 and (tmp_path / f"x.{fmt}").stat().st_size > 0
     result = runner.invoke(cli, ["export", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no trace file here" in result.output
+
+
+def test_many_sandboxes_share_packed_lanes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(export_module, "MAX_SANDBOX_THREADS", 4)
+    b = TraceBuilder()
+    b.span("trainer.step", 0.0, 10.0, step=1, actor="trainer")
+    for i in range(10):  # two waves of five sandboxes: [0, 2] then [3, 5], each queued, started and run
+        t = 0.0 if i < 5 else 3.0
+        b.span("sandbox.queue", t, t + 0.5, sample=f"sb-{i}", actor="sandbox")
+        b.span("sandbox.start", t + 0.5, t + 1.0, sample=f"sb-{i}", actor="sandbox", status="ok")
+        b.span("sandbox.exec", t + 1.0, t + 2.0, sample=f"sb-{i}", actor="sandbox", status="ok")
+    out = tmp_path / "sb.json"
+    export_perfetto(b.build(TraceMeta(adapter="sandbox")), out)
+    events = check_format(load(out))
+    lanes = {e["args"]["name"] for e in events if e["name"] == "thread_name" and e["pid"] == export_module.SANDBOX_PID}
+    assert lanes == {f"sandbox lane/{i}" for i in range(5)}  # a lane per sandbox alive at once, reused by wave two
+    by_lane = defaultdict(list)
+    for e in events:
+        if e["ph"] == "X" and e["pid"] == export_module.SANDBOX_PID:
+            by_lane[e["tid"]].append(e["args"]["sandbox"])
+    assert all(len(set(names)) == 2 for names in by_lane.values())
+    starting = [e["args"]["sandboxes"] for e in events if e["name"] == "sandboxes starting"]
+    assert max(starting) == 5 and starting[-1] == 0

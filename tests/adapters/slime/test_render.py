@@ -128,7 +128,7 @@ def test_colocated_and_staleness_default_modes(tmp_path: Path) -> None:
             r"unknown to slime 624b824 / Megatron-LM: --colocat \(did you mean --colocate",
         ),
         ({"slime__bogus": 1}, r"unknown field 'slime.bogus'"),
-        ({"slime__env": {"WANDB_API_KEY": "x"}}, "secrets must come from the Ray cluster"),
+        ({"slime__env": {"WANDB_API_KEY": "x"}}, "secrets must come from the environment the run inherits"),
         ({"workload__model": "meta-llama/Llama-3-8B"}, "no Megatron architecture arguments"),
         ({"resources__trainer_gpus": 12}, "not a multiple of resources.gpus_per_node"),
         ({"slime__over_sampling_batch_size": 4}, "must be >= workload.prompts_per_step"),

@@ -6,7 +6,11 @@ import os
 import re
 from collections.abc import Mapping
 
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|API_KEY|APIKEY|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)", re.IGNORECASE)
+# TOKEN only as a word of its own (HF_TOKEN, MODAL_TOKEN_ID, access_token), so token counts and limits
+# (max_new_tokens, max_response_tokens, prompt_tokens) are not taken for credentials.
+_SECRET_NAME = re.compile(
+    r"(?<![A-Za-z0-9])TOKEN(?![A-Za-z0-9])|SECRET|API_?KEY|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE
+)
 MASK = "***"
 
 
@@ -36,11 +40,13 @@ def redact_env(env: Mapping[str, str], values: list[str] | None = None) -> dict[
 
 
 def redact_mapping(data: object, values: list[str] | None = None) -> object:
-    """A copy of nested dicts/lists with values under secret-named keys masked and secret values masked inside
-    every string (for specs in records): masked by name and by value."""
+    """A copy of nested dicts/lists with strings under secret-named keys masked and secret values masked inside
+    every string (for specs in records): masked by name and by value. Numbers and flags are never credentials, so
+    a setting such as verl's `ppo_max_token_len_per_gpu` keeps its value."""
     values = secret_values() if values is None else values
     if isinstance(data, dict):
-        return {k: (MASK if is_secret_name(str(k)) else redact_mapping(v, values)) for k, v in data.items()}
+        return {k: (MASK if is_secret_name(str(k)) and isinstance(v, str) else redact_mapping(v, values))
+                for k, v in data.items()}  # fmt: skip
     if isinstance(data, list):
         return [redact_mapping(v, values) for v in data]
     if isinstance(data, str):

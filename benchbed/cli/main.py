@@ -28,7 +28,7 @@ from benchbed.launch.signals import signal_name, stop_signals_interrupt
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
-from benchbed.spec import ExperimentSpec, expand, load_spec, repeated
+from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec, repeated
 from benchbed.store import DEFAULT_STORE, Store
 
 HEADLINE_METRICS = (
@@ -293,12 +293,14 @@ def _cell(value: object) -> str:
 
 @cli.command()
 @click.option("--real", is_flag=True,
-              help="run a short real GRPO run of the CPU reference engine (adapter ref) instead of the simulator")
+              help="run a short real GRPO run of the CPU reference engine (adapter ref) and compare it with its "
+                   "calibrated simulation, instead of the simulated quickstart")
 @store_option
 def demo(real: bool, store_dir: Path) -> None:
     """Simulate the embedded quickstart experiment, store it, write its report and print where it is.
 
-    With --real, run the reference engine for 10 steps (about a minute on 2 cores) and report that run."""
+    With --real, run the reference engine for 10 steps (about a minute on 2 cores), calibrate the simulator to that
+    run, simulate the calibrated spec, and write one report comparing the real run with its simulated twin."""
     from benchbed.report import write_report
 
     source = resources.files("benchbed") / "data" / ("ref-demo.toml" if real else "quickstart.toml")
@@ -311,11 +313,27 @@ def demo(real: bool, store_dir: Path) -> None:
     if outcome.trace is None:
         _summarize(outcome, stdout_console())
         sys.exit(1)
+    runs = [(outcome.record, outcome.trace)]
+    if real:
+        twin = _calibrated_twin(outcome, store)
+        if twin.trace is not None:
+            runs.append((twin.record, twin.trace))
     html = outcome.run_dir / "report.html"
-    write_report([(outcome.record, outcome.trace)], html)
+    write_report(runs, html)
     console = stdout_console()
-    console.print(_metric_table(outcome.record, HEADLINE_METRICS))
+    for record, _ in runs:
+        console.print(_metric_table(record, HEADLINE_METRICS))
     console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
+
+
+def _calibrated_twin(outcome: RunOutcome, store: Store) -> RunOutcome:
+    """Calibrate the simulator to a real run and simulate it, so the demo's report compares the two."""
+    from benchbed.sim.calibrate import calibrate
+
+    calibration = calibrate(outcome.run_dir)
+    spec = build_spec(calibration.spec_data(), f"calibrated from {outcome.run_dir}")
+    with launch_progress(f"simulating its calibrated twin {spec.name}") as on_line:
+        return execute(spec, store, on_line=on_line)
 
 
 cli.add_command(sandbox)

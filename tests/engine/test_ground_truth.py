@@ -46,6 +46,8 @@ def count_run(tmp_path_factory) -> RefRun:
     assert out.returncode == 0, out.stderr[-2000:]
     report = Path(re.search(r"report: (\S+)", out.stdout).group(1))
     assert report.is_file() and "staleness_mean" in out.stdout
+    twins = list(store.glob("*/sim/calibrated-ref-demo-*/*/record.json"))  # the report compares it with this run
+    assert len(twins) == 1 and "calibrated-ref-demo" in report.read_text()
     return load_run(report.parent)
 
 

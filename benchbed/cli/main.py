@@ -156,7 +156,8 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
 
 
 def _exit_for(outcomes: list[RunOutcome]) -> None:
-    if any(o.record.status == "failed" for o in outcomes):
+    """Exit 1 when a launch failed: its record is `failed`, or `partial` with the launch's error (DESIGN §6)."""
+    if any(o.record.status == "failed" or (o.record.status == "partial" and o.record.error) for o in outcomes):
         sys.exit(1)
 
 

@@ -198,3 +198,21 @@ def _is_sim_of(pid: str, run_dir: Path) -> bool:
     except OSError:
         return False
     return b"benchbed.sim" in cmdline and cwd == str(run_dir)
+
+
+@pytest.mark.parametrize(("status", "error", "code"), [("succeeded", None, None), ("partial", None, None),
+                                                        ("partial", "launch exited (exit code 13)", 1),
+                                                        ("failed", "launch exited (exit code 2)", 1)])  # fmt: skip
+def test_exit_status_follows_the_launch(tmp_path, status, error, code):
+    """A launch that failed exits 1 whether or not a partial trace was recovered; a cut log alone does not."""
+    from benchbed.cli.main import _exit_for
+    from benchbed.pipeline import RunOutcome
+    from benchbed.record import ErrorInfo, RunRecord
+
+    record = RunRecord.model_construct(status=status, error=ErrorInfo(message=error) if error else None)
+    if code is None:
+        _exit_for([RunOutcome(tmp_path, record, None)])
+        return
+    with pytest.raises(SystemExit) as exc:
+        _exit_for([RunOutcome(tmp_path, record, None)])
+    assert exc.value.code == code

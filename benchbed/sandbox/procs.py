@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 _CHUNK = 1 << 16
@@ -211,19 +212,40 @@ def _prctl_subreaper(on: int) -> bool:
 
 
 def reap_orphans(uid_lo: int, uid_hi: int) -> int:
-    """Reap exited children whose uid is in [uid_lo, uid_hi) (orphans of killed sandboxes); stops at the first
-    zombie that is not one (a process of ours whose pidfd watcher reaps it), to be resumed on the next call."""
+    """Reap exited children whose uid is in [uid_lo, uid_hi) (orphans of killed sandboxes). waitid finds them in
+    O(1) while they come first; when another zombie of ours stands first (a process whose owner reaps it later),
+    the sandbox orphans behind it are found by pid instead, so they never pile up behind it."""
     reaped = 0
     while True:
         try:
             info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return reaped
-        if info is None or not uid_lo <= info.si_uid < uid_hi:
+        if info is None:
             return reaped
+        if not uid_lo <= info.si_uid < uid_hi:
+            return reaped + _reap_zombie_children(uid_lo, uid_hi)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(info.si_pid, 0)
             reaped += 1
+
+
+def _reap_zombie_children(uid_lo: int, uid_hi: int) -> int:
+    """Reap, by pid, this process's zombie children whose uid is in [uid_lo, uid_hi) (a scan of /proc)."""
+    me = str(os.getpid())
+    reaped = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if fields.get("PPid", "").strip() != me or not fields.get("State", "").strip().startswith("Z"):
+            continue
+        if uid_lo <= int(fields.get("Uid", "0").split()[0]) < uid_hi:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(int(status.parent.name), os.WNOHANG)
+                reaped += 1
+    return reaped
 
 
 def pid_alive(pid: int) -> bool:

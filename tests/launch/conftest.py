@@ -124,7 +124,9 @@ def start_ray_head(address: str, temp_dir: Path) -> int:
         f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
         f"--metrics-export-port={free_port()}",
     ]  # fmt: skip
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # Ray turns a loopback --node-ip-address into the host's interface address unless it believes it is not in a
+    # cluster; this variable keeps every Ray daemon on 127.0.0.1, so the tests talk to loopback only.
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     env.pop("RAY_ADDRESS", None)
     with log.open("wb") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -136,6 +138,10 @@ def start_ray_head(address: str, temp_dir: Path) -> int:
     if started != 0:
         stop_process_group(proc.pid)
         raise RuntimeError(f"ray start exited {started}:\n{log.read_text(errors='replace')[-3000:]}")
+    node_ip = [line for line in log.read_text(errors="replace").splitlines() if "Local node IP" in line]
+    if not node_ip or "127.0.0.1" not in node_ip[0]:
+        stop_process_group(proc.pid)
+        raise RuntimeError(f"the test Ray head must listen on loopback only; ray start said: {node_ip}")
     probe: list[str] = []
 
     def ready() -> bool:

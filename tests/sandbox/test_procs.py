@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
+from pathlib import Path
 
-from benchbed.sandbox.procs import pid_alive
+import pytest
+
+from benchbed.sandbox.local import UID_BASE
+from benchbed.sandbox.procs import pid_alive, reap_orphans
 
 
 def test_running_processes_are_alive() -> None:
@@ -17,3 +22,25 @@ def test_a_reaped_child_is_not_alive() -> None:
     child = subprocess.Popen(["true"])
     child.wait()
     assert not pid_alive(child.pid)
+
+
+def _wait_zombie(pid: int) -> None:
+    for _ in range(500):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"child {pid} did not exit")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting a child under another uid needs root")
+def test_sandbox_orphans_are_reaped_behind_a_foreign_zombie() -> None:
+    """A zombie child that someone else will wait for (uid 0) stands first; the sandbox-uid zombie behind it is
+    reaped all the same, and the foreign one is left to its owner."""
+    foreign = subprocess.Popen(["true"])
+    _wait_zombie(foreign.pid)
+    orphan = subprocess.Popen(["true"], user=UID_BASE + 7, group=UID_BASE + 7)
+    _wait_zombie(orphan.pid)
+    assert reap_orphans(UID_BASE, UID_BASE + 100_000_000) == 1
+    assert not Path(f"/proc/{orphan.pid}").exists()
+    assert Path(f"/proc/{foreign.pid}").exists()  # still ours to wait for
+    assert foreign.wait() == 0

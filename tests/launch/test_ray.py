@@ -85,7 +85,7 @@ def test_slime_style_ray_job_submit_is_unwrapped_and_its_failure_recorded(ray_cl
 
 def test_timeout_stops_the_job_and_keeps_a_failed_record(ray_cluster, tmp_path):
     launcher = RayLauncher(address=ray_cluster.address)
-    outcome = execute(sim_spec(100_000_000), Store(tmp_path), launcher=launcher, timeout_s=5)
+    outcome = execute(sim_spec(500_000), Store(tmp_path), launcher=launcher, timeout_s=5)
     record = read_record(outcome.run_dir)
     assert record.status == "failed" and "timed out" in record.error.message
     assert record.launch.state == "STOPPED"
@@ -107,7 +107,7 @@ def test_sigterm_stops_the_job_and_keeps_a_failed_record(ray_cluster, tmp_path):
 
     threading.Thread(target=terminate_when_running, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        execute(sim_spec(100_000_000), Store(store), launcher=RayLauncher(address=ray_cluster.address))
+        execute(sim_spec(500_000), Store(store), launcher=RayLauncher(address=ray_cluster.address))
     run_dir = next(store.glob("*/sim/*/*"))
     record = read_record(run_dir)
     assert record.status == "failed" and "interrupted" in record.error.message

@@ -92,7 +92,7 @@ def test_failing_job_keeps_a_failed_record_with_slurms_state(slurm_cluster, tmp_
 
 
 def test_timeout_cancels_the_job_and_leaves_nothing_running(slurm_cluster, tmp_path):
-    outcome = execute(sim_spec(100_000_000), Store(tmp_path), launcher="slurm", timeout_s=4)
+    outcome = execute(sim_spec(500_000), Store(tmp_path), launcher="slurm", timeout_s=4)
     record = read_record(outcome.run_dir)
     assert record.status == "failed" and "timed out" in record.error.message
     assert record.launch.state == "CANCELLED"
@@ -108,7 +108,7 @@ def test_ctrl_c_cancels_the_job_and_keeps_a_failed_record(slurm_cluster, tmp_pat
             name = "slurm-ctrl-c"
             adapter = "sim"
             [workload]
-            steps = 100000000
+            steps = 100000
             [slurm]
             nodes = 1
             gpus_per_node = 0

@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from benchbed.adapters.base import LaunchPlan
@@ -19,6 +18,8 @@ from benchbed.launch.ray_jobs import RayLauncher
 from benchbed.pipeline import execute
 from benchbed.spec import build_spec
 from benchbed.store import Store, read_record
+
+from .procs import processes_in
 
 
 def sim_spec(steps: int, **extra: object):
@@ -38,17 +39,6 @@ def job_status(address: str, job_id: str) -> str:
     from ray.job_submission import JobSubmissionClient
 
     return str(JobSubmissionClient(address).get_job_status(job_id).value)
-
-
-def processes_in(run_dir: Path) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == str(run_dir):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def test_sim_run_succeeds_as_a_ray_job(ray_cluster, tmp_path):

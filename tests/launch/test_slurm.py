@@ -3,7 +3,6 @@ Ctrl-C cancels, and a framework's own sbatch (prime-rl multi-node) is followed a
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,8 @@ from benchbed.launch.sbatch import SCRIPT_NAME
 from benchbed.pipeline import execute
 from benchbed.spec import build_spec
 from benchbed.store import Store, read_record
+
+from .procs import processes_in
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,17 +37,6 @@ def sim_spec(steps: int, **slurm: object):
 
 def squeue_ids() -> list[str]:
     return subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, timeout=30).stdout.split()
-
-
-def processes_in(run_dir: Path) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == str(run_dir):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def wait_for_job_process(store: Path, timeout_s: float = 60) -> Path:

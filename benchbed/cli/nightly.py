@@ -15,7 +15,7 @@ from rich.table import Table
 
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
-from benchbed.errors import SpecError
+from benchbed.errors import BenchbedError, SpecError
 from benchbed.pipeline import RunOutcome, execute
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
 from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
@@ -228,6 +228,8 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
     from benchbed.history import build_series, load_points
     from benchbed.report.nightly import render_history_html, write_text
 
+    if not store_dir.is_dir():
+        raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
     series = build_series(points, [metric] if metric else None, nights)
     if output:

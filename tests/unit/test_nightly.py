@@ -222,3 +222,12 @@ def test_repeated_keeps_the_spec_id_and_counts_up():
     spec = load_spec(QUICKSTART, ["repeats=3"])
     copies = repeated(spec)
     assert [c.repeat for c in copies] == [0, 1, 2] and {c.spec_id for c in copies} == {spec.spec_id}
+
+
+def test_history_of_a_store_that_does_not_exist_is_an_error(tmp_path):
+    from click.testing import CliRunner
+
+    from benchbed.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["history", "--store", str(tmp_path / "typo"), "--json"])
+    assert result.exit_code == 2 and "no such store" in result.output

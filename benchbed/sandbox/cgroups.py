@@ -175,26 +175,26 @@ class SandboxCgroups:
                 _write(d / "cpu.max", f"{max(1000, int(cpu * 100000))} 100000")
 
     def setup(self, memory_bytes: int, pids_max: int, cpu: float) -> list[Path]:
-        """create() and the procs files of the first leaf, in one blocking call."""
+        """create() and the directories of the first leaf, in one blocking call."""
         self.create(memory_bytes=memory_bytes, pids_max=pids_max, cpu=cpu)
-        return self.procs_files(0)
+        return self.leaf_dirs(0)
 
-    def planned_procs(self, leaf: int) -> list[Path]:
-        """The cgroup.procs files setup() will create for `leaf`, known before anything is created."""
-        files = [m / PARENT / self.name / "cgroup.procs" for m in self.layout.v1_dirs]
+    def planned_dirs(self, leaf: int) -> list[Path]:
+        """The directories setup() will create for `leaf` (each v1 dir, the v2 leaf), known before anything is."""
+        dirs = [m / PARENT / self.name for m in self.layout.v1_dirs]
         if self.layout.v2 is not None:
-            files.append(self.layout.v2 / PARENT / self.name / f"x{leaf}" / "cgroup.procs")
-        return files
+            dirs.append(self.layout.v2 / PARENT / self.name / f"x{leaf}")
+        return dirs
 
-    def procs_files(self, leaf: int) -> list[Path]:
-        """cgroup.procs files a process must join: each v1 dir, and the v2 leaf `x<leaf>`."""
-        files = [d / "cgroup.procs" for d in self.dirs if d != self.v2_dir]
+    def leaf_dirs(self, leaf: int) -> list[Path]:
+        """The directories a process group must join: each v1 dir, and the v2 leaf `x<leaf>` (created here)."""
+        dirs = [d for d in self.dirs if d != self.v2_dir]
         if self.v2_dir is not None:
             path = self.v2_dir / f"x{leaf}"
             path.mkdir()
             self.leaves.append(path)
-            files.append(path / "cgroup.procs")
-        return files
+            dirs.append(path)
+        return dirs
 
     def kill_leaf(self, leaf: int) -> bool:
         if self.v2_dir is None or not self.layout.kill:

@@ -207,16 +207,16 @@ class LocalBackend:
             limits.append((resource.RLIMIT_NPROC, spec.pids_max + 8))
         return ",".join(f"{r}:{v}" for r, v in limits)
 
-    def _exec_script(self, state: LocalState, procs: list[Path], timeout_s: float) -> str:
-        return (f"{self._join_script(procs)}\n{self._rlimit_script(state.spec, timeout_s * state.spec.cpu + 1)}\n"
+    def _exec_script(self, state: LocalState, dirs: list[Path], timeout_s: float) -> str:
+        return (f"{self._join_script(dirs)}\n{self._rlimit_script(state.spec, timeout_s * state.spec.cpu + 1)}\n"
                 f"exec {self.caps.tools['nsenter']} -t {state.payload_pid} -U -m -p -n -i -u -C -r -w "
                 f'-S {state.uid} -G {state.uid} "$@"')  # fmt: skip
 
     @staticmethod
-    def _join_script(procs: list[Path]) -> str:
-        if not procs:
+    def _join_script(dirs: list[Path]) -> str:
+        if not dirs:
             return ":"
-        return " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in procs) + " || exit 121"
+        return " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in dirs) + " || exit 121"
 
     def _bwrap_argv(self, spec: SandboxSpec, info_fd: int) -> list[str]:
         argv = [self.caps.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
@@ -244,24 +244,24 @@ class LocalBackend:
         r, w = os.pipe()
         holder: Child | None = None
         try:
-            procs = cgroups.planned_procs(0) if cgroups is not None else []
+            joins = cgroups.planned_dirs(0) if cgroups is not None else []
             prepare = None
             if cgroups is not None:  # created on the spawn thread, right before the spawn
                 prepare = functools.partial(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
             bwrap = self._bwrap_argv(spec, w)
             if self.caps.helper and self.caps.private_tmpfs:
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid}"
-                argv = [self.caps.helper, "holder", _csv(procs), self._rlimits(spec, spec.lifetime_s * spec.cpu),
+                argv = [self.caps.helper, "holder", _csv(joins), self._rlimits(spec, spec.lifetime_s * spec.cpu),
                         str(WORK_MOUNT), f"benchbed-{sid}", opts, str(uid), "--", *bwrap]  # fmt: skip
             elif self.caps.private_tmpfs:
-                outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
+                outer = f"{self._join_script(joins)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
                 inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
                          f'exec {_drop_to(uid)} "$@"')  # fmt: skip
                 outer += 'exec unshare -m --propagation private /bin/sh -c "$0" sh "$@"'
                 argv = ["/bin/sh", "-c", outer, inner, *bwrap]
             else:
-                outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
+                outer = f"{self._join_script(joins)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 drop = f"{_drop_to(uid)} " if self.caps.per_sandbox_uid else ""
                 argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
@@ -349,7 +349,7 @@ class LocalBackend:
         leaf = next(state.leaf)
         cg = state.cgroups
         before = dict(state.counters)
-        procs = await run_blocking(cg.procs_files, leaf) if cg is not None else []
+        joins = await run_blocking(cg.leaf_dirs, leaf) if cg is not None else []
         spec = state.spec
         extra = {**spec.env, **(env or {})}
         # The payload process's cwd is the working directory, so -w lands there. The program inherits the env the
@@ -357,10 +357,10 @@ class LocalBackend:
         # configures the host-side helpers (LD_PRELOAD and friends).
         prefix = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in {**SANDBOX_ENV, **extra}.items())] if extra else []
         if self.caps.helper:
-            command = [self.caps.helper, "enter", _csv(procs), self._rlimits(spec, timeout_s * spec.cpu + 1),
+            command = [self.caps.helper, "enter", _csv(joins), self._rlimits(spec, timeout_s * spec.cpu + 1),
                        str(state.payload_pid), str(state.uid), "--", *prefix, *argv]  # fmt: skip
         else:
-            command = ["/bin/sh", "-c", self._exec_script(state, procs, timeout_s), "sh", *prefix, *argv]
+            command = ["/bin/sh", "-c", self._exec_script(state, joins, timeout_s), "sh", *prefix, *argv]
         overflow = {"hit": False}
         child_ref: list[Child] = []
 

@@ -143,6 +143,19 @@ def resolve_run_dir(path: Path) -> Path:
     return children[0] if len(children) == 1 else path
 
 
+_RUN_LOG_NAMES = ("trainer.log", "orchestrator.log", "trainer.stdout", "orchestrator.stdout")
+
+
+def marks_run(path: Path) -> Path | None:
+    """The run directory a file marks (for `find_runs`): a metrics.jsonl's folder when configs/, rollouts/ or logs/
+    stand beside it; a trainer or orchestrator log's folder above its logs/."""
+    if path.name == METRICS_FILE and any((path.parent / m).is_dir() for m in ("configs", "rollouts", "logs")):
+        return path.parent
+    if path.name in _RUN_LOG_NAMES:
+        return next((p.parent for p in path.parents if p.name == "logs"), None)
+    return None
+
+
 def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> None:
     run_dir = resolve_run_dir(run_dir)
     data.config = _read_configs(run_dir, data.warnings)

@@ -6,42 +6,20 @@ metric code under slime/observability). See keymap.py for how slime's figures ma
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from benchbed.adapters.base import LaunchPlan
-from benchbed.adapters.slime.discover import classify_in_dir
-from benchbed.adapters.slime.ingest import parse_path
 from benchbed.adapters.slime.options import SlimeOptions
-from benchbed.adapters.slime.render import render as render_spec
 
-from benchbed.runs import runs_under
-from benchbed.spec import ExperimentSpec
-from benchbed.trace import Trace
+from benchbed.adapterkit.adapter import FrameworkAdapter
 
 
-class SlimeAdapter:
-    """benchbed's adapter for THUDM/slime."""
+class SlimeAdapter(FrameworkAdapter):
+    """benchbed's adapter for THUDM/slime: a run is a folder with console logs, TensorBoard event files or rollout
+    dumps (a run's tensorboard*/ and *dump*/ folders belong to the run directory above them)."""
 
     name = "slime"
     options_model = SlimeOptions
-
-    def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
-        return render_spec(spec, Path(run_dir))
-
-    def parse(self, path: Path) -> Trace:
-        return parse_path(Path(path))
-
-    def find_runs(self, path: Path) -> list[Path]:
-        """Directories under `path` holding slime console logs, TensorBoard event files or rollout dumps (a
-        run's tensorboard*/ and *dump*/ folders belong to the run directory above them)."""
-        return runs_under(Path(path), _marks_run)
-
-
-def _marks_run(path: Path) -> Path | None:
-    if not classify_in_dir(path):
-        return None
-    folder = path.parent
-    return folder.parent if folder.name.startswith("tensorboard") or "dump" in folder.name else folder
+    renderer = ".render:render"
+    parser = ".ingest:parse_path"
+    run_marker = ".discover:marks_run"
 
 
 __all__ = ["SlimeAdapter"]

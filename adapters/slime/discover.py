@@ -38,3 +38,12 @@ def classify_in_dir(path: Path) -> list[str]:
 def find_artifacts(path: Path) -> Artifacts:
     """Classify a single file, or every file under a run directory."""
     return discover(path, classify_in_dir if path.is_dir() else _classify_file)
+
+
+def marks_run(path: Path) -> Path | None:
+    """The run directory a slime file marks (for `find_runs`): its folder, or the one above a run's tensorboard*/
+    and *dump*/ folders."""
+    if not classify_in_dir(path):
+        return None
+    folder = path.parent
+    return folder.parent if folder.name.startswith("tensorboard") or "dump" in folder.name else folder

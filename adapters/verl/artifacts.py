@@ -10,6 +10,7 @@ from benchbed.adapters.verl.rollouts import is_rollout_dump
 from benchbed.adapters.verl.worker_logs import might_hold_failures
 
 from benchbed.adapterkit.artifacts import SKIP_DIRS, Artifacts, discover
+from benchbed.errors import NotThisFrameworkError
 
 JSONL, CONSOLE, ROLLOUT_DUMPS, WORKER_LOGS, HYDRA_CONFIG = "jsonl", "console", "rollout_dumps", "worker_logs", "hydra"
 _LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
@@ -54,3 +55,13 @@ def read_hydra_config(path: Path) -> dict[str, Any] | None:
     except (OSError, yaml.YAMLError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def marks_run(path: Path) -> Path | None:
+    """A verl file-logger JSONL marks its folder as a run (for `find_runs`)."""
+    if path.suffix != ".jsonl":
+        return None
+    try:
+        return path.parent if is_file_logger_jsonl(path) else None
+    except (NotThisFrameworkError, OSError):
+        return None

@@ -1,5 +1,6 @@
 """The adapter kit: the chores every framework adapter shares, one module per chore.
 
+- `adapter`: `FrameworkAdapter`, the adapter class declared as data; render/parse/find_runs delegate, lazily.
 - `lines`: tolerant JSON-Lines and text reading; every skipped line is named by file and line number.
 - `artifacts`: walk a run directory once and sort its files into the kinds an adapter asks for.
 - `groups`: per-group reward statistics with one NaN policy.

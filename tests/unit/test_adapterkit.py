@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from benchbed import keys as K
+from benchbed.adapterkit.adapter import FrameworkAdapter
 from benchbed.adapterkit.artifacts import discover
 from benchbed.adapterkit.breakdown import TOLERANCE_S, StepBreakdown
 from benchbed.adapterkit.groups import group_stats
@@ -17,6 +20,7 @@ from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.adapterkit.lines import JsonLines, loads_finite, loads_lenient
 from benchbed.adapterkit.rows import AggRows, EventRows
 from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.runs import by_name
 from benchbed.trace import TraceBuilder, TraceMeta
 
 
@@ -155,9 +159,41 @@ def test_key_map_refuses_unknown_keys_units_and_releases(tmp_path: Path) -> None
             load_keymap(_write_map(tmp_path / f"{len(message)}.toml", body))
 
 
-@pytest.mark.parametrize("framework", ["verl", "slime", "prime_rl"])
+@pytest.mark.parametrize("framework", ["verl", "slime", "prime_rl", "example"])
 def test_every_adapter_key_map_loads(framework: str) -> None:
     root = Path(__file__).resolve().parents[2] / "adapters" / framework / "keymap.toml"
     km = load_keymap(root)
     assert km.entries and all(e.role for e in km.entries)
     assert json.dumps([e.native for e in km.entries])  # plain data
+
+
+def test_framework_adapters_import_their_code_on_first_use(tmp_path: Path) -> None:
+    """Loading an adapter (as `benchbed --help` and spec loading do) imports no renderer or parser; a call does."""
+    code = """
+import sys
+from benchbed.adapters.base import get_adapter
+names = ("verl", "slime", "prime_rl", "example")
+adapters = [get_adapter(n) for n in names]
+loaded = lambda: sorted(m for m in sys.modules if m.split(".")[2:3] in [[n] for n in names]
+                        and m.rsplit(".", 1)[1] in ("render", "parse", "ingest"))
+print(loaded())
+adapters[0].find_runs(sys.argv[1])
+adapters[3].find_runs(sys.argv[1])
+print(loaded())
+"""
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["[]", "['benchbed.adapters.example.parse']"]
+
+
+class _Toy(FrameworkAdapter):
+    name = "toy"
+    renderer = "benchbed.adapters.example.render:render_plan"
+    parser = "benchbed.adapterkit.lines:first_content_line"  # not a parser: any function named by reference
+    run_marker = by_name(("toy.log",))
+
+
+def test_framework_adapter_resolves_references_and_keeps_functions_unbound(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "toy.log").write_text("\n\nfirst\n")
+    assert _Toy().find_runs(tmp_path) == [tmp_path / "a" / "b"]
+    assert _Toy().parse(tmp_path / "a" / "b" / "toy.log") == b"first\n"

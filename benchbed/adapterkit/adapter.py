@@ -1,0 +1,61 @@
+"""The class a framework adapter declares: its name, its options model, and where its renderer, parser and run
+marker live. The delegation to them is written here once; named modules are imported on first use, so loading
+the adapter (for `benchbed --help`, a spec's table, the registry) imports none of its parsing code."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+from benchbed.runs import runs_under
+
+if TYPE_CHECKING:
+    from benchbed.adapters.base import LaunchPlan
+    from benchbed.spec import ExperimentSpec
+    from benchbed.trace import Trace
+
+# A function, or where it lives: "package.module:function", or ".module:function" relative to the adapter's package.
+Ref = str | Callable[..., Any]
+
+
+class FrameworkAdapter:
+    """An adapter (the `benchbed.adapters.base.Adapter` contract) as data: a subclass sets `name`, `options_model`,
+    `renderer` (spec, run_dir) -> LaunchPlan, `parser` (path) -> Trace and `run_marker` (file) -> the run
+    directory it marks, or None (see `benchbed.runs.runs_under`)."""
+
+    name: ClassVar[str]
+    options_model: ClassVar[type[BaseModel] | None] = None
+    renderer: ClassVar[Ref]
+    parser: ClassVar[Ref]
+    run_marker: ClassVar[Ref]
+
+    def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
+        """The command that runs `spec` with its artifacts written under `run_dir`."""
+        return self._function("renderer")(spec, Path(run_dir))
+
+    def parse(self, path: Path) -> Trace:
+        """A run directory or a native file as the canonical trace (NotThisFrameworkError for another's)."""
+        return self._function("parser")(Path(path))
+
+    def find_runs(self, path: Path) -> list[Path]:
+        """The run directories under `path`: those its files mark, outermost first."""
+        return runs_under(Path(path), self._function("run_marker"))
+
+    def _function(self, role: str) -> Callable[..., Any]:
+        ref = getattr(type(self), role)  # read on the class: a plain function stays unbound
+        if callable(ref):
+            return ref
+        return _resolve(ref, sys.modules[type(self).__module__].__package__ or "")
+
+
+@cache
+def _resolve(ref: str, package: str) -> Callable[..., Any]:
+    """Import "module:function" (a leading "." is relative to `package`) and return the function."""
+    module, _, function = ref.partition(":")
+    return getattr(importlib.import_module(module, package), function)

@@ -108,6 +108,15 @@ class KeyMap:
             raise AdapterError(f"{self.path}: {self.framework} key map has no release {release!r} ({self.releases})")
         return [e for e in self.entries if (role is None or e.role == role) and self.applies(e, release, mode)]
 
+    def across_releases(self, role: str) -> dict[str, str]:
+        """native -> canonical of a role over every release (oldest first, each in file order), each native once:
+        for parsers that read every release's keys and tell a file's era from the keys it has."""
+        out: dict[str, str] = {}
+        for release in self.releases:
+            for entry in self.at(release, role):
+                out.setdefault(entry.native, entry.canonical)
+        return out
+
     def mapping(self, release: str, role: str, mode: str | None = None) -> dict[str, str]:
         """native -> canonical for the exact (non-pattern) entries of one role."""
         return {e.native: e.canonical for e in self.at(release, role, mode) if not e.is_pattern}

@@ -137,10 +137,20 @@ role = "timer"
 first = "0.9"
 modes = ["async"]
 [[key]]
+native = "t/old"
+canonical = "trainer.wait"
+unit = "s"
+role = "timer"
+last = "0.4"
+[[key]]
 native = "agg/*/error/*"
 role = "keep"
+[lines]
+step = '^step (?P<step>\\d+) took'
 """))  # fmt: skip
-    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step"}
+    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step", "t/old": "trainer.wait"}
+    assert list(km.across_releases("timer")) == ["t/step", "t/old", "t/new"]  # oldest release first
+    assert km.lines["step"].match("step 12 took 3 s").group("step") == "12"
     assert km.mapping("0.9", "timer", "async") == {"t/step": "trainer.step", "t/new": "trainer.compute"}
     assert km.mapping("0.9", "timer", "sync") == {"t/step": "trainer.step"}
     keep = km.matcher("0.9", "keep")

@@ -132,6 +132,9 @@ def _write(path: Path, value: str) -> None:
         os.close(fd)
 
 
+Limits = tuple[int, int, float]  # memory bytes, pids, cpu cores
+
+
 @dataclass
 class SandboxCgroups:
     """The cgroups of one sandbox: v1 dirs per controller, one v2 dir with a leaf per process group (x0, x1 ...)."""
@@ -141,8 +144,10 @@ class SandboxCgroups:
     dirs: list[Path] = field(default_factory=list)
     leaves: list[Path] = field(default_factory=list)
     v2_dir: Path | None = None
+    limits: Limits | None = None
 
-    def create(self, *, memory_bytes: int, pids_max: int, cpu: float) -> None:
+    def make_dirs(self) -> None:
+        """mkdir the sandbox's directories (each v1 controller's, the v2 one with controllers enabled)."""
         lay = self.layout
         v2_ctrls = [c for c, (ver, _) in lay.limits.items() if ver == "v2"]
         if lay.v2 is not None:
@@ -155,6 +160,11 @@ class SandboxCgroups:
             d = mount / PARENT / self.name
             _mkdir(d, [])
             self.dirs.append(d)
+
+    def set_limits(self, limits: Limits) -> None:
+        """Write memory (and swap), pids and cpu caps; before any process joins."""
+        memory_bytes, pids_max, cpu = limits
+        lay = self.layout
         for ctrl, (ver, mount) in lay.limits.items():
             d = self.v2_dir if ver == "v2" else mount / PARENT / self.name
             assert d is not None
@@ -173,28 +183,30 @@ class SandboxCgroups:
                 _write(d / "cpu.cfs_quota_us", str(max(1000, int(cpu * 100000))))
             elif ctrl == "cpu":
                 _write(d / "cpu.max", f"{max(1000, int(cpu * 100000))} 100000")
+        self.limits = limits
 
-    def setup(self, memory_bytes: int, pids_max: int, cpu: float) -> list[Path]:
-        """create() and the procs files of the first leaf, in one blocking call."""
-        self.create(memory_bytes=memory_bytes, pids_max=pids_max, cpu=cpu)
-        return self.procs_files(0)
+    def setup(self, limits: Limits) -> list[Path]:
+        """make_dirs(), set_limits() and the first leaf, in one blocking call; returns the dirs to join."""
+        self.make_dirs()
+        self.set_limits(limits)
+        return self.leaf_dirs(0)
 
-    def planned_procs(self, leaf: int) -> list[Path]:
-        """The cgroup.procs files setup() will create for `leaf`, known before anything is created."""
-        files = [m / PARENT / self.name / "cgroup.procs" for m in self.layout.v1_dirs]
+    def planned_dirs(self, leaf: int) -> list[Path]:
+        """The directories setup() will create for `leaf` (each v1 dir, the v2 leaf), known before anything is."""
+        dirs = [m / PARENT / self.name for m in self.layout.v1_dirs]
         if self.layout.v2 is not None:
-            files.append(self.layout.v2 / PARENT / self.name / f"x{leaf}" / "cgroup.procs")
-        return files
+            dirs.append(self.layout.v2 / PARENT / self.name / f"x{leaf}")
+        return dirs
 
-    def procs_files(self, leaf: int) -> list[Path]:
-        """cgroup.procs files a process must join: each v1 dir, and the v2 leaf `x<leaf>`."""
-        files = [d / "cgroup.procs" for d in self.dirs if d != self.v2_dir]
+    def leaf_dirs(self, leaf: int) -> list[Path]:
+        """The directories a process group must join: each v1 dir, and the v2 leaf `x<leaf>` (created here)."""
+        dirs = [d for d in self.dirs if d != self.v2_dir]
         if self.v2_dir is not None:
             path = self.v2_dir / f"x{leaf}"
             path.mkdir()
             self.leaves.append(path)
-            files.append(path / "cgroup.procs")
-        return files
+            dirs.append(path)
+        return dirs
 
     def kill_leaf(self, leaf: int) -> bool:
         if self.v2_dir is None or not self.layout.kill:

@@ -15,12 +15,13 @@ import resource
 import shlex
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.capabilities import WORK_MOUNT, LocalCapabilities, detect
-from benchbed.sandbox.cgroups import SandboxCgroups, remove_parents, sweep
+from benchbed.sandbox.cgroups import Limits, SandboxCgroups, remove_parents, sweep
 from benchbed.sandbox.procs import Child, become_subreaper, reap_orphans, release_subreaper, run_blocking
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,8 @@ class LocalState:
     cgroups: SandboxCgroups | None
     holder: Child
     sandbox_pid: int
-    payload_pid: int
     spec: SandboxSpec
+    payload_pid: int | None = None  # found on the first exec: bookkeeping kept off the start's critical path
     execs: list[Child] = field(default_factory=list)
     leaf: itertools.count = field(default_factory=lambda: itertools.count(1))
     lifetime: asyncio.TimerHandle | None = None
@@ -92,8 +93,9 @@ def etc_snapshot(root: Path = ETC_CACHE) -> Path | None:
         return None
 
 
-def _symlinks_and_binds(extra: list[str], etc: Path | None) -> list[str]:
-    """Bind /usr and the few /etc files read-only; mirror /bin, /lib... as symlinks when the host has them so."""
+def _host_binds(etc: Path | None) -> list[str]:
+    """Bind /usr and the few /etc files read-only; mirror /bin, /lib... as symlinks when the host has them so.
+    The same for every sandbox of a process: computed once per backend."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = Path("/") / name
@@ -107,8 +109,6 @@ def _symlinks_and_binds(extra: list[str], etc: Path | None) -> list[str]:
         for name in ETC_FILES:
             if (Path("/etc") / name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    for path in extra:
-        args += ["--ro-bind", path, path]
     return args
 
 
@@ -184,6 +184,10 @@ class LocalBackend:
         self.live: dict[str, Handle] = {}
         self._uid_block = UID_BASE + (os.getpid() % 1000) * 100_000
         self.etc = etc_snapshot() if self.caps.root else None
+        self.host_binds = _host_binds(self.etc)
+        self.spare: asyncio.Future[SandboxCgroups] | None = None  # cgroups made ahead for the next create
+        self.closing = False
+        self.starting = 0  # creates between request and ready
         self.subreaper = become_subreaper()
         if not self.subreaper:
             self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
@@ -207,21 +211,21 @@ class LocalBackend:
             limits.append((resource.RLIMIT_NPROC, spec.pids_max + 8))
         return ",".join(f"{r}:{v}" for r, v in limits)
 
-    def _exec_script(self, state: LocalState, procs: list[Path], timeout_s: float) -> str:
-        return (f"{self._join_script(procs)}\n{self._rlimit_script(state.spec, timeout_s * state.spec.cpu + 1)}\n"
+    def _exec_script(self, state: LocalState, dirs: list[Path], timeout_s: float) -> str:
+        return (f"{self._join_script(dirs)}\n{self._rlimit_script(state.spec, timeout_s * state.spec.cpu + 1)}\n"
                 f"exec {self.caps.tools['nsenter']} -t {state.payload_pid} -U -m -p -n -i -u -C -r -w "
                 f'-S {state.uid} -G {state.uid} "$@"')  # fmt: skip
 
     @staticmethod
-    def _join_script(procs: list[Path]) -> str:
-        if not procs:
+    def _join_script(dirs: list[Path]) -> str:
+        if not dirs:
             return ":"
-        return " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in procs) + " || exit 121"
+        return " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in dirs) + " || exit 121"
 
     def _bwrap_argv(self, spec: SandboxSpec, info_fd: int) -> list[str]:
         argv = [self.caps.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", *_symlinks_and_binds(spec.ro_binds, self.etc), "--proc", "/proc", "--dev", "/dev",
-                "--size", str(min(spec.disk_mb, 64) << 20), "--tmpfs", "/dev/shm"]  # fmt: skip
+                "--new-session", *self.host_binds, *[a for p in spec.ro_binds for a in ("--ro-bind", p, p)],
+                "--proc", "/proc", "--dev", "/dev", "--size", str(min(spec.disk_mb, 64) << 20), "--tmpfs", "/dev/shm"]
         if self.caps.private_tmpfs:
             argv += ["--bind", str(WORK_MOUNT), WORKDIR]
         else:
@@ -234,44 +238,68 @@ class LocalBackend:
                  "/bin/sh", "-c", "echo R && read -r _"]  # fmt: skip  (blocks on a pipe we never write)
         return argv
 
-    async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle:
+    def _cgroups_for(self, limits: Limits) -> tuple[int, SandboxCgroups | None, Callable[[], object] | None]:
+        """The sandbox's sequence number, its cgroups and the blocking set-up left to do before the spawn: the spare
+        made ahead when it is ready (limits rewritten when this spec's differ), else new cgroups made then."""
+        if not (self.caps.cgroups.limits or self.caps.cgroups.kill):
+            return next(_seq), None, None
+        spare = self.spare
+        if spare is not None and spare.done():
+            self.spare = None
+            if spare.exception() is None:
+                cg = spare.result()
+                setup = None if cg.limits == limits else functools.partial(cg.set_limits, limits)
+                return int(cg.name.rsplit("-", 1)[1]), cg, setup
         seq = next(_seq)
+        cg = SandboxCgroups(self.caps.cgroups, f"{os.getpid()}-{seq}")
+        return seq, cg, functools.partial(cg.setup, limits)
+
+    def _make_spare(self, limits: Limits) -> None:
+        """Start making the next sandbox's cgroups (dirs, limits, first leaf) on a spawn thread, unless under way.
+        Called from close: made during a start, the thread's Python would compete for the GIL on that start's path."""
+        if self.spare is None and not self.closing and (self.caps.cgroups.limits or self.caps.cgroups.kill):
+            cg = SandboxCgroups(self.caps.cgroups, f"{os.getpid()}-{next(_seq)}")
+
+            def make() -> SandboxCgroups:
+                cg.setup(limits)
+                return cg
+
+            self.spare = run_blocking(make)
+
+    async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle:
+        limits = (spec.memory_mb << 20, spec.pids_max, spec.cpu)
+        seq, cgroups, prepare = self._cgroups_for(limits)
         sid = f"{os.getpid()}-{seq}"
         uid = self._uid_block + seq % 100_000 if self.caps.per_sandbox_uid else os.getuid()
-        cgroups: SandboxCgroups | None = None
-        if self.caps.cgroups.limits or self.caps.cgroups.kill:
-            cgroups = SandboxCgroups(self.caps.cgroups, sid)
         r, w = os.pipe()
         holder: Child | None = None
+        self.starting += 1
         try:
-            procs = cgroups.planned_procs(0) if cgroups is not None else []
-            prepare = None
-            if cgroups is not None:  # created on the spawn thread, right before the spawn
-                prepare = functools.partial(cgroups.setup, spec.memory_mb << 20, spec.pids_max, spec.cpu)
+            joins = cgroups.planned_dirs(0) if cgroups is not None else []
             bwrap = self._bwrap_argv(spec, w)
             if self.caps.helper and self.caps.private_tmpfs:
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid}"
-                argv = [self.caps.helper, "holder", _csv(procs), self._rlimits(spec, spec.lifetime_s * spec.cpu),
+                argv = [self.caps.helper, "holder", _csv(joins), self._rlimits(spec, spec.lifetime_s * spec.cpu),
                         str(WORK_MOUNT), f"benchbed-{sid}", opts, str(uid), "--", *bwrap]  # fmt: skip
             elif self.caps.private_tmpfs:
-                outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
+                outer = f"{self._join_script(joins)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid},nosuid,nodev"
                 inner = (f"mount -t tmpfs -o {opts} benchbed-{sid} {WORK_MOUNT} || exit 123\n"
                          f'exec {_drop_to(uid)} "$@"')  # fmt: skip
                 outer += 'exec unshare -m --propagation private /bin/sh -c "$0" sh "$@"'
                 argv = ["/bin/sh", "-c", outer, inner, *bwrap]
             else:
-                outer = f"{self._join_script(procs)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
+                outer = f"{self._join_script(joins)}\n{self._rlimit_script(spec, spec.lifetime_s * spec.cpu)}\n"
                 drop = f"{_drop_to(uid)} " if self.caps.per_sandbox_uid else ""
                 argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
+            # The only sandbox starting spawns on the loop thread: a thread hand-off is two wake-ups on its path.
             holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV, stdin_pipe=True,
-                                       prepare=prepare)  # fmt: skip
+                                       prepare=prepare, inline=self.starting == 1)  # fmt: skip
             os.close(w)
             w = -1
             on_step("started")
             sandbox_pid = await self._wait_ready(holder, r, deadline_s)
-            payload_pid = _first_child(sandbox_pid)
         except BaseException as exc:
             if w >= 0:
                 os.close(w)
@@ -282,9 +310,10 @@ class LocalBackend:
             if isinstance(exc, OSError):
                 raise SandboxFailure("internal", f"cannot set up sandbox {sid}: {exc}", sandbox_id=sid) from exc
             raise
+        finally:
+            self.starting -= 1
         os.close(r)
-        state = LocalState(uid=uid, cgroups=cgroups, holder=holder, sandbox_pid=sandbox_pid, payload_pid=payload_pid,
-                           spec=spec)  # fmt: skip
+        state = LocalState(uid=uid, cgroups=cgroups, holder=holder, sandbox_pid=sandbox_pid, spec=spec)
         handle = Handle(id=sid, backend=self.name, key=key, state=state, warnings=self.warnings)
         loop = asyncio.get_running_loop()
         state.lifetime = loop.call_later(spec.lifetime_s, self._expire, handle)
@@ -346,10 +375,15 @@ class LocalBackend:
         if state.holder.exited.done() or state.expired:
             reason = "lifetime_timeout" if state.expired else "lost"
             return ExecResult(exit_code=None, reason=reason, message="sandbox is no longer running")
+        if state.payload_pid is None:
+            try:
+                state.payload_pid = _first_child(state.sandbox_pid)
+            except SandboxFailure as exc:
+                return ExecResult(exit_code=None, reason=exc.reason, message=exc.message)
         leaf = next(state.leaf)
         cg = state.cgroups
         before = dict(state.counters)
-        procs = await run_blocking(cg.procs_files, leaf) if cg is not None else []
+        joins = await run_blocking(cg.leaf_dirs, leaf) if cg is not None else []
         spec = state.spec
         extra = {**spec.env, **(env or {})}
         # The payload process's cwd is the working directory, so -w lands there. The program inherits the env the
@@ -357,10 +391,10 @@ class LocalBackend:
         # configures the host-side helpers (LD_PRELOAD and friends).
         prefix = ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in {**SANDBOX_ENV, **extra}.items())] if extra else []
         if self.caps.helper:
-            command = [self.caps.helper, "enter", _csv(procs), self._rlimits(spec, timeout_s * spec.cpu + 1),
+            command = [self.caps.helper, "enter", _csv(joins), self._rlimits(spec, timeout_s * spec.cpu + 1),
                        str(state.payload_pid), str(state.uid), "--", *prefix, *argv]  # fmt: skip
         else:
-            command = ["/bin/sh", "-c", self._exec_script(state, procs, timeout_s), "sh", *prefix, *argv]
+            command = ["/bin/sh", "-c", self._exec_script(state, joins, timeout_s), "sh", *prefix, *argv]
         overflow = {"hit": False}
         child_ref: list[Child] = []
 
@@ -452,6 +486,8 @@ class LocalBackend:
         state: LocalState = handle.state
         if state.lifetime is not None:
             state.lifetime.cancel()
+        if state.cgroups is not None and state.cgroups.limits is not None:
+            self._make_spare(state.cgroups.limits)  # while this one is torn down, off every start's path
         await self._destroy(state.holder, state.cgroups, list(state.execs), state.sandbox_pid)
         handle.closed = True
         self.live.pop(handle.id, None)
@@ -494,6 +530,11 @@ class LocalBackend:
     async def sweep(self, *, final: bool = False) -> int:
         count = 0
         if final:
+            self.closing = True
+            if self.spare is not None:  # let it land, so that the sweep below removes it
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.spare)
+                self.spare = None
             for handle in list(self.live.values()):
                 with contextlib.suppress(SandboxFailure):
                     await self.close(handle)

@@ -93,8 +93,10 @@ class Child:
         env: dict[str, str] | None = None,
         stdin_pipe: bool = False,
         prepare: Callable[[], object] | None = None,
+        inline: bool = False,
     ) -> Child:
-        """Spawn on a worker thread; `prepare` runs there first (one hand-off for set-up and spawn)."""
+        """Spawn on a worker thread, or with `inline` on the loop's (no hand-off there and back, for a caller that
+        knows nothing else is spawning); `prepare` runs first, on the same thread."""
         stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
 
         def work() -> subprocess.Popen[bytes]:
@@ -105,6 +107,8 @@ class Child:
                 close_fds=True, pass_fds=tuple(pass_fds), env=env,
             )  # fmt: skip
 
+        if inline:
+            return cls(work(), cap=cap, on_overflow=on_overflow)
         spawning = run_blocking(work)
         try:
             popen = await asyncio.shield(spawning)

@@ -22,6 +22,9 @@ def test_builds_and_rejects_bad_arguments(tmp_path):
     out = subprocess.run([str(binary), "holder", "-", "7:notanumber", "/x", "s", "o", "0", "--", "true"],
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 122 and "7:notanumber" in out.stderr
+    out = subprocess.run([str(binary), "holder", "/nonexistent/cg", "-", "/x", "s", "o", "0", "--", "true"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 121 and "/nonexistent/cg" in out.stderr  # a cgroup that cannot be joined
     assert helper.build(tmp_path) == (binary, "")  # cached
 
 

@@ -11,12 +11,8 @@ KEYMAP: KeyMap = load_keymap(Path(__file__).with_name("keymap.toml"))
 
 
 def _role(role: str) -> list[tuple[str, str]]:
-    """(native, canonical) of a role over every release, in file order, each native once."""
-    seen: dict[str, str] = {}
-    for release in KEYMAP.releases:
-        for entry in KEYMAP.at(release, role):
-            seen.setdefault(entry.native, entry.canonical)
-    return list(seen.items())
+    """(native, canonical) of a role over every release, each native once."""
+    return list(KEYMAP.across_releases(role).items())
 
 
 def _timer(native: str) -> str:

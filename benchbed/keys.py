@@ -25,6 +25,7 @@ SAMPLES_DROPPED_STALE = "samples.dropped_stale"
 GROUPS_FINISHED = "groups.finished"
 GROUPS_ZERO_ADV = "groups.zero_adv"
 SAMPLES_PARTIAL_BUFFERED = "samples.partial_buffered"
+SAMPLES_TRAINED_TOKENS = "samples.trained_tokens"
 
 KEYS: dict[str, str] = {
     TRAINER_STEP: "one training step, from the end of the previous step to the end of this one",
@@ -47,6 +48,7 @@ KEYS: dict[str, str] = {
     GROUPS_FINISHED: "agg: groups whose last sample finished during the step",
     GROUPS_ZERO_ADV: "agg: finished groups whose rewards all agree (no gradient)",
     SAMPLES_PARTIAL_BUFFERED: "agg: in-flight samples aborted into the partial-rollout buffer during the step",
+    SAMPLES_TRAINED_TOKENS: "agg: prompt + response tokens of the samples the step trained on",
 }
 
 # A framework's own per-step aggregates, kept for cross-checks. `framework.<metric>` carries the

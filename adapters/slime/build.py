@@ -144,10 +144,22 @@ def emit_trainer(
             b.agg(M.FRAMEWORK_IDLE, parts.step, float(ratio), actor="trainer")
         _native(b, parts.step, values, "trainer")
         _train_counters(b, c, rid, parts.step)
+        tokens = _trained_tokens(values)
+        if tokens is not None:
+            b.agg(M.TRAINED_TOKENS, parts.step, tokens, actor="trainer")
     if ends is not None:
         T.emit_spans(b, steps, ends, origin)
     else:
         T.emit_agg(b, steps)
+
+
+def _trained_tokens(values: dict[str, object]) -> float | None:
+    """The step's trained tokens: slime's tokens-per-second of actor_train times that timer (whole batch)."""
+    rate, seconds = values.get(M.TRAINED_TOKENS_RATE), values.get(M.TRAINED_TOKENS_TIME)
+    if not (_num(rate) and _num(seconds)):
+        return None
+    tokens = float(rate) * float(seconds)  # type: ignore[arg-type]
+    return float(round(tokens)) if math.isfinite(tokens) and tokens >= 0 else None
 
 
 def _train_counters(b: TraceBuilder, c: Collected, rid: int, step: int) -> None:
@@ -239,6 +251,8 @@ def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> Non
                 status=status,
                 value=s.reward,
                 attrs=attrs_json(attrs),
+                prompt_tokens=s.tokens - s.response_length if s.tokens >= s.response_length >= 0 else -1,
+                response_tokens=s.response_length if s.tokens >= s.response_length >= 0 else -1,
             )
             if times:
                 b.span(K.ROLLOUT, times[0] - origin, times[1] - origin, **fields)

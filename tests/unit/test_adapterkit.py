@@ -171,10 +171,20 @@ role = "timer"
 first = "0.9"
 modes = ["async"]
 [[key]]
+native = "t/old"
+canonical = "trainer.wait"
+unit = "s"
+role = "timer"
+last = "0.4"
+[[key]]
 native = "agg/*/error/*"
 role = "keep"
+[lines]
+step = '^step (?P<step>\\d+) took'
 """))  # fmt: skip
-    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step"}
+    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step", "t/old": "trainer.wait"}
+    assert list(km.across_releases("timer")) == ["t/step", "t/old", "t/new"]  # oldest release first
+    assert km.lines["step"].match("step 12 took 3 s").group("step") == "12"
     assert km.mapping("0.9", "timer", "async") == {"t/step": "trainer.step", "t/new": "trainer.compute"}
     assert km.mapping("0.9", "timer", "sync") == {"t/step": "trainer.step"}
     keep = km.matcher("0.9", "keep")
@@ -183,11 +193,12 @@ role = "keep"
         ("0.9", True), ("0.9", False), ("0.4", False), ("abc123", True), ("abc123", False)]  # fmt: skip
 
 
-def test_key_map_refuses_unknown_keys_units_and_releases(tmp_path: Path) -> None:
+def test_key_map_refuses_unknown_keys_units_releases_and_line_patterns(tmp_path: Path) -> None:
     for body, message in (
         ('[[key]]\nnative = "a"\ncanonical = "trainer.idle"\nrole = "r"\n', "not in benchbed/keys.py"),
         ('[[key]]\nnative = "a"\nunit = "parsecs"\nrole = "r"\n', "unit 'parsecs'"),
         ('[[key]]\nnative = "a"\nrole = "r"\nfirst = "1.0"\n', "release '1.0' is not in releases"),
+        ("[lines]\nstep = '^Step (\\d+'\n", r"\[lines\] step: not a regular expression \(missing \)"),
     ):
         with pytest.raises(AdapterError, match=message):
             load_keymap(_write_map(tmp_path / f"{len(message)}.toml", body))

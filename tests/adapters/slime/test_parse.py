@@ -176,24 +176,35 @@ def test_dump_from_incompatible_version_names_the_missing_fields() -> None:
         SlimeAdapter().parse(FIX / "bad_dump_version")
 
 
+def _without(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """Imports of `module` fail, as when the `local` extra is not installed."""
+    real_import = builtins.__import__
+
+    def guarded(name: str, *args, **kwargs):
+        if name == module or name.startswith(f"{module}."):
+            raise ImportError(f"No module named {module!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", guarded)
+
+
 def test_without_torch_dumps_are_reported_and_the_rest_is_ingested(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     shutil.copytree(FIX / "fully_async_swe", tmp_path / "run")
-    real_import = builtins.__import__
-
-    def no_torch(name: str, *args, **kwargs):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("No module named 'torch'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_torch)
+    _without(monkeypatch, "torch")
     trace = SlimeAdapter().parse(tmp_path / "run")
     assert any("3 rollout dump(s) found but not read" in w and "benchbed[local]" in w for w in trace.meta.warnings)
     assert len(trace.events[trace.events["key"] == K.ROLLOUT]) == 0
     assert len(trace.events[trace.events["key"] == K.TRAINER_STEP]) == 3
     with pytest.raises(AdapterError, match=r"benchbed\[local\]"):
         SlimeAdapter().parse(tmp_path / "run" / "rollout_dumps")
+
+
+def test_without_tensorboard_a_tensorboard_only_run_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without(monkeypatch, "tensorboard")
+    with pytest.raises(AdapterError, match=r"^2 TensorBoard event file\(s\) found but not read: .*benchbed\[local\]"):
+        parse("tb_only_sync")
 
 
 def test_empty_or_missing_paths(tmp_path: Path) -> None:

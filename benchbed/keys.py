@@ -12,6 +12,7 @@ TRAINER_CHECKPOINT = "trainer.checkpoint"
 TRAINER_OTHER = "trainer.other"
 ROLLOUT = "rollout"
 ROLLOUT_GROUP = "rollout.group"
+ROLLOUT_BUFFERED = "rollout.buffered"
 GENERATOR_PAUSED = "generator.paused"
 SANDBOX_QUEUE = "sandbox.queue"
 SANDBOX_START = "sandbox.start"
@@ -36,6 +37,7 @@ KEYS: dict[str, str] = {
     TRAINER_OTHER: "the rest of the step (validation, offload/onload, data loading)",
     ROLLOUT: "one sample: v_start, v_end, v_train, status, reward in attrs",
     ROLLOUT_GROUP: "a finished group: reward std, accepted or why not",
+    ROLLOUT_BUFFERED: "a partial rollout waiting in the buffer between two generation segments: it holds no slot",
     GENERATOR_PAUSED: "free generator slots held back by admission (staleness bound, sync alternation, weight sync)",
     SANDBOX_QUEUE: "request waiting for an admission slot",
     SANDBOX_START: "create -> ready; status is ok or the failure reason",

@@ -1,15 +1,13 @@
 """prime-rl adapter: render a spec into an `rl` TOML launch, and read prime-rl runs into the canonical trace.
 
-Supports prime-rl@559b447 (v0.8.1.dev, HEAD era) for rendering; parsing reads the HEAD era (metrics.jsonl and
-per-step traces.jsonl), v0.6-v0.8.0 (opt-in file monitor) and <= v0.5 (console logs only)."""
+Supports prime-rl@559b447 (v0.8.1.dev67, HEAD 2026-08-21) for rendering; parsing reads the HEAD era (metrics.jsonl and
+per-step traces.jsonl), v0.6-v0.8.0 (60bc295; opt-in file monitor) and <= v0.5 (63331ad; console logs only)."""
 
 from __future__ import annotations
 
 from benchbed.adapters.prime_rl.options import PrimeRLOptions
 
 from benchbed.adapterkit.adapter import FrameworkAdapter
-
-SUPPORTED_COMMITS = {"559b447": "v0.8.1.dev67 (HEAD 2026-08-21)", "60bc295": "v0.8.0", "63331ad": "v0.5.0"}
 
 
 class PrimeRLAdapter(FrameworkAdapter):
@@ -23,4 +21,4 @@ class PrimeRLAdapter(FrameworkAdapter):
     run_marker = ".parse:marks_run"
 
 
-__all__ = ["PrimeRLAdapter", "SUPPORTED_COMMITS"]
+__all__ = ["PrimeRLAdapter"]

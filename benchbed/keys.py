@@ -12,6 +12,7 @@ TRAINER_CHECKPOINT = "trainer.checkpoint"
 TRAINER_OTHER = "trainer.other"
 ROLLOUT = "rollout"
 ROLLOUT_GROUP = "rollout.group"
+ROLLOUT_BUFFERED = "rollout.buffered"
 GENERATOR_PAUSED = "generator.paused"
 SANDBOX_QUEUE = "sandbox.queue"
 SANDBOX_START = "sandbox.start"
@@ -25,6 +26,7 @@ SAMPLES_DROPPED_STALE = "samples.dropped_stale"
 GROUPS_FINISHED = "groups.finished"
 GROUPS_ZERO_ADV = "groups.zero_adv"
 SAMPLES_PARTIAL_BUFFERED = "samples.partial_buffered"
+SAMPLES_TRAINED_TOKENS = "samples.trained_tokens"
 
 KEYS: dict[str, str] = {
     TRAINER_STEP: "one training step, from the end of the previous step to the end of this one",
@@ -35,6 +37,7 @@ KEYS: dict[str, str] = {
     TRAINER_OTHER: "the rest of the step (validation, offload/onload, data loading)",
     ROLLOUT: "one sample: v_start, v_end, v_train, status, reward in attrs",
     ROLLOUT_GROUP: "a finished group: reward std, accepted or why not",
+    ROLLOUT_BUFFERED: "a partial rollout waiting in the buffer between two generation segments: it holds no slot",
     GENERATOR_PAUSED: "free generator slots held back by admission (staleness bound, sync alternation, weight sync)",
     SANDBOX_QUEUE: "request waiting for an admission slot",
     SANDBOX_START: "create -> ready; status is ok or the failure reason",
@@ -47,6 +50,7 @@ KEYS: dict[str, str] = {
     GROUPS_FINISHED: "agg: groups whose last sample finished during the step",
     GROUPS_ZERO_ADV: "agg: finished groups whose rewards all agree (no gradient)",
     SAMPLES_PARTIAL_BUFFERED: "agg: in-flight samples aborted into the partial-rollout buffer during the step",
+    SAMPLES_TRAINED_TOKENS: "agg: prompt + response tokens of the samples the step trained on",
 }
 
 # A framework's own per-step aggregates, kept for cross-checks. `framework.<metric>` carries the

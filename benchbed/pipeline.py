@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
@@ -202,9 +203,12 @@ def find_runs(path: Path, adapter_name: str) -> list[Path]:
     return runs or [path]  # nothing marked a run: the adapter's parse says why
 
 
-def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -> RunOutcome:
+def ingest(
+    path: Path, adapter_name: str, store: Store, warmup_steps: int = 1, resources: dict[str, Any] | None = None
+) -> RunOutcome:
     """Parse an existing run (file or directory) into the store, with a copy of the native artifacts.
 
+    `resources` (a [resources] table: GPU counts, prices) goes into the record's spec for the cost metrics.
     A directory that holds several runs of the adapter is refused with SeveralRunsError naming them."""
     path = Path(path)
     runs = find_runs(path, adapter_name)
@@ -212,7 +216,9 @@ def ingest(path: Path, adapter_name: str, store: Store, warmup_steps: int = 1) -
         raise SeveralRunsError(path, adapter_name, runs)
     adapter = get_adapter(adapter_name)
     source = str(path.resolve())
-    spec_data = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}
+    spec_data: dict[str, Any] = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}
+    if resources:
+        spec_data["resources"] = resources
     spec_id = f"ingest-{path.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
     trace = adapter.parse(path)  # unreadable input fails here, before anything is stored

@@ -7,42 +7,20 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from benchbed.adapters.prime_rl.keymap import KEYMAP
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
 from benchbed.adapterkit.lines import text_lines
 from benchbed.logtext import strip_ansi
 
-# A loguru line, possibly behind a prefix a paste or a log collector added ("trainer-1  | ", "[rank0]: "); the
-# `prime` CLI's view of a hosted run puts the level in brackets (`18:15:09 [SUCCESS] Step 2 | ...`).
-TEXT_LINE = re.compile(
-    r"(?:^|[\s|:>\]])(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\s+\[?(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\]?\s(.*)$"
-)
-DEBUG_SUFFIX = re.compile(r"\s\[[^\]\s]+::\d+\]\s*$")
-TAG_PREFIX = re.compile(r"^\[[^\]]+\]\s")
-# Step times: `Time: 12.34s` (v0.5-), else `format_time` output ("1m 5s", "850ms"; one decimal below a minute,
-# "9.5s", since prime-rl PR #2639).
-TRAINER_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\d.mshd ]+?)) \| Loss:? ")
-ORCH_STEP = re.compile(r"^Step (\d+) \| (?:Time: ([\d.]+)s|\s*([\d.mshd ]+?)) \| Reward:? ")
-MAX_OFF_POLICY = re.compile(r"Max Off-Policy (\d+)")
-LEGACY_LEVELS = re.compile(r"Async Level: (\d+) \| Max\. Off-Policy Level: (\d+)")
-WAITED = re.compile(r"Waited for batch to arrive for ([\d.]+) seconds")
-LOADED = re.compile(r"Loaded batch in ([\d.]+) seconds")
-# Before prime-rl PR #1467 (parent d05dbe9) these two were INFO lines: the wait is the time between them.
-WAITING = re.compile(r"^Waiting for training batch to arrive")
-FORWARD = re.compile(r"^Starting forward and backward pass")
-PAUSE = re.compile(r"^Pausing dispatcher to prevent orchestrator")
-HOLD = re.compile(r"^Holding batch \d+ until the trainer publishes")
-RESUME = re.compile(r"^Resuming dispatcher")
-FINISHED = re.compile(r"^(RL trainer finished!|Orchestrator finished\.?)$")
+LINE = KEYMAP.lines  # the console lines read here (keymap.toml [lines])
 TRACEBACK = "Traceback (most recent call last)"
 # Messages recognized even without the loguru prefix (excerpts pasted into issues often drop it).
-BARE_MESSAGES = (TRAINER_STEP, ORCH_STEP, WAITED, LOADED)
-FORMAT_TIME_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|d|h|m|s)")
+BARE_MESSAGES = tuple(LINE[name] for name in ("trainer_step", "orchestrator_step", "waited", "loaded"))
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -72,7 +50,7 @@ class ConsoleRead:
 def parse_format_time(text: str) -> float:
     """Inverse of prime-rl's `format_time` ("1m 5s", "850ms", "2h 3m", "12s", "9.5s"); NaN if unparseable."""
     compact = text.replace(" ", "")
-    parts = FORMAT_TIME_PART.findall(compact)
+    parts = LINE["format_time_part"].findall(compact)
     if not parts or "".join(n + u for n, u in parts) != compact:
         return math.nan
     return sum(float(n) * _UNIT_S[u] for n, u in parts)
@@ -83,24 +61,25 @@ def iter_records(path: Path) -> list[LogLine]:
     out: list[LogLine] = []
     day = 0.0
     last = -1.0
+    text_line, debug_suffix, tag_prefix = LINE["text_line"], LINE["debug_suffix"], LINE["tag_prefix"]
     for lineno, line in enumerate(text_lines(path), start=1):
         if line.startswith("{"):
             record = _json_record(line, lineno)
             if record is not None:
                 out.append(record)
             continue
-        m = TEXT_LINE.search(line)
+        m = text_line.search(line)
         if not m:
             bare = line.strip()
             if any(p.match(bare) for p in BARE_MESSAGES):  # a pasted message without its time and level
-                out.append(LogLine(math.nan, "", DEBUG_SUFFIX.sub("", bare), lineno))
+                out.append(LogLine(math.nan, "", debug_suffix.sub("", bare), lineno))
             continue
         t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
         if last >= 0 and t + day < last - 12 * 3600:
             day += 86400.0
         last = t + day
-        message = DEBUG_SUFFIX.sub("", m.group(5).strip())
-        out.append(LogLine(last, m.group(4), TAG_PREFIX.sub("", message), lineno))
+        message = debug_suffix.sub("", m.group(5).strip())
+        out.append(LogLine(last, m.group(4), tag_prefix.sub("", message), lineno))
     return out
 
 
@@ -115,7 +94,7 @@ def _json_record(line: str, lineno: int) -> LogLine | None:
         t = datetime.fromisoformat(str(obj.get("timestamp"))).timestamp()
     except ValueError:
         t = math.nan
-    return LogLine(t, str(obj["level"]), TAG_PREFIX.sub("", str(obj["message"]).strip()), lineno)
+    return LogLine(t, str(obj["level"]), LINE["tag_prefix"].sub("", str(obj["message"]).strip()), lineno)
 
 
 def looks_like_console_log(path: Path) -> bool:
@@ -123,7 +102,7 @@ def looks_like_console_log(path: Path) -> bool:
     with path.open("rb") as fh:
         head = fh.read(65536).decode(errors="replace")
     for line in strip_ansi(head).splitlines()[:200]:
-        if TEXT_LINE.search(line) or any(p.match(line.strip()) for p in BARE_MESSAGES):
+        if LINE["text_line"].search(line) or any(p.match(line.strip()) for p in BARE_MESSAGES):
             return True
         if line.startswith("{") and '"message"' in line and '"level"' in line and '"timestamp"' in line:
             return True
@@ -146,24 +125,24 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
         where = f"{path}:{rec.lineno}"
         if rec.level in ("ERROR", "CRITICAL"):
             info.crashed = True
-        if m := WAITED.search(msg):
+        if m := LINE["waited"].search(msg):
             pending_wait = float(m.group(1))
             info.saw_wait = True
             info.recognized += 1
-        elif m := LOADED.search(msg):
+        elif m := LINE["loaded"].search(msg):
             pending_load = float(m.group(1))
             info.recognized += 1
-        elif WAITING.match(msg):
+        elif LINE["waiting"].match(msg):
             waiting_since = rec.t
             info.recognized += 1
-        elif FORWARD.match(msg):
+        elif LINE["forward"].match(msg):
             if waiting_since is not None and math.isnan(pending_wait):
                 load = 0.0 if math.isnan(pending_load) else pending_load
                 pending_wait = max(0.0, rec.t - waiting_since - load)
                 info.derived_wait = True
             waiting_since = None
             info.recognized += 1
-        elif m := TRAINER_STEP.match(msg):
+        elif m := LINE["trainer_step"].match(msg):
             step_s = float(m.group(2)) if m.group(2) else parse_format_time(m.group(3))
             info.legacy_format |= m.group(2) is not None
             step = int(m.group(1))
@@ -172,7 +151,7 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
             )
             pending_wait = pending_load = math.nan
             info.recognized += 1
-        elif m := ORCH_STEP.match(msg):
+        elif m := LINE["orchestrator_step"].match(msg):
             step = int(m.group(1))
             values: dict[str, float] = {}
             if m.group(2):
@@ -180,28 +159,28 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
                 values["time/step"] = float(m.group(2))
             else:
                 values["time/step"] = parse_format_time(m.group(3))
-            if lv := LEGACY_LEVELS.search(msg):
+            if lv := LINE["legacy_levels"].search(msg):
                 values["scheduler/async_level"] = float(lv.group(1))
                 values["off_policy_level/all/max"] = float(lv.group(2))
-            elif mo := MAX_OFF_POLICY.search(msg):
+            elif mo := LINE["max_off_policy"].search(msg):
                 values["off_policy/max"] = float(mo.group(1))
             data.orchestrator[step] = OrchestratorStep(step, values, rec.t, where)
             if hold_start is not None:
                 data.pauses.append((hold_start, rec.t))
                 hold_start = None
             info.recognized += 1
-        elif HOLD.match(msg):
+        elif LINE["hold"].match(msg):
             hold_start = rec.t if hold_start is None else hold_start
             info.recognized += 1
-        elif PAUSE.match(msg):
+        elif LINE["pause"].match(msg):
             gate_start = rec.t if gate_start is None else gate_start
             info.recognized += 1
-        elif RESUME.match(msg):
+        elif LINE["resume"].match(msg):
             if gate_start is not None:
                 data.pauses.append((gate_start, rec.t))
                 gate_start = None
             info.recognized += 1
-        elif FINISHED.match(msg):
+        elif LINE["finished"].match(msg):
             info.finished = True
             info.recognized += 1
     for start in (hold_start, gate_start):

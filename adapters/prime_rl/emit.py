@@ -182,6 +182,8 @@ def emit_episodes(b: TraceBuilder, data: RunData, shape: Shape, origin: float, w
             trained_step - 1 if trained_step > 0 else -1,
             status,
             cached_attrs(attrs),
+            e.prompt_tokens,
+            e.response_tokens,
         )
         if e.window_step >= 0:
             finished[e.window_step] += 1

@@ -21,13 +21,15 @@ from benchbed.adapterkit.lines import JsonLines
 STEP_DIR = re.compile(r"^step_(\d+)$")
 _ID_START = b'{"id":"'
 _PHASES = ("boot", "setup", "agent", "finalize", "scoring")
-# Most of a record's bytes are what benchbed never reads: each trace's message graph and model calls (token ids,
-# logprobs), the task payload (prompt, data) stored once per episode and once per trace, and the agent's config.
+# Most of a record's bytes are what benchbed never reads: each trace's message graph (token ids, logprobs), the
+# task payload (prompt, data) stored once per episode and once per trace, and the agent's config.
 # They are cut out by byte search before parsing. Pydantic dumps fields in declaration order (verifiers@a60a606
 # and 0.3.1: Episode = id, env, task, group, run, ok, errors, traces; Trace = version, id, verifiers, task, agent,
 # tools, nodes, calls, mm_token_type_id_map (0.3.1 on), request_rewrites, ...; AgentInfo = config, runtime, ...;
 # AgentConfig ends with its timeout and retries tables), and `,"` / `},"` never occur inside a JSON string, so
-# the markers are structural. A cut that does not fit (a nested key of the same name) leaves invalid JSON, and
+# the markers are structural. The model calls after the graph are kept: their `usage` gives the token counts
+# (verifiers `ModelCall.usage`: prompt_tokens without cache reads, cached_input_tokens, completion_tokens). A cut
+# that does not fit (a nested key of the same name) leaves invalid JSON, and
 # then the whole line is parsed instead.
 _TASK = b',"task":{"type":'
 _TASK_ENDS = (b'},"group":{"id":', b'},"run":{"type":')
@@ -36,7 +38,7 @@ _CONFIG = b'"config":{'
 _CONFIG_END = b'}},"runtime":{'
 _TOOLS = b',"tools":['
 _NODES = b',"nodes":['
-_CALLS_ENDS = (b'],"mm_token_type_id_map":', b'],"request_rewrites":[')
+_NODES_END = b'],"calls":['
 MAX_MESSAGE = 500
 
 
@@ -127,7 +129,7 @@ def _read_ids(path: Path, warnings: list[str]) -> list[str]:
 
 
 def slim(raw: bytes) -> bytes:
-    """The record without task payloads, agent configs and traces' `nodes`/`calls` (byte search, no parse)."""
+    """The record without task payloads, agent configs and traces' `nodes` (byte search, no parse)."""
     cuts: list[tuple[int, int]] = []
     i = raw.find(_TASK)
     ends = [j for m in _TASK_ENDS if (j := raw.find(m, i)) >= 0] if i >= 0 else []
@@ -145,11 +147,10 @@ def slim(raw: bytes) -> bytes:
         if raw.startswith(_CONFIG, agent_body) and 0 <= k < raw.find(_TOOLS, agent_body):
             cuts.append((agent_body, k + 3))  # from `"config":{` up to the runtime info's `"runtime":{`
         n = raw.find(_NODES, j)
-        ends = [m for marker in _CALLS_ENDS if (m := raw.find(marker, n)) >= 0] if n >= 0 else []
-        if not ends:
+        m = raw.find(_NODES_END, n) if n >= 0 else -1
+        if m < 0:
             break
-        m = min(ends)
-        cuts.append((n, m + 1))
+        cuts.append((n, m + 1))  # from `,"nodes":[` to the `]` closing it; `,"calls":[` follows the agent's tools
         pos = m
     if not cuts:
         return raw
@@ -228,6 +229,7 @@ def episode_direct(record: dict[str, Any], window_step: int, where: str) -> Epis
     if not (math.isfinite(reward) or not rewards) or not math.isfinite(sum(starts) + sum(ends)):
         return None  # the careful reader warns about it
     t0 = min(starts) if starts else math.nan
+    prompt_tokens, response_tokens = episode_tokens(traces)
     return Episode(
         id=episode_id,
         group=record["group"]["id"],
@@ -244,7 +246,37 @@ def episode_direct(record: dict[str, Any], window_step: int, where: str) -> Epis
         stop=stop,
         boots=boots,
         source=where,
+        prompt_tokens=prompt_tokens,
+        response_tokens=response_tokens,
     )
+
+
+def episode_tokens(traces: list[Any]) -> tuple[int, int]:
+    """(prompt, response) tokens of an episode's model calls, summed over its traces; (-1, -1) if no call reported
+    usage. Response = Σ completion_tokens; prompt = the tokens fed in, each counted once: per call, its input
+    (prompt_tokens + cached_input_tokens) beyond the previous call's whole sequence (verifiers'
+    `Trace.num_input_tokens`), so a multi-turn history is not counted again at every turn."""
+    prompt = response = 0
+    seen = False
+    for trace in traces:
+        calls = trace.get("calls") if trace.__class__ is dict else None
+        if calls.__class__ is not list:
+            continue
+        previous = 0
+        for call in calls:
+            usage = call.get("usage") if call.__class__ is dict else None
+            if usage.__class__ is not dict:
+                continue
+            given, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            cached = usage.get("cached_input_tokens")
+            if given.__class__ is not int or completion.__class__ is not int:
+                continue
+            fed = given + (cached if cached.__class__ is int else 0)
+            prompt += max(0, fed - previous)
+            response += completion
+            previous = fed + completion
+            seen = True
+    return (prompt, response) if seen else (-1, -1)
 
 
 def episode_careful(record: dict[str, Any], window_step: int, where: str, warnings: list[str]) -> Episode | None:
@@ -296,6 +328,7 @@ def episode_careful(record: dict[str, Any], window_step: int, where: str, warnin
     if starts:
         episode.t0 = min(starts)
         episode.t1 = max(ends) if ends else episode.t0
+    episode.prompt_tokens, episode.response_tokens = episode_tokens(traces)
     return episode
 
 

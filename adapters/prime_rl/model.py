@@ -67,6 +67,8 @@ class Episode:
     stop: str = ""
     boots: list[SandboxBoot] = field(default_factory=list)
     source: str = ""
+    prompt_tokens: int = -1  # tokens fed in (system, user, tool), counted once; -1 when no call reported usage
+    response_tokens: int = -1  # tokens the model generated, over every call of every trace
 
 
 @dataclass

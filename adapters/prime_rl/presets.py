@@ -23,25 +23,22 @@ class Preset:
 
 
 _MOE_TRAINER = {"impl": "custom", "ep": 8, "ac": {"freq": 1}}
+_CPU_OFFLOAD = {"optim_cpu_offload": True, "ac_offloading": {"max_inflight_activations": 1}}  # optimizer, activations
+_EP_INFERENCE = {"vllm": {"tensor_parallel_size": 8, "enable_expert_parallel": True}}
 
 PRESETS: tuple[Preset, ...] = (
     Preset(
         name="qwen3-30b-a3b",
         pattern=r"qwen3-30b-a3b",
-        config={
-            "trainer": {"model": {**_MOE_TRAINER}},
-            "inference": {"vllm": {"tensor_parallel_size": 8, "enable_expert_parallel": True}},
-        },
+        config={"trainer": {"model": {**_MOE_TRAINER}}, "inference": _EP_INFERENCE},
     ),
     Preset(
         name="qwen3-235b-a22b",
         pattern=r"qwen3-235b-a22b",
         config={
             # Case study 1: FSDP + EP8 with optimizer-state and activation offload to CPU.
-            "trainer": {
-                "model": {**_MOE_TRAINER, "optim_cpu_offload": True, "ac_offloading": {"max_inflight_activations": 1}}
-            },
-            "inference": {"vllm": {"tensor_parallel_size": 8, "enable_expert_parallel": True}},
+            "trainer": {"model": {**_MOE_TRAINER, **_CPU_OFFLOAD}},
+            "inference": _EP_INFERENCE,
             # The 2507 Thinking/Instruct ids are not in renderers' MODEL_RENDERER_MAP ("auto" is refused);
             # they share the Qwen3 chat template, as Qwen3-30B-A3B-Thinking-2507 (mapped to qwen3) does.
             "orchestrator": {"renderer": {"name": "qwen3"}},
@@ -52,7 +49,7 @@ PRESETS: tuple[Preset, ...] = (
         pattern=r"glm-4\.5-air",
         config={
             "trainer": {"model": {"impl": "custom", "cp": 4, "cp_style": "ulysses", "ac": {"freq": 1}}},
-            "inference": {"vllm": {"tensor_parallel_size": 8, "enable_expert_parallel": True}},
+            "inference": _EP_INFERENCE,
         },
     ),
     Preset(
@@ -60,14 +57,7 @@ PRESETS: tuple[Preset, ...] = (
         pattern=r"glm-5(?![\d.]*-air)",
         config={
             # Case study 2: FSDP + CP2 + EP8, optimizer offload; generation PD-disaggregated with wide EP.
-            "trainer": {
-                "model": {
-                    **_MOE_TRAINER,
-                    "cp": 2,
-                    "optim_cpu_offload": True,
-                    "ac_offloading": {"max_inflight_activations": 1},
-                },
-            },
+            "trainer": {"model": {**_MOE_TRAINER, "cp": 2, **_CPU_OFFLOAD}},
             "inference": {"vllm": {"enable_expert_parallel": True}},
         },
         gpus_per_replica=64,

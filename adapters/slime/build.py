@@ -19,6 +19,7 @@ from benchbed.sandbox.reasons import failure_reason
 from benchbed.secrets import redact
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
+GENERATE_SPAN = "generate_and_rm"  # slime's traced span around one generation + reward call of a sample
 _SANDBOX_SPAN_WORDS = {
     K.SANDBOX_START: ("boot", "provision", "sandbox_start", "create_sandbox"),
     K.SANDBOX_EXEC: ("exec", "tool", "run_command", "env_step"),
@@ -144,10 +145,22 @@ def emit_trainer(
             b.agg(M.FRAMEWORK_IDLE, parts.step, float(ratio), actor="trainer")
         _native(b, parts.step, values, "trainer")
         _train_counters(b, c, rid, parts.step)
+        tokens = _trained_tokens(values)
+        if tokens is not None:
+            b.agg(M.TRAINED_TOKENS, parts.step, tokens, actor="trainer")
     if ends is not None:
         T.emit_spans(b, steps, ends, origin)
     else:
         T.emit_agg(b, steps)
+
+
+def _trained_tokens(values: dict[str, object]) -> float | None:
+    """The step's trained tokens: slime's tokens-per-second of actor_train times that timer (whole batch)."""
+    rate, seconds = values.get(M.TRAINED_TOKENS_RATE), values.get(M.TRAINED_TOKENS_TIME)
+    if not (_num(rate) and _num(seconds)):
+        return None
+    tokens = float(rate) * float(seconds)  # type: ignore[arg-type]
+    return float(round(tokens)) if math.isfinite(tokens) and tokens >= 0 else None
 
 
 def _train_counters(b: TraceBuilder, c: Collected, rid: int, step: int) -> None:
@@ -239,11 +252,16 @@ def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> Non
                 status=status,
                 value=s.reward,
                 attrs=attrs_json(attrs),
+                prompt_tokens=s.tokens - s.response_length if s.tokens >= s.response_length >= 0 else -1,
+                response_tokens=s.response_length if s.tokens >= s.response_length >= 0 else -1,
             )
             if times:
                 b.span(K.ROLLOUT, times[0] - origin, times[1] - origin, **fields)
             else:
                 b.point(K.ROLLOUT, math.nan, **fields)
+            for t0, t1 in _buffered_gaps(s):
+                b.span(K.ROLLOUT_BUFFERED, t0 - origin, t1 - origin, step=step, actor="generator",
+                       sample=fields["sample"], group=s.group)  # fmt: skip
             groups[s.group].append(s)
             _sandbox_from_sample(b, s, step, origin, reason, not starts_from_logs, agentic)
         for gid, members in groups.items():
@@ -291,6 +309,28 @@ def _version(weight_versions: list[str], interval: int) -> int:
 def _sample_times(s: DumpSample) -> tuple[float, float] | None:
     stamps = [float(e["ts"]) for e in s.trace_events if _num(e.get("ts"))]
     return (min(stamps), max(stamps)) if stamps else None
+
+
+def _buffered_gaps(s: DumpSample) -> list[tuple[float, float]]:
+    """Gaps between a sample's generation segments: slime traces one `generate_and_rm` span per call, and a partial
+    rollout resumed in a later rollout is called again, its trace keeping the earlier span; in between it waited
+    in the buffer, holding no generator slot."""
+    starts: dict[str, float] = {}
+    segments = []
+    for e in s.trace_events:
+        if e.get("name") != GENERATE_SPAN or not _num(e.get("ts")):
+            continue
+        if e.get("type") == "span_start":
+            starts[str(e.get("span_id"))] = float(e["ts"])
+        elif e.get("type") == "span_end" and str(e.get("span_id")) in starts:
+            segments.append((starts.pop(str(e.get("span_id"))), float(e["ts"])))
+    gaps = []
+    reach = math.inf
+    for start, end in sorted(segments):
+        if start > reach:
+            gaps.append((reach, start))
+        reach = end if reach == math.inf else max(reach, end)
+    return gaps
 
 
 def _sandbox_from_sample(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime.console import ConsoleLog, SandboxLine, TimerLine, is_trainer_perf, parse_console
@@ -15,6 +17,8 @@ from benchbed.adapters.slime.runargs import RunArgs, from_argv, from_megatron_bl
 from benchbed.adapters.slime.tensorboard import TensorboardUnavailable, scalar_dicts, split_axes
 from benchbed.adapters.slime.timers import perf_from_timers
 from benchbed.adapters.slime.trainer import Perf
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -117,17 +121,8 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
     trainer: dict[int, Perf] = {}
     rollout: dict[int, Perf] = {}
     stats: dict[int, dict[str, float]] = {}
-    for path in files:
-        try:
-            entries = scalar_dicts(path)
-        except TensorboardUnavailable as exc:
-            c.warnings.append(f"{exc}; TensorBoard events were not read")
-            return
-        except Exception as exc:  # noqa: BLE001 - a truncated or foreign event file must not stop the ingest
-            c.warnings.append(f"{path}: unreadable TensorBoard event file ({type(exc).__name__}: {exc}); skipped")
-            c.partial = True
-            continue
-        c.sources.append(str(path))
+    # a truncated or foreign event file must not stop the ingest
+    for path, entries in _read_each(c, files, scalar_dicts, "TensorBoard event file", skip=(Exception,)):
         for entry in entries:
             _, other = split_axes(entry)  # train/* scalars sit on the train/step axis; not joined to rollouts
             entry.step = _rollout_id_of(c, entry.step)
@@ -162,18 +157,31 @@ def _rollout_id_of(c: Collected, tb_step: int) -> int:
 
 
 def add_dumps(c: Collected, files: list[Path]) -> None:
-    for path in files:
-        try:
-            dump = load_dump(path)
-        except TorchUnavailable as exc:
-            c.warnings.append(f"{len(files)} rollout dump(s) found but not read: {exc}")
-            return
-        c.sources.append(str(path))
+    for path, dump in _read_each(c, files, load_dump, "rollout dump"):
         if dump.unsafe_load:
             c.warnings.append(
                 f"{path}: dump holds non-tensor objects and was fully unpickled, as slime itself loads it"
             )
         c.dumps.append(dump)
+
+
+def _read_each(
+    c: Collected, files: list[Path], read: Callable[[Path], T], what: str, skip: tuple[type[Exception], ...] = ()
+) -> Iterator[tuple[Path, T]]:
+    """(path, what `read` made of it) per file, each file kept as a source. When the optional extra that reads
+    them is missing, one warning and nothing; a file whose error is in `skip` is a warning and a partial run."""
+    for path in files:
+        try:
+            value = read(path)
+        except (TensorboardUnavailable, TorchUnavailable) as exc:
+            c.warnings.append(f"{len(files)} {what}(s) found but not read: {exc}")
+            return
+        except skip as exc:
+            c.warnings.append(f"{path}: unreadable {what} ({type(exc).__name__}: {exc}); skipped")
+            c.partial = True
+            continue
+        c.sources.append(str(path))
+        yield path, value
 
 
 def add_handoff(c: Collected, argv: list[str], source: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,25 +13,9 @@ from benchbed.adapters.slime.pyrepr import ReprError, parse_repr_dict
 
 from benchbed.logtext import split_ray_line
 
-_LOGGER = re.compile(
-    r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (?P<file>[\w.-]+\.py):(?P<line>\d+) - (?P<msg>.*)$"
-)
-_METRIC = re.compile(r"^(?P<kind>perf|rollout|eval|step|critic-step|multi_turn|passrate) (?P<id>\d+): (?P<body>\{.*)$")
-_TIMER = re.compile(r"^Timer (?P<name>\S+) (?P<what>start|end)(?: \(elapsed: (?P<elapsed>[\d.]+)s\))?\s*$")
-_FULLY_ASYNC = re.compile(r"^fully-async rollout (?P<id>\d+): (?P<rest>.*)$")
-_PROVISION = re.compile(
-    r"\[coding_agent_rl\] (?P<iid>\S+): provision attempt (?P<n>\d+)/(?P<m>\d+) failed: "
-    r"(?P<etype>[\w.]+): ?(?P<emsg>.*)$"
-)
-_ABORTED = re.compile(r"\[coding_agent_rl\] (?P<iid>\S+) aborted: (?P<reason>.+)$")
-_AGENT_DONE = re.compile(r"\[coding_agent_rl\] (?P<iid>\S+): reward=(?P<reward>-?[\d.]+) applied=\S+ agent_exit_code=")
-_PARTIAL = re.compile(r"^Collected (?P<n>\d+) partial samples into the data buffer")
-_ARGS_OPEN = re.compile(r"^-{8,} arguments -{8,}$")
-_ARGS_CLOSE = re.compile(r"^-{8,} end of arguments -{8,}$")
-_ARG_LINE = re.compile(r"^\s+(?P<name>[a-z_][a-z0-9_]*) \.+ (?P<value>.*)$")
+LINE = M.KEYMAP.lines  # the console lines read here (keymap.toml [lines])
 TRAINER_ACTORS: tuple[str, ...] = ("MegatronTrainRayActor", "FSDPTrainRayActor", "TrainRayActor")
 ROLLOUT_ACTORS: tuple[str, ...] = ("RolloutManager",)
-_JOB_FAILED = re.compile(r"^Job '[^']+' failed|^Status message: Job entrypoint command failed")
 
 
 @dataclass
@@ -132,12 +115,13 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
     clock = _Clock()
     in_args = False
     pending: _Pending | None = None
+    args_open, logger, job_failed, metric = (LINE[n].match for n in ("args_open", "logger", "job_failed", "metric"))
     for lineno, raw in enumerate(lines, start=1):
         actor, pid, text = strip_prefix(raw)
-        if in_args or _ARGS_OPEN.match(text):
+        if in_args or args_open(text):
             in_args = _read_arg_line(log, text, in_args)
             continue
-        m = _LOGGER.match(text)
+        m = logger(text)
         if pending is not None:
             if m is None and actor in ("", pending.actor) and pending.wraps < _MAX_WRAP:
                 pending = _continue(log, pending, text)
@@ -145,9 +129,9 @@ def parse_console(lines: Iterable[str], source: str) -> ConsoleLog:
             _abandon(log, pending)
             pending = None
         if m is None:
-            if not log.job_failed and _JOB_FAILED.match(text):
+            if not log.job_failed and job_failed(text):
                 log.job_failed = f"{source}:{lineno}: {text.strip()}"
-            elif _METRIC.match(text.strip()):  # a dict pasted without the logger's `[date time] file.py:N - `
+            elif metric(text.strip()):  # a dict pasted without the logger's `[date time] file.py:N - `
                 pending = _read_message(log, actor, pid, "", 0, text.strip(), math.nan, lineno)
             continue
         ts = clock(m.group("ts"))
@@ -183,9 +167,9 @@ def _abandon(log: ConsoleLog, p: _Pending) -> None:
 def _read_arg_line(log: ConsoleLog, text: str, in_args: bool) -> bool:
     if not in_args:
         return True
-    if _ARGS_CLOSE.match(text):
+    if LINE["args_close"].match(text):
         return False
-    m = _ARG_LINE.match(text)
+    m = LINE["arg_line"].match(text)
     if m:
         log.args.setdefault(m.group("name"), m.group("value").strip())
         return True
@@ -195,7 +179,7 @@ def _read_arg_line(log: ConsoleLog, text: str, in_args: bool) -> bool:
 def _read_message(
     log: ConsoleLog, actor: str, pid: str, file: str, line: int, msg: str, ts: float, lineno: int
 ) -> _Pending | None:
-    m = _METRIC.match(msg)
+    m = LINE["metric"].match(msg)
     if m:
         try:
             values = parse_repr_dict(m.group("body"))
@@ -207,16 +191,16 @@ def _read_message(
         if m.group("kind") == "perf":
             log.call_sites.add((file, line))
         return None
-    m = _TIMER.match(msg)
+    m = LINE["timer"].match(msg)
     if m:
         elapsed = float(m.group("elapsed")) if m.group("elapsed") else float("nan")
         log.timers.append(TimerLine(m.group("name"), m.group("what"), ts, elapsed, lineno, pid))
         return None
-    m = _FULLY_ASYNC.match(msg)
+    m = LINE["fully_async"].match(msg)
     if m:
         log.fully_async.append((int(m.group("id")), ts, m.group("rest")))
         return None
-    m = _PARTIAL.match(msg)
+    m = LINE["partial"].match(msg)
     if m:
         log.partial_collected.append((lineno, int(m.group("n"))))
         return None
@@ -226,7 +210,7 @@ def _read_message(
 
 
 def _read_sandbox(log: ConsoleLog, msg: str, ts: float, lineno: int) -> None:
-    m = _PROVISION.search(msg)
+    m = LINE["provision"].search(msg)
     if m:
         detail = {
             "attempt": int(m.group("n")),
@@ -236,11 +220,11 @@ def _read_sandbox(log: ConsoleLog, msg: str, ts: float, lineno: int) -> None:
         }
         log.sandbox.append(SandboxLine("provision_failed", ts, m.group("iid"), lineno, detail))
         return
-    m = _ABORTED.search(msg)
+    m = LINE["aborted"].search(msg)
     if m:
         log.sandbox.append(SandboxLine("aborted", ts, m.group("iid"), lineno, {"reason": m.group("reason").strip()}))
         return
-    m = _AGENT_DONE.search(msg)
+    m = LINE["agent_done"].search(msg)
     if m:
         log.sandbox.append(SandboxLine("agent_done", ts, m.group("iid"), lineno, {"reward": float(m.group("reward"))}))
 

@@ -34,6 +34,7 @@ class DumpSample:
     metadata: dict[str, Any]
     non_generation_time: float
     response_length: int
+    tokens: int  # len(Sample.tokens): prompt + response; -1 when the dump has no token list
     trace_events: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -110,6 +111,7 @@ def _sample(raw: dict[str, Any], rollout_id: int, position: int) -> DumpSample:
         metadata=dict(raw.get("metadata") or {}),
         non_generation_time=float(raw.get("non_generation_time") or 0.0),
         response_length=int(raw.get("response_length") or 0),
+        tokens=len(tokens) if isinstance(tokens := raw.get("tokens"), list) else -1,
         trace_events=[e for e in events if isinstance(e, dict)] if isinstance(events, list) else [],
     )
 

@@ -54,9 +54,9 @@ def parse_path(path: Path) -> Trace:
     add_tensorboard(c, events)
     add_dumps(c, found.of(DUMPS))
     fill_from_timers(c)
-    unread_dumps = [w for w in c.warnings if "rollout dump(s) found but not read" in w]
-    if unread_dumps and not _looks_like_slime(c):
-        raise AdapterError(unread_dumps[0])
+    unread = [w for w in c.warnings if "found but not read" in w]  # the optional extra that reads them is missing
+    if unread and not _looks_like_slime(c):
+        raise AdapterError(unread[0])
     if not _looks_like_slime(c):
         raise NotThisFrameworkError(f"not a slime run: {_why_not(path, logs, events)}")
     return build_trace(c, detect_mode(c)).validate()

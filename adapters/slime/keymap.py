@@ -11,12 +11,8 @@ KEYMAP: KeyMap = load_keymap(Path(__file__).with_name("keymap.toml"))
 
 
 def _role(role: str) -> list[tuple[str, str]]:
-    """(native, canonical) of a role over every release, in file order, each native once."""
-    seen: dict[str, str] = {}
-    for release in KEYMAP.releases:
-        for entry in KEYMAP.at(release, role):
-            seen.setdefault(entry.native, entry.canonical)
-    return list(seen.items())
+    """(native, canonical) of a role over every release, each native once."""
+    return list(KEYMAP.across_releases(role).items())
 
 
 def _timer(native: str) -> str:
@@ -36,6 +32,9 @@ NEXT_STEP_WAIT_CONTAINED: dict[str, str] = {_timer(n): c for n, c in _role("next
 COMPUTE_IN_TRAIN: tuple[str, ...] = tuple(_timer(n) for n, _ in _role("compute_in_train"))
 STEP_TIME_KEYS: tuple[str, ...] = tuple(n for n, _ in _role("step_time"))
 WAIT_RATIO_KEY, FRAMEWORK_IDLE = _role("framework")[0]
+# Trained tokens per step = the rate key × the timer it divides.
+TRAINED_TOKENS_RATE, TRAINED_TOKENS = _role("trained_tokens_rate")[0]
+TRAINED_TOKENS_TIME = _role("trained_tokens_time")[0][0]
 # Keys that identify which process printed a `perf N:` dict.
 TRAINER_PERF_MARKERS: tuple[str, ...] = tuple(n for n, _ in _role("trainer_marker"))
 ROLLOUT_PERF_MARKERS: tuple[str, ...] = tuple(n for n, _ in _role("rollout_marker"))

@@ -25,7 +25,7 @@ class ModeMap:
     outside_step: dict[str, str]
     not_trainer: frozenset[str]
     record: str
-    framework: dict[str, str]
+    framework: dict[str, str]  # native -> canonical agg key, kept per step (framework.<metric> and counters)
     native_keys: frozenset[str]
     native_prefixes: tuple[str, ...]
 
@@ -72,7 +72,7 @@ def mode_map(version: str, mode: str) -> ModeMap:
         outside_step={_timer(n): c for n, c in km.mapping(version, "outside_step", key).items()},
         not_trainer=frozenset(_timer(n) for n in km.natives(version, "not_trainer", key)),
         record="sync_cycle" if key in facts.get("sync_cycle_modes", []) else "step",
-        framework=km.mapping(version, "framework", key),
+        framework=km.mapping(version, "framework", key) | km.mapping(version, "counter", key),
         native_keys=frozenset(e.native for e in natives if not e.is_prefix),
         native_prefixes=tuple(e.native[:-1] for e in natives if e.is_prefix),
     )

@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
 from benchbed.adapters.verl.keymap import ModeMap
 from benchbed.adapters.verl.records import Record
 
@@ -120,7 +123,8 @@ def emit_steps(
     """Agg rows per record. `samples_for(step, local_steps)` gives samples trained in a step, if known.
 
     fully_async records are parameter-sync cycles (`step` = parameter version, timers summed over the cycle's
-    local steps); they stay one benchbed step each, so versions and steps agree (v_train = step - 1)."""
+    local steps); they stay one benchbed step each, so versions and steps agree (v_train = step - 1).
+    Records that share a key set are read as one table, column by column (these are most of the work)."""
     summary = StepSummary(segments=len(segments))
     classify = _classifier(mm)
     plans: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
@@ -131,17 +135,20 @@ def emit_steps(
         for before, after in zip(segment.records, segment.records[1:], strict=False):
             if after.step > before.step + 1:
                 summary.gaps.append((before.step + 1 + offset, after.step - 1 + offset))
-        by_plan: dict[tuple[str, ...], list[Record]] = {}
-        for rec in segment.records:
+        by_plan: dict[tuple[str, ...], list[int]] = {}
+        for i, rec in enumerate(segment.records):
             signature = tuple(rec.data)
             if signature not in plans:
                 plans[signature] = _plan(rec.data, classify)
                 summary.timing_keys.update(key for key, kind, _ in plans[signature] if kind in _TIMING_KINDS)
-            by_plan.setdefault(signature, []).append(rec)
-        timing = {sig: [step for step in plans[sig] if step[1] in _TIMING_KINDS] for sig in by_plan}
-        _emit_timing(segment, timing, mm, rows, samples_for, summary, attrs)
-        for signature, records in by_plan.items():
-            _emit_figures(records, plans[signature], rows, attrs, offset)
+            by_plan.setdefault(signature, []).append(i)
+        timers = _Timers(len(segment.records))
+        for signature, positions in by_plan.items():
+            records = [segment.records[i] for i in positions]
+            plan = plans[signature]
+            timers.read(positions, records, [entry for entry in plan if entry[1] in _TIMING_KINDS], mm.step_timer)
+            _emit_figures(records, [entry for entry in plan if entry[1] not in _TIMING_KINDS], rows, attrs, offset)
+        _emit_timing(segment, timers, mm, rows, samples_for, summary, attrs)
     rows.flush(builder)
     return summary
 
@@ -149,100 +156,148 @@ def emit_steps(
 _TIMING_KINDS = ("inside", "outside", "step", "timer")
 
 
+def _table(records: list[Record], keys: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values of `keys` in records that all hold them, as a (records x keys) float array with NaN where a value is
+    not a number (null, text, a bool), and the mask of those non-numbers (None when every value is a number)."""
+    n, m = len(records), len(keys)
+    get = itemgetter(*keys)
+    flat: list[Any] = (
+        list(chain.from_iterable(get(rec.data) for rec in records)) if m > 1 else [get(rec.data) for rec in records]
+    )
+    if set(map(type, flat)) <= _NUMBER_TYPES:
+        return np.array(flat, dtype=np.float64).reshape(n, m), None
+    number = np.fromiter(((v.__class__ is float or v.__class__ is int) for v in flat), bool, n * m)
+    values = np.array([v if ok else math.nan for v, ok in zip(flat, number, strict=True)], dtype=np.float64)
+    return values.reshape(n, m), ~number.reshape(n, m)
+
+
+_NUMBER_TYPES = {float, int}
+
+
 def _emit_figures(
     records: list[Record], plan: list[tuple[str, str, str]], rows: AggRows, attrs: str, offset: int
 ) -> None:
-    """verl's own and native figures of records that share a key set, one key at a time (a comprehension per key
-    rather than a call per row: these are most of the rows)."""
-    steps = [rec.step + offset for rec in records]
-    for key, kind, target in plan:
-        if kind in _TIMING_KINDS:
-            continue
-        values = [rec.data[key] for rec in records]
-        ok = [(v.__class__ is float and v == v) or v.__class__ is int for v in values]  # numbers, not NaN or bool
-        if all(ok):
-            rows.extend(target, steps, [float(v) for v in values], "", attrs)
+    """verl's own and native figures of records that share a key set: one block of rows per key, NaN and
+    non-numbers left out."""
+    if not plan or not records:
+        return
+    steps = np.fromiter((rec.step for rec in records), np.int64, len(records)) + offset
+    values, _ = _table(records, [key for key, _, _ in plan])
+    for j, (_, _, target) in enumerate(plan):
+        column = values[:, j]
+        ok = ~np.isnan(column)
+        if ok.all():
+            rows.extend(target, steps, column, "", attrs)
         else:
-            kept = [s for s, good in zip(steps, ok, strict=True) if good]
-            rows.extend(target, kept, [float(v) for v, good in zip(values, ok, strict=True) if good], "", attrs)
+            rows.extend(target, steps[ok], column[ok], "", attrs)
+
+
+class _Timers:
+    """Per record of a segment: step timer, named components, time outside the step, all phases, whether any
+    timer was read, and the timers that were negative or not numbers (filled key set by key set)."""
+
+    def __init__(self, n: int) -> None:
+        self.step_time = np.full(n, math.nan)
+        self.named = {key: np.zeros(n) for key in _NAMED}
+        self.outside = np.zeros(n)
+        self.phases = np.zeros(n)
+        self.timed = np.zeros(n, dtype=bool)
+        self.negative: dict[int, list[str]] = {}
+        self.null_step = np.zeros(n, dtype=bool)
+
+    def read(self, positions: list[int], records: list[Record], plan: list[tuple[str, str, str]], step_timer: str
+             ) -> None:  # fmt: skip
+        if not plan:
+            return
+        at = np.asarray(positions)
+        values, not_number = _table(records, [key for key, _, _ in plan])
+        with np.errstate(invalid="ignore"):
+            below_zero = values < 0
+        for j in np.flatnonzero(below_zero.any(axis=0)):
+            for i in np.flatnonzero(below_zero[:, j]):
+                self.negative.setdefault(int(at[i]), []).append(plan[j][0])
+        read = ~np.isnan(values) & ~below_zero
+        counted = np.where(read, values, 0.0)
+        for j, (_, kind, target) in enumerate(plan):
+            if kind == "step":
+                self.step_time[at] = np.where(read[:, j], values[:, j], math.nan)
+                if not_number is not None:
+                    self.null_step[at] |= not_number[:, j]
+                continue
+            if kind == "inside":
+                self.named[target][at] += counted[:, j]
+                self.phases[at] += counted[:, j]
+            elif kind == "outside":
+                self.outside[at] += counted[:, j]
+                if target != K.TRAINER_OTHER:
+                    self.named[target][at] += counted[:, j]
+            else:
+                self.phases[at] += counted[:, j]
+            self.timed[at] |= read[:, j]
+
+
+def _local_steps(segment: Segment, kept: np.ndarray) -> np.ndarray:
+    """fully_async: how many local trainer steps each sync-cycle record covers (from training/global_step); records
+    not kept (negative timers) are passed over."""
+    local = np.ones(len(segment.records), dtype=np.int64)
+    prev_global = None
+    for i in np.flatnonzero(kept):
+        global_step = segment.records[i].data.get("training/global_step")
+        if isinstance(global_step, (int, float)) and prev_global is not None:
+            local[i] = max(1, int(global_step) - prev_global)
+        elif isinstance(global_step, (int, float)) and segment.index == 0:
+            local[i] = max(1, int(global_step))
+        if isinstance(global_step, (int, float)):
+            prev_global = int(global_step)
+    return local
 
 
 def _emit_timing(
     segment: Segment,
-    timing: dict[tuple[str, ...], list[tuple[str, str, str]]],
+    timers: _Timers,
     mm: ModeMap,
     rows: AggRows,
     samples_for: Callable[[int, int], float | None],
     summary: StepSummary,
     attrs: str,
 ) -> None:
-    """trainer.step and its five components per record, and samples trained (`timing`: the timer keys of each
-    key set)."""
-    agg = rows.add
-    prev_global = None
-    cycles = mm.record == "sync_cycle"
-    for rec in segment.records:
-        data = rec.data
-        step = rec.step + 1 - mm.first_step
-        step_time = math.nan
-        named = dict.fromkeys(_NAMED, 0.0)
-        outside = 0.0
-        phases = 0.0  # every timer inside the step, named or not
-        timed = False
-        negative: list[str] = []
-        for key, kind, target in timing[tuple(data)]:
-            value = data[key]
-            if value.__class__ is not float and value.__class__ is not int:
-                if kind == "step":
-                    summary.null_step.append(step)
-                continue
-            if value != value:  # NaN
-                continue
-            if value < 0:
-                negative.append(key)
-                continue
-            if kind == "inside":
-                named[target] += value
-                phases += value
-                timed = True
-            elif kind == "step":
-                step_time = float(value)
-            elif kind == "outside":
-                outside += value
-                if target != K.TRAINER_OTHER:
-                    named[target] += value
-                timed = True
-            else:
-                phases += value
-                timed = True
-        if negative:  # a duration below zero is impossible: none of this step's times can be trusted
-            summary.negative[step] = negative
-            continue
-        if math.isnan(step_time) and not mm.step_timer and timed:
-            step_time = phases
+    """trainer.step and its five components per record, and samples trained. A record with a negative timer keeps
+    none of its times (a duration below zero is impossible: none of them can be trusted)."""
+    records = segment.records
+    steps = np.fromiter((rec.step for rec in records), np.int64, len(records)) + (1 - mm.first_step)
+    summary.null_step.extend(int(s) for s in steps[timers.null_step])
+    kept = np.ones(len(records), dtype=bool)
+    for i, keys in sorted(timers.negative.items()):
+        summary.negative[int(steps[i])] = keys
+        kept[i] = False
+    step_time = timers.step_time
+    if not mm.step_timer:
+        summed = np.isnan(step_time) & timers.timed & kept
+        if summed.any():
+            step_time = np.where(summed, timers.phases, step_time)
             summary.summed = True
-        local = 1
-        if cycles:
-            global_step = data.get("training/global_step")
-            if isinstance(global_step, (int, float)) and prev_global is not None:
-                local = max(1, int(global_step) - prev_global)
-            elif isinstance(global_step, (int, float)) and segment.index == 0:
-                local = max(1, int(global_step))
-            if isinstance(global_step, (int, float)):
-                prev_global = int(global_step)
-            summary.local_steps[step] = local
-        if math.isnan(step_time):
-            if timed:
-                for key, value in named.items():
-                    if value:
-                        agg(key, step, value, "trainer", attrs)
-            continue
-        total = step_time + outside
-        agg(K.TRAINER_STEP, step, total, "trainer", attrs)
-        for key, value in summary.breakdown.settle(step, total, named, f"{rec.source}:{rec.line}").items():
-            agg(key, step, value, "trainer", attrs)
-        samples = samples_for(step, local)
-        if samples is not None:
-            agg(K.SAMPLES_TRAINED, step, samples, "", attrs)
-        summary.steps += 1
-        summary.last_step = step
+    local = _local_steps(segment, kept) if mm.record == "sync_cycle" else None
+    if local is not None:
+        summary.local_steps.update(zip(steps[kept].tolist(), local[kept].tolist(), strict=True))
+    untimed_step = np.isnan(step_time)
+    partly = untimed_step & timers.timed & kept  # phases timed, but no step to put them in: kept as they are
+    for key, values in timers.named.items():
+        show = partly & (values != 0)
+        rows.extend(key, steps[show], values[show], "trainer", attrs)
+    whole = ~untimed_step & kept
+    if not whole.any():
+        return
+    at = np.flatnonzero(whole)
+    total = step_time[at] + timers.outside[at]
+    rows.extend(K.TRAINER_STEP, steps[at], total, "trainer", attrs)
+    where = [f"{records[i].source}:{records[i].line}" for i in at]
+    parts = summary.breakdown.settle_many(steps[at], total, {k: v[at] for k, v in timers.named.items()}, where)
+    for key, values in parts.items():
+        rows.extend(key, steps[at], values, "trainer", attrs)
+    locals_ = local[at].tolist() if local is not None else [1] * len(at)
+    samples = [samples_for(step, n) for step, n in zip(steps[at].tolist(), locals_, strict=True)]
+    known = np.array([s is not None for s in samples], dtype=bool)
+    rows.extend(K.SAMPLES_TRAINED, steps[at][known], np.array([s for s in samples if s is not None], dtype=float),
+                "", attrs)  # fmt: skip
+    summary.steps += len(at)
+    summary.last_step = int(steps[at[-1]])

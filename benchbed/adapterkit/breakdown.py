@@ -6,8 +6,10 @@ with two decimals and summed), the step is named in one warning; the remainder i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from benchbed import keys as K
 
@@ -41,6 +43,23 @@ class StepBreakdown:
         if rest < -TOLERANCE_S:
             self.overruns.append(Overrun(step, -rest, where))
         parts[self.remainder] += max(0.0, rest)
+        return parts
+
+    def settle_many(
+        self, steps: np.ndarray, total: np.ndarray, named: Mapping[str, np.ndarray], where: Sequence[str]
+    ) -> dict[str, np.ndarray]:
+        """`settle` for many steps at once (arrays aligned with `steps`), with the same sums in the same order."""
+        parts = {key: np.zeros(len(steps)) for key in COMPONENTS}
+        for key, values in named.items():
+            parts[key] = parts[key] + values
+        others = np.zeros(len(steps))
+        for key in COMPONENTS:
+            if key != self.remainder:
+                others = others + parts[key]
+        rest = total - others - parts[self.remainder]
+        for i in np.flatnonzero(rest < -TOLERANCE_S):
+            self.overruns.append(Overrun(int(steps[i]), float(-rest[i]), where[i]))
+        parts[self.remainder] = parts[self.remainder] + np.maximum(0.0, rest)
         return parts
 
     def rest(self, step: int, total: float, inside: float, where: str = "") -> float:

@@ -4,7 +4,8 @@ A map file holds `framework`, `releases` (the releases it knows, oldest first), 
 and `[[key]]` entries: `native` (the framework's key; in patterns an inner `*` is one path segment, a trailing
 `*` any rest), `canonical` (the benchbed key it becomes, '' for keys that only identify a source), `unit`,
 `role` (what the adapter does with it), optional `first`/`last` (the releases it applies to, inclusive, as
-Holistic Trace Analysis versions its field maps), optional `modes` (trainer modes it applies to) and `note`."""
+Holistic Trace Analysis versions its field maps), optional `modes` (trainer modes it applies to) and `note`.
+An optional `[lines]` table names the console lines the adapter reads: name = a Python regular expression."""
 
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ class KeyMap:
     releases: tuple[str, ...]
     release_facts: dict[str, dict[str, Any]]
     entries: tuple[KeyEntry, ...]
+    lines: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False)  # [lines], compiled
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -105,6 +107,15 @@ class KeyMap:
         if release not in self._index:
             raise AdapterError(f"{self.path}: {self.framework} key map has no release {release!r} ({self.releases})")
         return [e for e in self.entries if (role is None or e.role == role) and self.applies(e, release, mode)]
+
+    def across_releases(self, role: str) -> dict[str, str]:
+        """native -> canonical of a role over every release (oldest first, each in file order), each native once:
+        for parsers that read every release's keys and tell a file's era from the keys it has."""
+        out: dict[str, str] = {}
+        for release in self.releases:
+            for entry in self.at(release, role):
+                out.setdefault(entry.native, entry.canonical)
+        return out
 
     def mapping(self, release: str, role: str, mode: str | None = None) -> dict[str, str]:
         """native -> canonical for the exact (non-pattern) entries of one role."""
@@ -180,4 +191,16 @@ def load_keymap(path: Path) -> KeyMap:
     unknown = sorted(set(facts) - set(releases))
     if unknown:
         raise AdapterError(f"{path}: [release] tables for unknown releases {unknown}")
-    return KeyMap(raw.get("framework", path.parent.name), path, releases, facts, tuple(entries))
+    lines = _compile_lines(path, raw.get("lines") or {})
+    return KeyMap(raw.get("framework", path.parent.name), path, releases, facts, tuple(entries), lines)
+
+
+def _compile_lines(path: Path, table: dict[str, Any]) -> dict[str, re.Pattern[str]]:
+    """The `[lines]` table compiled; AdapterError naming the line whose pattern is not a regular expression."""
+    compiled = {}
+    for name, pattern in table.items():
+        try:
+            compiled[name] = re.compile(pattern)
+        except (re.error, TypeError) as exc:
+            raise AdapterError(f"{path}: [lines] {name}: not a regular expression ({exc})") from exc
+    return compiled

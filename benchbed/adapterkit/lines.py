@@ -65,39 +65,33 @@ class JsonLines:
         self.truncated = False
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        data = self.path.read_bytes()
-        lines = data.split(b"\n")
-        last = len(lines)
-        while last and not lines[last - 1].strip():
-            last -= 1
-        complete = not data or data.endswith(b"\n")
-        loads, warn, finite = self.loads, self.warnings.append, self.finite
-        for i in range(last):
-            raw = lines[i]
-            if not raw or raw.isspace():
-                continue
-            try:
-                obj = loads(raw)
-            except NonFinite as exc:
-                warn(f"{self.path}:{i + 1}: skipped row with non-finite value {exc}")
-                continue
-            except (ValueError, UnicodeDecodeError) as exc:
-                if i == last - 1 and not complete:
-                    self.truncated = True
-                    warn(
-                        f"{self.path}:{i + 1}: skipped truncated last line ({len(raw)} bytes, no closing newline: "
-                        "the line is cut off, the writer stopped mid-line)"
-                    )
-                else:
-                    warn(f"{self.path}:{i + 1}: skipped line that is not JSON ({exc.__class__.__name__}: {exc})")
-                continue
-            if obj.__class__ is not dict:
-                warn(f"{self.path}:{i + 1}: skipped line that is not a JSON object")
-                continue
-            if finite and has_non_finite(obj):
-                warn(f"{self.path}:{i + 1}: skipped row with a non-finite value")
-                continue
-            yield i + 1, obj
+        loads, warn, finite, path = self.loads, self.warnings.append, self.finite, self.path
+        with path.open("rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                try:
+                    obj = loads(raw)
+                except NonFinite as exc:
+                    warn(f"{path}:{number}: skipped row with non-finite value {exc}")
+                    continue
+                except (ValueError, UnicodeDecodeError) as exc:
+                    if raw.isspace():
+                        continue
+                    if not raw.endswith(b"\n"):  # only the last line can lack its newline
+                        self.truncated = True
+                        warn(
+                            f"{path}:{number}: skipped truncated last line ({len(raw)} bytes, no closing newline: "
+                            "the line is cut off, the writer stopped mid-line)"
+                        )
+                    else:
+                        warn(f"{path}:{number}: skipped line that is not JSON ({exc.__class__.__name__}: {exc})")
+                    continue
+                if obj.__class__ is not dict:
+                    warn(f"{path}:{number}: skipped line that is not a JSON object")
+                    continue
+                if finite and has_non_finite(obj):
+                    warn(f"{path}:{number}: skipped row with a non-finite value")
+                    continue
+                yield number, obj
 
 
 def text_lines(path: Path) -> list[str]:

@@ -6,15 +6,19 @@ would dominate the run time."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from benchbed.trace import TraceBuilder
 
 
 class AggRows:
-    """Per-step agg rows (key, step, value, actor, attrs), kept column-wise: the cheapest form for many of them."""
+    """Per-step agg rows (key, step, value, actor, attrs): single rows kept column-wise, runs of one key kept as
+    arrays; handed to the builder in the order they came."""
 
-    __slots__ = ("actor", "attrs", "key", "step", "value")
+    __slots__ = ("actor", "attrs", "blocks", "key", "step", "value")
 
     def __init__(self) -> None:
         self.key: list[str] = []
@@ -22,6 +26,7 @@ class AggRows:
         self.value: list[float] = []
         self.actor: list[str] = []
         self.attrs: list[str] = []
+        self.blocks: list[tuple[int, dict[str, Any]]] = []
 
     def add(self, key: str, step: int, value: float, actor: str = "", attrs: str = "") -> None:
         self.key.append(key)
@@ -30,24 +35,31 @@ class AggRows:
         self.actor.append(actor)
         self.attrs.append(attrs)
 
-    def extend(self, key: str, steps: list[int], values: list[float], actor: str = "", attrs: str = "") -> None:
-        """Many rows of one key at once."""
-        n = len(steps)
-        self.key += [key] * n
-        self.step += steps
-        self.value += values
-        self.actor += [actor] * n
-        self.attrs += [attrs] * n
+    def extend(
+        self, key: str, steps: Sequence[int] | np.ndarray, values: Sequence[float] | np.ndarray, actor: str = "",
+        attrs: str = "",
+    ) -> None:  # fmt: skip
+        """Many rows of one key at once (lists or numpy arrays of equal length)."""
+        if len(steps):
+            self._seal()
+            self.blocks.append((len(steps), {"key": key, "step": steps, "value": values, "actor": actor,
+                                             "attrs": attrs}))  # fmt: skip
 
     def __len__(self) -> int:
-        return len(self.key)
+        return len(self.key) + sum(n for n, _ in self.blocks)
 
     def flush(self, builder: TraceBuilder) -> None:
         """Append everything gathered to the builder and start empty."""
+        self._seal()
+        for n, block in self.blocks:
+            builder.extend_columns(n, {"kind": "agg", **block})
+        self.blocks = []
+
+    def _seal(self) -> None:
         if self.key:
-            columns = {"key": self.key, "kind": "agg", "step": self.step, "value": self.value}
-            builder.extend_columns(len(self.key), {**columns, "actor": self.actor, "attrs": self.attrs})
-        self.key, self.step, self.value, self.actor, self.attrs = [], [], [], [], []
+            self.blocks.append((len(self.key), {"key": self.key, "step": self.step, "value": self.value,
+                                                "actor": self.actor, "attrs": self.attrs}))  # fmt: skip
+            self.key, self.step, self.value, self.actor, self.attrs = [], [], [], [], []
 
 
 class EventRows:

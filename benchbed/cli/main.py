@@ -17,6 +17,7 @@ from rich.table import Table
 
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.cost_options import resources_options, resources_table
 from benchbed.cli.export import export
 from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
 from benchbed.cli.nightly import compare, history, nightly
@@ -216,19 +217,21 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
               help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
 @click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
 @click.option("--all", "each", is_flag=True, help="PATH holds several runs: ingest each of them")
+@resources_options
 @store_option
 @json_option
 def ingest_command(path: Path, adapter_name: str, warmup_steps: int, each: bool, store_dir: Path,
-                   as_json: bool) -> None:  # fmt: skip
+                   as_json: bool, **resources: Any) -> None:  # fmt: skip
     """Read an existing run (a run directory or a log/metrics file) into the store and measure it.
 
     A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
-    --all is given, which ingests each one."""
+    --all is given, which ingests each one. GPU counts and a price per GPU-hour give the run the cost metrics."""
+    table = resources_table(**resources)
     runs = find_runs(path, adapter_name) if each else [path]
     outcomes, errors = [], []
     for run in runs:
         try:
-            outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps))
+            outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps, resources=table))
         except BenchbedError as exc:
             if not each:
                 raise

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import MetricResult, metric
 from benchbed.metrics.trainer import step_time_mean_s
@@ -35,14 +36,17 @@ def dollars_per_hour(res: dict[str, Any]) -> float | None:
 
 
 def trained_tokens(ctx: MetricContext) -> float | None:
-    """Prompt + response tokens of the samples trained in the window; None if any of them lacks counts."""
+    """Prompt + response tokens trained on in the window: summed over the trained rollout rows when every one of
+    them has counts, else the per-step `samples.trained_tokens` counts when every window step has one; else None."""
     trained = ctx.trained_in_window
-    if not len(trained):
+    if len(trained):
+        prompt, response = trained["prompt_tokens"].to_numpy(), trained["response_tokens"].to_numpy()
+        if (prompt >= 0).all() and (response >= 0).all():
+            return float(np.sum(prompt) + np.sum(response))
+    per_step = ctx.in_window_steps(ctx.rows(K.SAMPLES_TRAINED_TOKENS, "agg"))
+    if not len(per_step) or not np.isin(ctx.window_steps, per_step["step"].to_numpy()).all():
         return None
-    prompt, response = trained["prompt_tokens"].to_numpy(), trained["response_tokens"].to_numpy()
-    if (prompt < 0).any() or (response < 0).any():
-        return None
-    return float(np.sum(prompt) + np.sum(response))
+    return float(per_step["value"].sum())
 
 
 @metric("gpu_hours_per_step", "GPU-h", False, "(trainer + generator GPUs) × mean step time / 3600")
@@ -62,7 +66,13 @@ def cost_per_step(ctx: MetricContext) -> MetricResult:
     return rate * step[0] / 3600.0, step[1]
 
 
-@metric("cost_per_mtok", "$/Mtok", False, "cost of the window / million trained tokens (prompt + response)")
+@metric(
+    "cost_per_mtok",
+    "$/Mtok",
+    False,
+    "cost of the window / million trained tokens (prompt + response): summed over the trained rollout rows when "
+    "each has token counts, else the per-step samples.trained_tokens counts covering every window step",
+)
 def cost_per_mtok(ctx: MetricContext) -> MetricResult:
     res, window, tokens = resources(ctx), ctx.window_seconds, trained_tokens(ctx)
     rate = dollars_per_hour(res) if res is not None else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
@@ -38,15 +39,27 @@ def covered_before(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.nd
     return np.where(i < 0, 0.0, cumulative[np.maximum(i, 0)] + inside)
 
 
-@metric("generator_utilization", "ratio", True, "time-average of running rollouts / generator concurrency")
+@metric(
+    "generator_utilization",
+    "ratio",
+    True,
+    "time-average of running rollouts / generator concurrency (a partial rollout's rollout.buffered spans, when it "
+    "held no slot, are not running)",
+)
 def generator_utilization(ctx: MetricContext) -> MetricResult:
     concurrency = ctx.trace.meta.concurrency
     spans = ctx.rows(K.ROLLOUT, "span")
     if ctx.window is None or not concurrency or not len(spans):
         return None
     w0, w1 = ctx.window
-    overlap = np.clip(np.minimum(spans["t1"].to_numpy(), w1) - np.maximum(spans["t0"].to_numpy(), w0), 0, None)
-    return float(overlap.sum() / (concurrency * (w1 - w0))), "span"
+    running = _overlap(spans, w0, w1) - _overlap(ctx.rows(K.ROLLOUT_BUFFERED, "span"), w0, w1)
+    return float(running / (concurrency * (w1 - w0))), "span"
+
+
+def _overlap(spans: pd.DataFrame, w0: float, w1: float) -> float:
+    """Total seconds of the spans inside the window [w0, w1]."""
+    inside = np.minimum(spans["t1"].to_numpy(), w1) - np.maximum(spans["t0"].to_numpy(), w0)
+    return float(np.clip(inside, 0, None).sum())
 
 
 PAUSED_DEFINITION = (
@@ -96,10 +109,16 @@ def generator_admission_idle_ratio(ctx: MetricContext) -> MetricResult:
     if not concurrency or not len(spans):
         return None
     starts, ends = pauses
-    busy = covered_before(starts, ends, spans["t1"].to_numpy()) - covered_before(starts, ends, spans["t0"].to_numpy())
+    busy = _covered(starts, ends, spans) - _covered(starts, ends, ctx.rows(K.ROLLOUT_BUFFERED, "span"))
     w0, w1 = ctx.window  # type: ignore[misc]
-    held_back = concurrency * float((ends - starts).sum()) - float(busy.sum())
+    held_back = concurrency * float((ends - starts).sum()) - busy
     return max(0.0, held_back) / (concurrency * (w1 - w0)), "span"
+
+
+def _covered(starts: np.ndarray, ends: np.ndarray, spans: pd.DataFrame) -> float:
+    """Seconds of the spans that lie inside the merged intervals [starts, ends]."""
+    inside = covered_before(starts, ends, spans["t1"].to_numpy()) - covered_before(starts, ends, spans["t0"].to_numpy())
+    return float(inside.sum())
 
 
 def samples_per_step(ctx: MetricContext) -> tuple[float, str] | None:

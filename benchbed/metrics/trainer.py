@@ -49,7 +49,7 @@ def _breakdown(ctx: MetricContext) -> Breakdown | None:
     named = frame[named_keys].fillna(0.0)
     total = named.sum(axis=1)
     step_s = frame["step_s"]
-    over = (step_s > 0) & (total > step_s * (1 + OVERLAP_TOLERANCE))
+    over = step_s.notna() & (total > step_s * (1 + OVERLAP_TOLERANCE))  # a step timed 0 keeps 0 of its phases
     named = named.mul((step_s / total).where(over, 1.0), axis=0)
     frame[named_keys] = named
     if K.TRAINER_COMPUTE in parts or K.TRAINER_OTHER in parts:

@@ -132,7 +132,7 @@ def phase_durations(events: Iterable[SandboxEvent], key: str) -> dict[str, float
     builder = TraceBuilder()
     add_spans(builder, [e for e in events if e.key == key])
     out: dict[str, float] = {}
-    for trace_key, t0, t1 in zip(builder.columns["key"], builder.columns["t0"], builder.columns["t1"], strict=True):
+    for trace_key, t0, t1 in zip(builder.column("key"), builder.column("t0"), builder.column("t1"), strict=True):
         name = trace_key.split(".", 1)[1] + "_s"
         out[name] = round(out.get(name, 0.0) + (t1 - t0), 6)
     return out

@@ -1,10 +1,14 @@
 """`benchbed reproduce`: simulate the study's four case studies from their published configurations
-(experiments/reproduce/*.toml) and compare each reproduced quantity with the published figure."""
+(experiments/reproduce/*.toml) and compare each reproduced quantity with the published figure.
+
+The specs ship as package data: benchbed/data/reproduce is a link to experiments/reproduce (one copy in the
+repository), which a wheel stores as files, so an installed benchbed reads them through importlib.resources."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ from benchbed.sim import simulate_spec
 from benchbed.spec import ExperimentSpec, expand, load_spec
 from benchbed.trace import Trace
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "reproduce"
+EXPERIMENTS = resources.files("benchbed") / "data" / "reproduce"
 CASE_FILES: dict[str, tuple[str, ...]] = {
     "case1": ("case1.toml",),
     "case2": ("case2.toml",),
@@ -67,8 +71,8 @@ def case_specs(case: str, overrides: tuple[str, ...] = ()) -> list[ExperimentSpe
     """The case's specs, matrix expanded, with `--set`-style overrides applied."""
     specs: list[ExperimentSpec] = []
     for filename in CASE_FILES[case]:
-        path = EXPERIMENTS / filename
-        specs.extend(expand(load_spec(path, overrides), str(path)))
+        with resources.as_file(EXPERIMENTS / filename) as path:
+            specs.extend(expand(load_spec(path, overrides), str(path)))
     return specs
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from benchbed import keys as K
@@ -19,7 +21,7 @@ from benchbed.adapterkit.handoff import HANDOFF_FILE, Handoff, handoff_files, re
 from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.adapterkit.lines import JsonLines, loads_finite, loads_lenient
 from benchbed.adapterkit.rows import AggRows, EventRows
-from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.errors import AdapterError, NotThisFrameworkError, TraceError
 from benchbed.runs import by_name
 from benchbed.trace import TraceBuilder, TraceMeta
 
@@ -117,6 +119,38 @@ def test_bulk_rows_go_through_the_builder() -> None:
     assert events["v_train"].tolist() == [-1, -1, 0]
 
 
+def test_settle_many_gives_what_settle_gives_step_by_step() -> None:
+    steps = np.array([1, 2, 3])
+    total = np.array([10.0, 10.0, 2.0])
+    named = {K.TRAINER_WAIT: np.array([6.0, 6.0, 0.0]), K.TRAINER_COMPUTE: np.array([3.0, 5.0, 0.1])}
+    one, many = StepBreakdown(), StepBreakdown()
+    expected = [one.settle(int(s), float(t), {k: float(v[i]) for k, v in named.items()}, f"f:{s}")
+                for i, (s, t) in enumerate(zip(steps, total, strict=True))]  # fmt: skip
+    parts = many.settle_many(steps, total, named, ["f:1", "f:2", "f:3"])
+    assert [{k: float(v[i]) for k, v in parts.items()} for i in range(3)] == expected
+    assert many.warning() == one.warning() and "step 2 (by 1.000 s, f:2)" in (many.warning() or "")
+
+
+def test_builder_blocks_keep_row_order_and_types() -> None:
+    """Single rows, list blocks, array blocks and scalar columns come out in the order they were added."""
+    b = TraceBuilder()
+    b.agg(K.TRAINER_STEP, 1, 2.0, actor="trainer")
+    aggs = AggRows()
+    aggs.extend(K.TRAINER_WAIT, np.array([1, 2]), np.array([0.5, 0.25]), "trainer")
+    aggs.add(K.TRAINER_STEP, 2, 3.0, "trainer")
+    aggs.flush(b)
+    b.extend_columns(2, {"key": "native.x", "kind": "agg", "step": [3, 4], "value": (1.0, 2.0)})
+    assert len(b) == 6 and b.column("step") == [1, 1, 2, 2, 3, 4]
+    events = b.build(TraceMeta(adapter="t")).validate().events
+    assert events["key"].astype(str).tolist() == [K.TRAINER_STEP, K.TRAINER_WAIT, K.TRAINER_WAIT, K.TRAINER_STEP,
+                                                  "native.x", "native.x"]  # fmt: skip
+    assert events["value"].tolist() == [2.0, 0.5, 0.25, 3.0, 1.0, 2.0]
+    assert events["actor"].astype(str).tolist() == ["trainer"] * 4 + ["", ""]
+    assert str(events["step"].dtype) == "int64" and isinstance(events["key"].dtype, pd.CategoricalDtype)
+    with pytest.raises(TraceError, match="column 'step': 1 values for 2 rows"):
+        b.extend_columns(2, {"key": "native.x", "kind": "agg", "step": np.array([1])})
+
+
 def _write_map(path: Path, body: str) -> Path:
     path.write_text('framework = "x"\nreleases = ["0.4", "0.9", "abc123"]\n' + body)
     return path
@@ -137,10 +171,20 @@ role = "timer"
 first = "0.9"
 modes = ["async"]
 [[key]]
+native = "t/old"
+canonical = "trainer.wait"
+unit = "s"
+role = "timer"
+last = "0.4"
+[[key]]
 native = "agg/*/error/*"
 role = "keep"
+[lines]
+step = '^step (?P<step>\\d+) took'
 """))  # fmt: skip
-    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step"}
+    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step", "t/old": "trainer.wait"}
+    assert list(km.across_releases("timer")) == ["t/step", "t/old", "t/new"]  # oldest release first
+    assert km.lines["step"].match("step 12 took 3 s").group("step") == "12"
     assert km.mapping("0.9", "timer", "async") == {"t/step": "trainer.step", "t/new": "trainer.compute"}
     assert km.mapping("0.9", "timer", "sync") == {"t/step": "trainer.step"}
     keep = km.matcher("0.9", "keep")
@@ -149,11 +193,12 @@ role = "keep"
         ("0.9", True), ("0.9", False), ("0.4", False), ("abc123", True), ("abc123", False)]  # fmt: skip
 
 
-def test_key_map_refuses_unknown_keys_units_and_releases(tmp_path: Path) -> None:
+def test_key_map_refuses_unknown_keys_units_releases_and_line_patterns(tmp_path: Path) -> None:
     for body, message in (
         ('[[key]]\nnative = "a"\ncanonical = "trainer.idle"\nrole = "r"\n', "not in benchbed/keys.py"),
         ('[[key]]\nnative = "a"\nunit = "parsecs"\nrole = "r"\n', "unit 'parsecs'"),
         ('[[key]]\nnative = "a"\nrole = "r"\nfirst = "1.0"\n', "release '1.0' is not in releases"),
+        ("[lines]\nstep = '^Step (\\d+'\n", r"\[lines\] step: not a regular expression \(missing \)"),
     ):
         with pytest.raises(AdapterError, match=message):
             load_keymap(_write_map(tmp_path / f"{len(message)}.toml", body))

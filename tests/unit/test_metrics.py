@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from benchbed.metrics import METRICS, compute_metrics
-from benchbed.trace import TraceBuilder, TraceMeta
+from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
 
 def add_step(b: TraceBuilder, step: int, start: float, **phases: float) -> float:
@@ -312,3 +313,14 @@ def test_a_plot_and_its_ratio_agree_when_components_overlap():
     assert frame["wait"].sum() / frame["step_s"].sum() == pytest.approx(ratio) == pytest.approx((2 + 6 / 1.4) / 20)
     assert frame["other"].tolist() == [0.0, 0.0]
     assert any("1.400 of step time in 1 step(s)" in w and "steps 2 (1.400×)" in w for w in warnings)
+
+
+def test_buffered_partial_rollout_time_holds_no_slot(span_trace):
+    """s4 (12-21) waited in the partial-rollout buffer during [14, 17]: those 3 s are not slot time, inside the
+    window or inside the pause [12, 18]."""
+    b = TraceBuilder()
+    b.span("rollout.buffered", 14.0, 17.0, sample="s4", group="b", actor="generator")
+    trace = Trace(pd.concat([span_trace.events, b.build(span_trace.meta).events], ignore_index=True), span_trace.meta)
+    m = values(trace)
+    assert m["generator_utilization"] == pytest.approx((54 - 3) / 90)
+    assert m["generator_admission_idle_ratio"] == pytest.approx((33 - (20 - 3)) / 90)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
+from importlib import resources
+from pathlib import Path
 
+import tomllib
 from click.testing import CliRunner
 
 from benchbed.cli.main import cli
@@ -41,3 +45,16 @@ def test_reproduce_json_rows_are_within_tolerance():
     assert any(row["kind"] == "prediction" for row in rows)
     idle = next(row for row in rows if row["quantity"] == "trainer idle")
     assert abs(idle["reproduced"] - 0.60) <= 0.05
+
+
+def test_case_specs_ship_as_package_data():
+    """reproduce reads the specs through importlib.resources from benchbed/data/reproduce, and pyproject's
+    package-data globs take every one of them into a wheel, so a non-editable install finds them too."""
+    package = Path(str(resources.files("benchbed")))
+    assert Path(str(EXPERIMENTS)) == package / "data" / "reproduce"
+    pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["benchbed"]
+    for files in CASE_FILES.values():
+        for name in files:
+            assert (EXPERIMENTS / name).is_file()
+            assert any(fnmatch.fnmatch(f"data/reproduce/{name}", g) for g in globs), name

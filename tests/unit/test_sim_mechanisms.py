@@ -95,6 +95,7 @@ def test_partial_rollout_abort_at_weight_push_by_hand():
     assert m["partial_resumed_fraction"] == 1.0
     assert m["staleness_env_mean"] == 1.0 and m["staleness_env_max"] == 1.0
     assert m["partial_buffered_per_step"] == 1.0
+    assert m["generator_utilization"] == pytest.approx(1.0)  # the one slot is never idle, and never counted twice
     resumed = trace.of("rollout").query("v_train >= 0 and attrs != ''")
     assert json.loads(resumed["attrs"].iloc[0]) == {"resumes": 1, "staleness_env": 1}
 
@@ -116,6 +117,12 @@ def test_partial_rollout_buffers_rise_after_weight_pushes():
     trained = trace.of("rollout").query("v_train >= 0")
     assert ((trained.v_end - trained.v_start) >= 0).all()
     assert (trained.v_start % 5 == 0).all()  # the generator only ever holds pushed weights
+    # a resumed sample's row spans its aborted segments, but resumption is immediate: rows never outnumber slots
+    rows = trace.of("rollout")
+    edges = np.concatenate([rows["t0"].to_numpy(), rows["t1"].to_numpy()])
+    order = np.lexsort((np.r_[np.ones(len(rows)), -np.ones(len(rows))], edges))  # ends before starts at a tie
+    assert np.cumsum(np.r_[np.ones(len(rows)), -np.ones(len(rows))][order]).max() <= 128
+    assert not len(trace.of("rollout.buffered"))
 
 
 def test_sandbox_create_rate_and_timeout_fail_the_tail_of_a_burst():

@@ -176,24 +176,35 @@ def test_dump_from_incompatible_version_names_the_missing_fields() -> None:
         SlimeAdapter().parse(FIX / "bad_dump_version")
 
 
+def _without(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """Imports of `module` fail, as when the `local` extra is not installed."""
+    real_import = builtins.__import__
+
+    def guarded(name: str, *args, **kwargs):
+        if name == module or name.startswith(f"{module}."):
+            raise ImportError(f"No module named {module!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", guarded)
+
+
 def test_without_torch_dumps_are_reported_and_the_rest_is_ingested(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     shutil.copytree(FIX / "fully_async_swe", tmp_path / "run")
-    real_import = builtins.__import__
-
-    def no_torch(name: str, *args, **kwargs):
-        if name == "torch" or name.startswith("torch."):
-            raise ImportError("No module named 'torch'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_torch)
+    _without(monkeypatch, "torch")
     trace = SlimeAdapter().parse(tmp_path / "run")
     assert any("3 rollout dump(s) found but not read" in w and "benchbed[local]" in w for w in trace.meta.warnings)
     assert len(trace.events[trace.events["key"] == K.ROLLOUT]) == 0
     assert len(trace.events[trace.events["key"] == K.TRAINER_STEP]) == 3
     with pytest.raises(AdapterError, match=r"benchbed\[local\]"):
         SlimeAdapter().parse(tmp_path / "run" / "rollout_dumps")
+
+
+def test_without_tensorboard_a_tensorboard_only_run_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without(monkeypatch, "tensorboard")
+    with pytest.raises(AdapterError, match=r"^2 TensorBoard event file\(s\) found but not read: .*benchbed\[local\]"):
+        parse("tb_only_sync")
 
 
 def test_empty_or_missing_paths(tmp_path: Path) -> None:
@@ -378,3 +389,25 @@ def test_tensorboard_steps_on_the_train_step_axis_map_back_to_rollouts(tmp_path:
     writer.close()
     trace = SlimeAdapter().parse(tmp_path)
     assert span_seconds(trace, K.TRAINER_STEP) == {1: 8.0, 2: 8.0, 3: 8.0}
+
+
+def test_resumed_partial_rollout_waits_in_the_buffer_between_its_generate_calls(tmp_path: Path) -> None:
+    """Sample 16 of rollout 2 was started in rollout 0 (start_rollout_id 0); with its first `generate_and_rm` span
+    kept in its trace, [end of that span, start of the next] is rollout.buffered: it held no generator slot."""
+    import torch
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "fully_async_swe", run)
+    dump_path = run / "rollout_dumps" / "rollout_2.pt"
+    dump = torch.load(dump_path, weights_only=False)
+    (resumed,) = [s for s in dump["samples"] if s["metadata"].get("start_rollout_id") == 0]
+    events = resumed["trace"]["events"]
+    (first,) = [e for e in events if e["name"] == "generate_and_rm" and e["type"] == "span_start"]
+    base = first["ts"]
+    events += [{"type": "span_start", "name": "generate_and_rm", "ts": base - 70.0, "span_id": "seg0"},
+               {"type": "span_end", "name": "generate_and_rm", "ts": base - 50.0, "span_id": "seg0"}]  # fmt: skip
+    torch.save(dump, dump_path)
+    after = SlimeAdapter().parse(run)
+    (row,) = after.of(K.ROLLOUT_BUFFERED).itertuples()  # the only sample with two generate_and_rm calls
+    (sample,) = after.of(K.ROLLOUT)[lambda r: r["sample"] == row.sample].itertuples()
+    assert (row.t0 - sample.t0, row.t1 - sample.t0) == pytest.approx((20.0, 70.0))

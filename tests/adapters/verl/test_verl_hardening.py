@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from benchbed.adapters.verl import VerlAdapter
 from benchbed.adapters.verl.records import read_console
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from benchbed import keys as K
@@ -137,6 +137,7 @@ _value = st.one_of(
         max_size=12,
     )
 )
+@example(records=[(1, {"timing_s/step": 1.0}), (2, {"timing_s/gen": 2.0, "timing_s/step": 0.0})])  # a step timed 0
 def test_random_jsonl_never_gives_an_impossible_figure(tmp_path_factory, records) -> None:
     """Any file-logger JSONL (NaN/inf/negative/null values, gaps, repeats) parses or is refused with an
     AdapterError; no trainer figure is negative and every ratio is within [0, 1]."""

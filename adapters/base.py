@@ -49,7 +49,8 @@ class Adapter(Protocol):
     """A framework integration. `render` and `parse` are pure: no framework import, no network.
 
     Optional class attributes: `options_model`, a pydantic model (extra="forbid") that validates the spec's
-    table of this adapter when the spec is loaded; `spec_table`, that table's name when it is not `name`."""
+    table of this adapter when the spec is loaded; `spec_table`, that table's name when it is not `name`.
+    `benchbed.adapterkit.adapter.FrameworkAdapter` implements this (and `find_runs`) from declared functions."""
 
     name: str
 

@@ -58,3 +58,15 @@ def test_case_specs_ship_as_package_data():
         for name in files:
             assert (EXPERIMENTS / name).is_file()
             assert any(fnmatch.fnmatch(f"data/reproduce/{name}", g) for g in globs), name
+
+
+def test_slowest_sandbox_start_runs_from_first_request_to_last_attempt():
+    from benchbed.sim.reproduce import slowest_sandbox_start_s
+    from benchbed.trace import TraceBuilder, TraceMeta
+
+    b = TraceBuilder()
+    b.span("sandbox.queue", 0.0, 100.0, sample="1")  # sample 1: queued 100 s, failed at 399, retried, up at 760
+    b.span("sandbox.start", 100.0, 399.0, sample="1", status="start_timeout")
+    b.span("sandbox.start", 429.0, 760.0, sample="1", status="ok")
+    b.span("sandbox.start", 50.0, 60.0, sample="2", status="ok")
+    assert slowest_sandbox_start_s(b.build(TraceMeta(adapter="t"))) == 760.0

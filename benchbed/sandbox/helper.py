@@ -19,6 +19,9 @@ BUILD = "cc -O2, -static when libc.a is there"  # in the cache key with the sour
 #   enter CGROUPS RLIMITS PID UID -- ARGV...
 #       set rlimits, enter PID's pid namespace, join cgroups, enter PID's other namespaces, root and cwd, drop to
 #       UID, exec; the process that runs ARGV is a child, and the first process waits and exits the way it did.
+#   wait
+#       the sandbox's payload (run from an fd, /proc/self/fd/N, so no host path is bound in): close every fd but
+#       0-2, print "R" (ready), block until stdin is closed. Static, it starts without loading a libc.
 # CGROUPS: comma-separated cgroup directories or "-"; RLIMITS: comma-separated RESOURCE:VALUE or "-".
 # Joining never migrates a process with cgroup.procs, which takes the kernel's global threadgroup lock and waits
 # out an RCU grace period (5-20 ms): a v1 directory is joined by writing "0" (this thread; the helper has one) to
@@ -136,6 +139,15 @@ static void run(char **argv) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "wait") == 0) {
+        char buf[64];
+        if (syscall(SYS_close_range, 3, ~0U, 0) != 0) for (int fd = 3; fd < 1024; fd++) close(fd);
+        if (write(1, "R\n", 2) != 2) return 1;
+        for (;;) {
+            ssize_t n = read(0, buf, sizeof buf);
+            if (n == 0 || (n < 0 && errno != EINTR)) return 0;
+        }
+    }
     int sep = 0;
     for (int i = 1; i < argc; i++) if (strcmp(argv[i], "--") == 0) { sep = i; break; }
     if (sep == 0 || sep + 1 >= argc || argc < 4) {

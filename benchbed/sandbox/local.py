@@ -188,6 +188,7 @@ class LocalBackend:
         self.spare: asyncio.Future[SandboxCgroups] | None = None  # cgroups made ahead for the next create
         self.closing = False
         self.starting = 0  # creates between request and ready
+        self.payload_fd: int | None = None
         self.subreaper = become_subreaper()
         if not self.subreaper:
             self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
@@ -222,7 +223,14 @@ class LocalBackend:
             return ":"
         return " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in dirs) + " || exit 121"
 
-    def _bwrap_argv(self, spec: SandboxSpec, info_fd: int) -> list[str]:
+    def _payload_fd(self) -> int:
+        """The helper binary, opened once: run from this fd as the sandbox's payload (see helper.py, `wait`)."""
+        if self.payload_fd is None:
+            assert self.caps.helper is not None
+            self.payload_fd = os.open(self.caps.helper, os.O_RDONLY)
+        return self.payload_fd
+
+    def _bwrap_argv(self, spec: SandboxSpec, info_fd: int, payload_fd: int | None = None) -> list[str]:
         argv = [self.caps.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                 "--new-session", *self.host_binds, *[a for p in spec.ro_binds for a in ("--ro-bind", p, p)],
                 "--proc", "/proc", "--dev", "/dev", "--size", str(min(spec.disk_mb, 64) << 20), "--tmpfs", "/dev/shm"]
@@ -234,9 +242,11 @@ class LocalBackend:
             argv.remove("--unshare-all")
             argv[1:1] = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup"]
         argv += ["--hostname", "sandbox", "--chdir", WORKDIR, "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv",
-                 "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", WORKDIR, "--info-fd", str(info_fd),
-                 "/bin/sh", "-c", "echo R && read -r _"]  # fmt: skip  (blocks on a pipe we never write)
-        return argv
+                 "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", WORKDIR, "--info-fd", str(info_fd)]  # fmt: skip
+        # The payload prints R (ready), then blocks on a pipe we never write.
+        if payload_fd is not None:
+            return [*argv, f"/proc/self/fd/{payload_fd}", "wait"]
+        return [*argv, "/bin/sh", "-c", "echo R && read -r _"]
 
     def _cgroups_for(self, limits: Limits) -> tuple[int, SandboxCgroups | None, Callable[[], object] | None]:
         """The sandbox's sequence number, its cgroups and the blocking set-up left to do before the spawn: the spare
@@ -276,8 +286,9 @@ class LocalBackend:
         self.starting += 1
         try:
             joins = cgroups.planned_dirs(0) if cgroups is not None else []
-            bwrap = self._bwrap_argv(spec, w)
-            if self.caps.helper and self.caps.private_tmpfs:
+            payload = self._payload_fd() if self.caps.helper and self.caps.private_tmpfs else None
+            bwrap = self._bwrap_argv(spec, w, payload)
+            if payload is not None:
                 opts = f"size={spec.disk_mb}m,nr_inodes={spec.max_files},mode=0700,uid={uid},gid={uid}"
                 argv = [self.caps.helper, "holder", _csv(joins), self._rlimits(spec, spec.lifetime_s * spec.cpu),
                         str(WORK_MOUNT), f"benchbed-{sid}", opts, str(uid), "--", *bwrap]  # fmt: skip
@@ -294,7 +305,8 @@ class LocalBackend:
                 argv = ["/bin/sh", "-c", outer + f'exec {drop}"$@"', "sh", *bwrap]
             on_step("create_sent")
             # The only sandbox starting spawns on the loop thread: a thread hand-off is two wake-ups on its path.
-            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,), env=HOST_ENV, stdin_pipe=True,
+            holder = await Child.spawn(argv, cap=64 * 1024, pass_fds=(w,) if payload is None else (w, payload),
+                                       env=HOST_ENV, stdin_pipe=True,
                                        prepare=prepare, inline=self.starting == 1)  # fmt: skip
             os.close(w)
             w = -1
@@ -547,6 +559,9 @@ class LocalBackend:
 
     async def shutdown(self) -> None:
         await self.sweep(final=True)
+        if self.payload_fd is not None:
+            os.close(self.payload_fd)
+            self.payload_fd = None
         if self.subreaper:
             reap_orphans(UID_BASE, UID_BASE + 100_000_000)
             release_subreaper()

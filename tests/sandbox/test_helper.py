@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -26,6 +27,21 @@ def test_builds_and_rejects_bad_arguments(tmp_path):
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 121 and "/nonexistent/cg" in out.stderr  # a cgroup that cannot be joined
     assert helper.build(tmp_path) == (binary, "")  # cached
+
+
+def test_wait_mode_says_ready_holds_no_fd_and_ends_with_its_stdin(tmp_path):
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler here")
+    binary, _ = helper.build(tmp_path)
+    extra = os.open(binary, os.O_RDONLY)  # what the sandbox's payload is run from
+    proc = subprocess.Popen([str(binary), "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(extra,))
+    os.close(extra)
+    assert proc.stdout.readline() == b"R\n"
+    assert sorted(os.listdir(f"/proc/{proc.pid}/fd")) == ["0", "1", "2"]
+    assert proc.poll() is None  # blocks while its stdin is open
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    proc.stdout.close()
 
 
 def test_without_a_compiler_says_why(tmp_path, monkeypatch):

@@ -28,6 +28,10 @@ class Ratio:
 
 RATIOS: list[Ratio] = []
 
+# Python that prints the process's own peak RSS in KiB. Not getrusage(RUSAGE_SELF).ru_maxrss: Linux carries the
+# high-water mark over fork and exec, so a child of a large pytest process would report its parent's RSS.
+PRINT_PEAK_RSS_KIB = "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')))"
+
 
 def median_of(benchmark) -> float:  # type: ignore[no-untyped-def]
     return float(benchmark.stats.stats.median)

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 from benchbed.adapters.prime_rl import PrimeRLAdapter
-from ratios import baseline_median, median_of, ratio
+from ratios import PRINT_PEAK_RSS_KIB, baseline_median, median_of, ratio
 from workloads import jsonl_files, write_prime_rl_run
 
 ROUNDS = 3
@@ -56,17 +56,17 @@ def test_prime_rl_ingest(benchmark, run_dir: Path, size: tuple[int, int], median
     ratio(name, median_of(benchmark), "orjson, every line (prime-rl)", baseline, 1.2)
 
 
-INGEST = """
-import resource, sys
+INGEST = f"""
+import sys
 from benchbed.adapters.prime_rl import PrimeRLAdapter
 PrimeRLAdapter().parse(sys.argv[1])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+{PRINT_PEAK_RSS_KIB}
 """
 
 
 def test_prime_rl_ingest_peak_memory(run_dir: Path) -> None:
     """The ingest alone in a fresh process, so the peak RSS is its own."""
     out = subprocess.run([sys.executable, "-c", INGEST, str(run_dir)], check=True, capture_output=True, text=True)
-    peak_gib = int(out.stdout.split()[-1]) / 2**20  # ru_maxrss is in KiB on Linux
+    peak_gib = int(out.stdout.split()[-1]) / 2**20
     print(json.dumps({"prime_rl_ingest_peak_rss_gib": round(peak_gib, 3)}))
     assert peak_gib < PEAK_RSS_LIMIT_GIB

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from minimal_des import simulate as minimal_simulate
-from ratios import baseline_median, median_of, ratio
+from ratios import PRINT_PEAK_RSS_KIB, baseline_median, median_of, ratio
 from workloads import sim_spec
 
 from benchbed.sim import simulate_spec
@@ -61,9 +61,9 @@ def test_simulator_peak_memory(samples: int, tmp_path: Path) -> None:
     """`python -m benchbed.sim` as `benchbed run` launches it; its own peak RSS."""
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(sim_spec(samples)))
-    code = ("import resource, runpy, sys; sys.argv = ['benchbed.sim', '--spec', sys.argv[1], '--out', sys.argv[2]]\n"
+    code = ("import runpy, sys; sys.argv = ['benchbed.sim', '--spec', sys.argv[1], '--out', sys.argv[2]]\n"
             "try:\n    runpy.run_module('benchbed.sim', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")  # fmt: skip
+            + PRINT_PEAK_RSS_KIB)  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code, str(spec_path), str(tmp_path)], check=True,
                          capture_output=True, text=True)  # fmt: skip
     peak_gib = int(out.stdout.split()[-1]) / 2**20

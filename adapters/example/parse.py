@@ -3,7 +3,6 @@ tolerant line reading, the key map and its release, group statistics."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from benchbed.adapters.example.logformat import FORMAT, LOG
 from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.adapterkit.lines import JsonLines
+from benchbed.adapterkit.lines import JsonLines, first_json_object
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.runs import by_name
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
@@ -56,13 +55,8 @@ def parse_path(path: Path) -> Trace:
 
 
 def _header(log: Path) -> dict[str, Any]:
-    with log.open("rb") as fh:
-        first = fh.readline(65536)
-    try:
-        header = json.loads(first)
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
+    header = first_json_object(log)
+    if header is None or header.get("format") != FORMAT:
         raise NotThisFrameworkError(f"not an example run: {log} line 1 is not a {FORMAT} header")
     return header
 

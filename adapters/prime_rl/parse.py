@@ -34,6 +34,7 @@ from benchbed.adapters.prime_rl.model import RunData
 from benchbed.adapters.prime_rl.render import run_name
 
 from benchbed.adapterkit.handoff import read_handoff
+from benchbed.adapterkit.lines import first_json_object
 from benchbed.errors import NotThisFrameworkError
 from benchbed.logtext import strip_ansi
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
@@ -110,13 +111,8 @@ def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
 
 
 def _is_json_console(path: Path) -> bool:
-    with path.open("rb") as fh:
-        first = fh.readline(65536)
-    try:
-        obj = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(obj, dict) and "message" in obj and "level" in obj and "timestamp" in obj
+    obj = first_json_object(path)
+    return obj is not None and "message" in obj and "level" in obj and "timestamp" in obj
 
 
 def log_dir(run_dir: Path) -> Path | None:

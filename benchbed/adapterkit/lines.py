@@ -111,6 +111,16 @@ def first_content_line(path: Path, limit: int = 65536) -> bytes:
     return b""
 
 
+def first_json_object(path: Path) -> dict[str, Any] | None:
+    """The first non-blank line parsed as a JSON object (NaN and ±Infinity allowed), None if it is not one: how an
+    adapter tells its own JSON files from others' by their first record."""
+    try:
+        obj = loads_lenient(first_content_line(path))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def head_bytes(path: Path, size: int = 200_000) -> bytes:
     """The first `size` bytes of a file (b'' when it cannot be read), for cheap content sniffing."""
     try:

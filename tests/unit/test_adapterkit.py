@@ -19,11 +19,23 @@ from benchbed.adapterkit.breakdown import TOLERANCE_S, StepBreakdown
 from benchbed.adapterkit.groups import group_stats
 from benchbed.adapterkit.handoff import HANDOFF_FILE, Handoff, handoff_files, read_handoff
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.adapterkit.lines import JsonLines, loads_finite, loads_lenient
+from benchbed.adapterkit.lines import JsonLines, first_json_object, loads_finite, loads_lenient
 from benchbed.adapterkit.rows import AggRows, EventRows
 from benchbed.errors import AdapterError, NotThisFrameworkError, TraceError
 from benchbed.runs import by_name
 from benchbed.trace import TraceBuilder, TraceMeta
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(b'\n  \n{"format": "x", "v": NaN}\nnot json\n', {"format": "x", "v": math.nan}), (b"[1, 2]\n", None),
+     (b"\x00\xff garbage\n", None), (b"", None), (b'{"cut": ', None)],
+)  # fmt: skip
+def test_first_json_object_skips_blank_lines_and_refuses_the_rest(tmp_path: Path, content: bytes, expected) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(content)
+    got = first_json_object(path)
+    assert got == expected if expected is None else (got is not None and got["format"] == "x" and math.isnan(got["v"]))
 
 
 def test_json_lines_name_every_skipped_line(tmp_path: Path) -> None:

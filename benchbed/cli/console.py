@@ -22,7 +22,8 @@ def launch_progress(description: str, enabled: bool = True) -> Iterator[Callable
         return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
                TimeElapsedColumn())  # fmt: skip
-    with Progress(*columns, console=err_console, transient=True) as progress:
+    # not drawn when stderr is not a terminal: there a transient bar only leaves a blank line before the output
+    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
         task = progress.add_task(description, total=None, status="")
 
         def on_line(line: str) -> None:

@@ -216,3 +216,13 @@ def test_exit_status_follows_the_launch(tmp_path, status, error, code):
     with pytest.raises(SystemExit) as exc:
         _exit_for([RunOutcome(tmp_path, record, None)])
     assert exc.value.code == code
+
+
+def test_an_error_after_a_progress_bar_is_the_only_line_on_a_piped_stderr(tmp_path: Path) -> None:
+    """With stderr not a terminal the progress bar is not drawn, so it leaves no blank line before the error."""
+    blocker = tmp_path / "store"
+    blocker.write_text("a file where the store should be")
+    out = subprocess.run([sys.executable, "-m", "benchbed", "demo", "--store", str(blocker / "x")],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [out.stderr.strip()] and out.stderr.startswith("benchbed: error: ")

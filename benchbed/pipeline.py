@@ -81,11 +81,16 @@ def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
         raise type(exc)(f"{spec.source}: {message}") from exc
 
 
-def preflight(specs: list[ExperimentSpec], store: Store) -> None:
-    """Render every spec (each matrix point) before the first launches, so a bad point fails now, not hours
-    into a sweep; nothing is created."""
+def preflight(specs: list[ExperimentSpec], store: Store, launcher: Launcher | None = None) -> None:
+    """Render every spec (each matrix point) before the first launches, and let the launcher check what it needs
+    (a launcher's optional `preflight(spec, plan, run_dir)`), so a bad point fails now, not hours into a sweep;
+    nothing is created."""
+    check = getattr(launcher, "preflight", None)
     for spec in specs:
-        render(spec, store.propose_run_dir("preflight", spec.adapter, spec.spec_id, ""))
+        run_dir = store.propose_run_dir("preflight", spec.adapter, spec.spec_id, "")
+        _, plan = render(spec, run_dir)
+        if check is not None:
+            check(spec, plan, run_dir)
 
 
 def execute(

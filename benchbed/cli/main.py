@@ -185,7 +185,7 @@ def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address:
     if dry_run:
         _dry_run(specs, store, chosen)
         return
-    preflight(specs, store)  # every matrix point is valid before the first launches
+    preflight(specs, store, chosen)  # every matrix point is valid, and launchable, before the first launches
     outcomes = _run_specs(specs, store, as_json, timeout_s, chosen)
     if as_json:
         _print_record_json([o.record for o in outcomes])

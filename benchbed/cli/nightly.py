@@ -16,7 +16,7 @@ from rich.table import Table
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError, SpecError
-from benchbed.pipeline import RunOutcome, execute
+from benchbed.pipeline import RunOutcome, execute, preflight
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
 from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
 from benchbed.spec import repeated
@@ -112,6 +112,7 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
     suite, planned = load_suite(suite_path, overrides)
     chosen = build_launcher(launcher, ray_address, ray_working_dir)
     store, machine, night = Store(store_dir), machine_info().name, _night_id()
+    preflight([entry.spec for entry in planned], store, chosen)  # the whole night is launchable before it starts
     outcomes: list[RunOutcome] = []
     for entry in planned:
         info = SuiteInfo(name=suite.name, entry=entry.name, night=night, watch=list(entry.watch), gate=entry.gate)

@@ -127,6 +127,10 @@ class RayLauncher:
             "cwd": cwd,
         }
 
+    def preflight(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> None:
+        """Before anything is stored: the cluster address must be known (a usage error, not a failed run)."""
+        self.resolve_address(spec, plan, run_dir)
+
     def resolve_address(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
         """--ray-address, else RAY_ADDRESS, else [ray].address, else the plan's own `ray job submit --address`."""
         sub = unwrap(plan.argv, Path(plan.cwd) if plan.cwd else run_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,15 @@ def test_ray_options_need_the_ray_launcher(tmp_path):
     out = benchbed("run", QUICKSTART, "--ray-address", "http://head:8265", "--store", tmp_path)
     assert out.returncode == 2 and "--launcher ray" in out.stderr
     assert not tmp_path.exists() or not any(tmp_path.rglob("record.json"))
+
+
+def test_ray_launch_without_a_cluster_address_is_a_usage_error_that_stores_nothing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    for command in (["run", QUICKSTART], ["nightly", REPO / "experiments" / "nightly-cpu.toml"]):
+        out = subprocess.run([sys.executable, "-m", "benchbed", *map(str, command), "--launcher", "ray", "--store",
+                              str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.strip().splitlines() == [
+            "benchbed: error: no Ray cluster address: pass --ray-address URL, set RAY_ADDRESS or [ray].address"
+        ]
+        assert not tmp_path.exists() or not any(tmp_path.rglob("record.json"))

@@ -57,7 +57,9 @@ class Launcher(Protocol):
     """Runs a rendered plan for a spec; blocks until the job reaches a terminal state, the timeout, or Ctrl-C.
 
     On a timeout, Ctrl-C or SIGTERM the launcher stops the job (nothing is left running) before returning;
-    an interrupt is reported as `interrupted=True`, not raised."""
+    an interrupt is reported as `interrupted=True`, not raised. A launcher may also define
+    `preflight(spec, plan, run_dir)`, called for every spec before anything runs or is stored, to refuse what it
+    cannot launch with a BenchbedError (exit 2)."""
 
     name: str
 

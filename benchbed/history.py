@@ -32,19 +32,34 @@ POINT_COLUMNS = (
 
 
 def load_points(
-    store: Store, machine: str | None = None, suite: str | None = None, entry: str | None = None,
+    store: Store,
+    machine: str | None = None,
+    suite: str | None = None,
+    entry: str | None = None,
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """One row per (suite run, metric), filtered with DuckDB, ordered by time; plus unreadable-record errors."""
     records, errors = store.records()
     rows = [
         {
-            "machine": r.machine.name, "suite": r.suite.name, "entry": r.suite.entry, "night": r.suite.night,
-            "run_id": r.run_id, "started_at": r.started_at, "repeat": r.repeat, "spec_id": r.spec_id,
-            "adapter": r.adapter.name, "framework": r.adapter.framework, "framework_version": r.adapter.version,
-            "benchbed_commit": r.benchbed.commit, "watch": ",".join(r.suite.watch),
-            "gate": r.suite.gate.model_dump_json(), "metric": name,
-            "value": value.value, "unit": value.unit, "path": str(run_dir),
+            "machine": r.machine.name,
+            "suite": r.suite.name,
+            "entry": r.suite.entry,
+            "night": r.suite.night,
+            "run_id": r.run_id,
+            "started_at": r.started_at,
+            "repeat": r.repeat,
+            "spec_id": r.spec_id,
+            "adapter": r.adapter.name,
+            "framework": r.adapter.framework,
+            "framework_version": r.adapter.version,
+            "benchbed_commit": r.benchbed.commit,
+            "watch": ",".join(r.suite.watch),
+            "gate": r.suite.gate.model_dump_json(),
+            "metric": name,
+            "value": value.value,
+            "unit": value.unit,
+            "path": str(run_dir),
         }  # fmt: skip
         for run_dir, r in records
         if r.suite is not None and r.status == "succeeded"

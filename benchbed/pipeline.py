@@ -248,8 +248,12 @@ def check_readable_input(path: Path) -> None:
     except OSError as exc:
         raise BenchbedError(f"{path}: cannot read ({exc.strerror}); pass a run directory or a log file") from None
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else (
-            "a socket"
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else ("a socket")
         )
         raise BenchbedError(f"{path}: is {kind}, not a file or directory; pass a run directory or a log file")
     if not os.access(path, os.R_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)):

@@ -194,6 +194,7 @@ def compare_records(
 
     Runs are grouped by entry (`entry_name`); with one entry on each side they are compared whatever their
     names, otherwise entries are matched by name and unmatched ones are left out."""
+
     def groups(records: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
         out: dict[str, list[RunRecord]] = {}
         for record in records:
@@ -240,7 +241,9 @@ def framework_label(framework: str, version: str) -> str:
 
 
 def describe_changes(
-    specs_before: Sequence[str], specs_after: Sequence[str], versions_before: Sequence[str],
+    specs_before: Sequence[str],
+    specs_after: Sequence[str],
+    versions_before: Sequence[str],
     versions_after: Sequence[str],
 ) -> tuple[str, ...]:
     """What differs between two sets of runs of one series: spec ids, framework versions ('a → b' lines)."""

@@ -24,7 +24,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-
 MAX_STEPS = 10_000_000  # far beyond any RL run; larger values are typos (or would overflow a framework's int)
 
 
@@ -96,6 +95,7 @@ class SlurmSpec(_Strict):
     @classmethod
     def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
         return _refuse_secrets(env)
+
     sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
     ray_cluster: bool | None = Field(
         None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"

@@ -20,8 +20,18 @@ def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
     return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
 
 
-def simulate(steps: int, prompts: int, group: int, concurrency: int, max_staleness: int, mean: float, cv: float,
-             train_time: float, sync_time: float = 0.0, seed: int = 0) -> int:
+def simulate(
+    steps: int,
+    prompts: int,
+    group: int,
+    concurrency: int,
+    max_staleness: int,
+    mean: float,
+    cv: float,
+    train_time: float,
+    sync_time: float = 0.0,
+    seed: int = 0,
+) -> int:
     """Run to `steps` trainer steps; returns the number of samples that finished generating."""
     batch = prompts * group
     mu, sigma = lognormal_params(mean, cv)

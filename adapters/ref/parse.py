@@ -171,4 +171,3 @@ def parse_run(path: Path) -> Trace:
     )  # fmt: skip
     trace = Trace(b.build(meta).events, meta)
     return trace.validate()
-

@@ -127,4 +127,3 @@ def reward_value(reward: Any) -> float:
             if isinstance(reward.get(key), (int, float)):
                 return float(reward[key])
     return math.nan
-

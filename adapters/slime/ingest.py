@@ -76,8 +76,7 @@ def _why_not(path: Path, logs: list[Path], events: list[Path]) -> str:
         )
     if events:
         parts.append(
-            f"{len(events)} TensorBoard event file(s) carry no slime perf/train_wait_time or "
-            "perf/rollout_time scalars"
+            f"{len(events)} TensorBoard event file(s) carry no slime perf/train_wait_time or perf/rollout_time scalars"
         )
     return "; ".join(parts) or f"nothing slime wrote was found under {path}"
 

@@ -76,4 +76,3 @@ def mode_map(version: str, mode: str) -> ModeMap:
         native_keys=frozenset(e.native for e in natives if not e.is_prefix),
         native_prefixes=tuple(e.native[:-1] for e in natives if e.is_prefix),
     )
-

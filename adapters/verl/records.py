@@ -84,9 +84,11 @@ def read_jsonl(path: Path) -> Reading:
                 f'{path}:{number}: not a file-logger record (step {step!r}); expected {{"step": N, "data": {{...}}}}'
             )
             continue
-        bad = [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)] if (
-            tokens and tokens[-1] == id(obj)
-        ) else None
+        bad = (
+            [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)]
+            if (tokens and tokens[-1] == id(obj))
+            else None
+        )
         if bad:
             data = {k: v for k, v in data.items() if k not in bad}
             for key in bad:
@@ -225,7 +227,8 @@ def read_console(path: Path) -> Reading:
         if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's
             printer = writers[dump_start]
             before_steps = before_steps[:dump_start] + [
-                text for text, who in zip(before_steps[dump_start:], writers[dump_start:], strict=True)
+                text
+                for text, who in zip(before_steps[dump_start:], writers[dump_start:], strict=True)
                 if who == printer
             ]
         out.config = config_from_lines(before_steps, dump_start, path, out.warnings)

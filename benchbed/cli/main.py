@@ -296,9 +296,12 @@ def _cell(value: object) -> str:
 
 
 @cli.command()
-@click.option("--real", is_flag=True,
-              help="run a short real GRPO run of the CPU reference engine (adapter ref) and compare it with its "
-                   "calibrated simulation, instead of the simulated quickstart")
+@click.option(
+    "--real",
+    is_flag=True,
+    help="run a short real GRPO run of the CPU reference engine (adapter ref) and compare it with its "
+    "calibrated simulation, instead of the simulated quickstart",
+)
 @store_option
 def demo(real: bool, store_dir: Path) -> None:
     """Simulate the embedded quickstart experiment, store it, write its report and print where it is.

@@ -218,8 +218,12 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 @click.option("--metric", default=None, help="only this metric (default: each entry's watched metrics)")
 @click.option("--suite", "suite_name", default=None, help="only runs of this suite")
 @click.option("--machine", default=None, help="only this machine (default: every machine in the store)")
-@click.option("--nights", type=click.IntRange(min=1), default=None,
-              help="previous nights the last night is gated against (default: as its suite's gate recorded)")
+@click.option(
+    "--nights",
+    type=click.IntRange(min=1),
+    default=None,
+    help="previous nights the last night is gated against (default: as its suite's gate recorded)",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write the history page (HTML) here")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help='print {"series": [...]} on stdout, nothing else')

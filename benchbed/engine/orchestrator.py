@@ -440,7 +440,6 @@ class Orchestrator:
                 chosen, self.ready_groups = self.ready_groups[:P], self.ready_groups[P:]
             self._send_batch(k, chosen)
 
-
     def _send_batch(self, step: int, groups: list[Group]) -> None:
         samples, sids, staleness = [], [], []
         for g in groups:

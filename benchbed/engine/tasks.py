@@ -34,7 +34,7 @@ echo "{\"reward\": $reward, \"correct\": false}"
 """
 
 # The calculator tool: `/bin/sh -c CALCULATOR sh EXPRESSION` prints the value of `a+b` or `a-b`.
-CALCULATOR = 'echo $(($1))'
+CALCULATOR = "echo $(($1))"
 
 
 @dataclass(frozen=True)

@@ -188,9 +188,7 @@ class SlurmLauncher:
         info.address, info.version = slurm_info()
         for rel in (STDOUT_LOG, STDERR_LOG):
             redact_file(run_dir / rel, secrets)
-        return LaunchResult(
-            stdout_path=run_dir / STDOUT_LOG, stderr_path=run_dir / STDERR_LOG, remote=True, **result
-        )
+        return LaunchResult(stdout_path=run_dir / STDOUT_LOG, stderr_path=run_dir / STDERR_LOG, remote=True, **result)
 
 
 def follow(

@@ -38,9 +38,7 @@ def framework_metrics(ctx: MetricContext) -> dict[str, MetricValue]:
     return out
 
 
-def compute_metrics(
-    trace: Trace, warmup_steps: int = 1, warnings: list[str] | None = None
-) -> dict[str, MetricValue]:
+def compute_metrics(trace: Trace, warmup_steps: int = 1, warnings: list[str] | None = None) -> dict[str, MetricValue]:
     """Every registered metric the trace supports; unsupported ones are absent (never 0)."""
     ctx = MetricContext(trace, warmup_steps=warmup_steps)
     steps = ctx.rows(K.TRAINER_STEP)["step"]

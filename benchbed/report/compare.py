@@ -137,9 +137,7 @@ def aggregate(groups: Sequence[RunGroup], names: Iterable[str] | None = None) ->
     per_group = [[metric_values(r) for r in g.records] for g in groups]
     if names is None:
         names = dict.fromkeys(n for runs in per_group for values in runs for n in values)
-    return {
-        name: [median_interval([v[name] for v in runs if name in v]) for runs in per_group] for name in names
-    }
+    return {name: [median_interval([v[name] for v in runs if name in v]) for runs in per_group] for name in names}
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:

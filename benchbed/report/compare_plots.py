@@ -118,8 +118,9 @@ def interval_bars(
         ax.barh(y, median, height=band * 0.9, color=palette[j % len(palette)], label=name)
         for yi, iv in zip(y, intervals, strict=True):
             if iv is None:
-                ax.annotate("n/a", (0, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7,
-                            color="#666")
+                ax.annotate(
+                    "n/a", (0, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7, color="#666"
+                )
             elif iv.n > 1:
                 ax.plot([iv.low, iv.high], [yi, yi], color="#222", linewidth=1.2)
             top = max(top, iv.high if iv else 0.0)

@@ -145,9 +145,7 @@ def _unit(name: str, records: Sequence[RunRecord]) -> str:
 def _metrics_table(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> TextTable:
     records = [r for g in groups for r in g.records]
     names = sorted((n for n in aggregated if not n.startswith("framework_")), key=_metric_order)
-    rows = tuple(
-        (name, _unit(name, records), *(_interval_cell(iv) for iv in aggregated[name])) for name in names
-    )
+    rows = tuple((name, _unit(name, records), *(_interval_cell(iv) for iv in aggregated[name])) for name in names)
     return TextTable(("metric", "unit", *(g.label for g in groups)), rows)
 
 
@@ -286,21 +284,38 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
     figures: list[Figure] = [
         *_per_gpu(groups, aggregated),
         _breakdown(groups, aggregated),
-        _bars("generator", "Generator utilisation and admission", groups, aggregated,
-              {"generator_utilization": "utilisation", "generator_admission_idle_ratio": "slot-time held back",
-               "generator_paused_ratio": "paused (free slots held back)"},
-              "fraction of the window (%)",
-              "Utilisation: busy slot-time / (slots × window). Slot-time held back: free slots that admission "
-              "(staleness bound, synchronous alternation, weight sync) kept idle. Paused: share of the window in "
-              "which any free slots were held back."),  # fmt: skip
+        _bars(
+            "generator",
+            "Generator utilisation and admission",
+            groups,
+            aggregated,
+            {
+                "generator_utilization": "utilisation",
+                "generator_admission_idle_ratio": "slot-time held back",
+                "generator_paused_ratio": "paused (free slots held back)",
+            },
+            "fraction of the window (%)",
+            "Utilisation: busy slot-time / (slots × window). Slot-time held back: free slots that admission "
+            "(staleness bound, synchronous alternation, weight sync) kept idle. Paused: share of the window in "
+            "which any free slots were held back.",
+        ),  # fmt: skip
         _staleness(groups, traces, colors),
         _sandboxes(groups, traces, colors),
         _step_times(groups, traces, colors),
-        _bars("waste", "Zero-advantage groups and wasted generation", groups, aggregated,
-              {"zero_adv_group_fraction": "zero-advantage groups", "wasted_generation_fraction": "wasted samples",
-               "dropped_stale_fraction": "dropped for staleness"},
-              "fraction (%)", "Zero-advantage: finished groups whose rewards all agree. Wasted: finished samples "
-              "never trained on (dropped, filtered, discarded)."),  # fmt: skip
+        _bars(
+            "waste",
+            "Zero-advantage groups and wasted generation",
+            groups,
+            aggregated,
+            {
+                "zero_adv_group_fraction": "zero-advantage groups",
+                "wasted_generation_fraction": "wasted samples",
+                "dropped_stale_fraction": "dropped for staleness",
+            },
+            "fraction (%)",
+            "Zero-advantage: finished groups whose rewards all agree. Wasted: finished samples "
+            "never trained on (dropped, filtered, discarded).",
+        ),  # fmt: skip
         *_curves(groups, records),
     ]
     verdicts, verdicts_note = verdict_table(groups)

@@ -78,9 +78,9 @@ def junit_xml(suite: str, verdicts: Sequence[EntryVerdict], failed: Sequence[Run
         case = ET.SubElement(cases, "testcase", classname=f"{suite}.{v.entry}", name=v.metric)
         detail = "\n".join([v.comparison.reason, *v.changes])
         if v.verdict == "regression":
-            ET.SubElement(case, "failure", message=f"regression: {v.comparison.reason}", type="regression").text = (
-                detail
-            )
+            ET.SubElement(
+                case, "failure", message=f"regression: {v.comparison.reason}", type="regression"
+            ).text = detail
         elif v.verdict == "insufficient_data":
             ET.SubElement(case, "skipped", message=f"insufficient data: {v.comparison.reason}")
         else:

@@ -21,7 +21,7 @@ CONFIG_FILE = "sandbox_bench_config.json"
 def bench_config(spec: ExperimentSpec) -> BenchConfig:
     """BenchConfig from the spec's [sandbox] table, plus a [sandbox_bench] table once the spec has one."""
     if spec.sandbox.backend == "none":
-        raise SpecError(f"spec {spec.name!r}: set [sandbox] backend = \"local\" | \"modal\" | \"prime\"")
+        raise SpecError(f'spec {spec.name!r}: set [sandbox] backend = "local" | "modal" | "prime"')
     data = copy.deepcopy(spec.adapter_table("sandbox_bench"))  # the spec must not change: its hash is the spec id
     data.setdefault("name", spec.name)
     data["backend"] = spec.sandbox.backend

@@ -49,7 +49,6 @@ class BenchConfig(BenchOptions):
     backend: str = "local"
 
 
-
 async def _level(pool: SandboxPool, cfg: BenchConfig, level: int, on_done: Callable[[], None]) -> list[RunOutcome]:
     n = cfg.per_level or level
     gate = asyncio.Semaphore(level)

@@ -45,8 +45,13 @@ class LocalCapabilities:
             where = lim.get(ctrl)
             rows.append((f"cgroup {ctrl}", "ok" if where else "degraded",
                          f"cgroup {where[0]} at {where[1]}" if where else "rlimit floor only"))  # fmt: skip
-        rows.append(("whole-tree kill", "ok" if self.cgroups.kill else "degraded",
-                     "cgroup v2 cgroup.kill" if self.cgroups.kill else "pid-namespace teardown and per-pid SIGKILL"))
+        rows.append(
+            (
+                "whole-tree kill",
+                "ok" if self.cgroups.kill else "degraded",
+                "cgroup v2 cgroup.kill" if self.cgroups.kill else "pid-namespace teardown and per-pid SIGKILL",
+            )
+        )
         rows.append(("workdir caps", "ok" if self.private_tmpfs else "degraded",
                      "tmpfs size + nr_inodes in a private mount namespace" if self.private_tmpfs
                      else "bwrap tmpfs size only; no inode cap"))  # fmt: skip
@@ -54,8 +59,13 @@ class LocalCapabilities:
                      "one unprivileged host uid per sandbox (RLIMIT_NPROC per sandbox)" if self.per_sandbox_uid
                      else "runs as the calling user"))  # fmt: skip
         rows.append(("rlimits", "ok", "NOFILE, FSIZE, CPU, AS, NPROC"))
-        rows.append(("spawn helper", "ok" if self.helper else "degraded",
-                     f"compiled helper {self.helper}" if self.helper else "sh/unshare/mount/nsenter chains (slower)"))
+        rows.append(
+            (
+                "spawn helper",
+                "ok" if self.helper else "degraded",
+                f"compiled helper {self.helper}" if self.helper else "sh/unshare/mount/nsenter chains (slower)",
+            )
+        )
         return rows
 
 

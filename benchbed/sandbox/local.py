@@ -125,8 +125,10 @@ def resolve_command(argv: list[str], spec: SandboxSpec) -> None:
     else:
         candidates = [f"{d}/{prog}" for d in SANDBOX_PATH.split(":")]
     for path in candidates:
-        if os.path.isfile(path) and os.access(path, os.X_OK) and any(
-            path == v or path.startswith(v.rstrip("/") + "/") for v in visible
+        if (
+            os.path.isfile(path)
+            and os.access(path, os.X_OK)
+            and any(path == v or path.startswith(v.rstrip("/") + "/") for v in visible)
         ):
             return
     raise BadCommand(
@@ -231,9 +233,24 @@ class LocalBackend:
         return self.payload_fd
 
     def _bwrap_argv(self, spec: SandboxSpec, info_fd: int, payload_fd: int | None = None) -> list[str]:
-        argv = [self.caps.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", *self.host_binds, *[a for p in spec.ro_binds for a in ("--ro-bind", p, p)],
-                "--proc", "/proc", "--dev", "/dev", "--size", str(min(spec.disk_mb, 64) << 20), "--tmpfs", "/dev/shm"]
+        argv = [
+            self.caps.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            *self.host_binds,
+            *[a for p in spec.ro_binds for a in ("--ro-bind", p, p)],
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(min(spec.disk_mb, 64) << 20),
+            "--tmpfs",
+            "/dev/shm",
+        ]
         if self.caps.private_tmpfs:
             argv += ["--bind", str(WORK_MOUNT), WORKDIR]
         else:

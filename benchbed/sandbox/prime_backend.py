@@ -174,8 +174,11 @@ class PrimeBackend:
             orphans: list[str] = []
             page = 1
             while True:
-                listing = await self._call(self.client.list(labels=[f"benchbed-host-{self.host}"],
-                                                            exclude_terminated=True, page=page, per_page=100))
+                listing = await self._call(
+                    self.client.list(
+                        labels=[f"benchbed-host-{self.host}"], exclude_terminated=True, page=page, per_page=100
+                    )
+                )
                 for sb in listing.sandboxes:
                     pids = [lb.removeprefix("benchbed-pid-") for lb in sb.labels if lb.startswith("benchbed-pid-")]
                     if pids and pids[0].isdigit() and not pid_alive(int(pids[0])):

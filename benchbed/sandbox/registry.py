@@ -24,9 +24,7 @@ class BackendUnavailable(BenchbedError):
 def check_sdk(name: str) -> None:
     module, extra = _SDK[name]
     if importlib.util.find_spec(module) is None:
-        raise BackendUnavailable(
-            f"the {name} backend needs the '{module}' package: pip install 'benchbed[{extra}]'"
-        )
+        raise BackendUnavailable(f"the {name} backend needs the '{module}' package: pip install 'benchbed[{extra}]'")
 
 
 def check_credentials(name: str, env: dict[str, str] | None = None) -> None:

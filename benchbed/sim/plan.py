@@ -172,7 +172,8 @@ def plan(spec: ExperimentSpec, target: Target, vary: str, lo: int | None = None,
         best = (min if target.op in ("<=", "<") else max)(values) if values else None
         note = f"no value in [{lo}, {hi}] meets {target}" + (
             f"; the best is {best[0]:.4g} at {best[1]}: another limit binds (staleness bound, trainer, stragglers)"
-            if best else ""
+            if best
+            else ""
         )
     elif met[0] and met[-1] and all(met):
         answer, note = lo, f"every value in [{lo}, {hi}] meets {target}"

@@ -149,16 +149,43 @@ def rows_case3(runs: list[CaseRun]) -> list[Row]:
     by_c = {run.spec.sim["concurrency"]: run for run in runs}
     rows = []
     for c in (96, 256, 360):
-        rows.append(_idle("case3", f"trainer idle at {c} concurrent rollouts", [0.30, 0.60],
-                          by_c[c].metrics["trainer_idle_ratio"], "consistency",
-                          ["sim.latency.mean (derived from the idle range)", "sim.saturation", "sim.train_step_time"]))
+        rows.append(
+            _idle(
+                "case3",
+                f"trainer idle at {c} concurrent rollouts",
+                [0.30, 0.60],
+                by_c[c].metrics["trainer_idle_ratio"],
+                "consistency",
+                ["sim.latency.mean (derived from the idle range)", "sim.saturation", "sim.train_step_time"],
+            )
+        )
     fail_960 = by_c[960].metrics["sandbox_init_failure_rate"]
     fail_96 = by_c[96].metrics["sandbox_init_failure_rate"]
     sandbox_inputs = ["sim.sandbox.create_rate (PR #47)", "sim.sandbox.start_timeout_s (PR #47)"]
-    rows.append(Row("case3", "sandbox init failure rate at 960 (init dead)", "> 0", fail_960, "> 0.01",
-                    fail_960 > 0.01, "prediction", sandbox_inputs))
-    rows.append(Row("case3", "sandbox init failure rate at 96", 0.0, fail_96, "< 0.005", fail_96 < 0.005,
-                    "prediction", sandbox_inputs))
+    rows.append(
+        Row(
+            "case3",
+            "sandbox init failure rate at 960 (init dead)",
+            "> 0",
+            fail_960,
+            "> 0.01",
+            fail_960 > 0.01,
+            "prediction",
+            sandbox_inputs,
+        )
+    )
+    rows.append(
+        Row(
+            "case3",
+            "sandbox init failure rate at 96",
+            0.0,
+            fail_96,
+            "< 0.005",
+            fail_96 < 0.005,
+            "prediction",
+            sandbox_inputs,
+        )
+    )
     slowest = slowest_sandbox_start_s(by_c[960].trace) / 3600
     rows.append(Row("case3", "slowest sandbox start at 960 (hours: queue, attempts, backoff)", 1.0, slowest,
                     "0.5-1.5 h", 0.5 <= slowest <= 1.5, "consistency",
@@ -166,8 +193,18 @@ def rows_case3(runs: list[CaseRun]) -> list[Row]:
                      "sim.sandbox.backoff_s (assumed)"]))  # fmt: skip
     truncated = [by_c[c].metrics["response_truncated_fraction"] for c in (96, 256, 360)]
     mean_truncated = float(np.mean(truncated))
-    rows.append(Row("case3", "samples hitting the 128K cap", [0.03, 0.08], mean_truncated, "0.03-0.08",
-                    0.03 <= mean_truncated <= 0.08, "consistency", ["sim.tokens.response_mean"]))
+    rows.append(
+        Row(
+            "case3",
+            "samples hitting the 128K cap",
+            [0.03, 0.08],
+            mean_truncated,
+            "0.03-0.08",
+            0.03 <= mean_truncated <= 0.08,
+            "consistency",
+            ["sim.tokens.response_mean"],
+        )
+    )
     return rows
 
 

@@ -164,7 +164,8 @@ def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
         samples_per_step=params.samples_per_step,
         group_size=params.group_size,
         extra={
-            "end_time_s": out.end_time, "seed": cfg.seed,
+            "end_time_s": out.end_time,
+            "seed": cfg.seed,
             **({"max_response_tokens": params.max_response_tokens} if cfg.tokens is not None else {}),
             **({"resources": params.resources} if params.resources else {}),
         },  # fmt: skip

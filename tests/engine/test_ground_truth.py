@@ -175,8 +175,9 @@ def test_sandbox_metrics_come_from_the_real_sandbox_starts(sync_run):
     assert failed and all("bwrap" in e["attrs"]["message"] for e in failed)  # bubblewrap's own failure
     assert sync_run.metric("sandbox_init_failure_rate") == pytest.approx(len(failed) / len(starts))
     ok = starts[starts["status"] == "ok"]
-    native_s = sorted(ready[k] - admitted[(k, json.loads(a)["attempt"])] for k, a in zip(ok["sample"], ok["attrs"],
-                                                                                         strict=True))
+    native_s = sorted(
+        ready[k] - admitted[(k, json.loads(a)["attempt"])] for k, a in zip(ok["sample"], ok["attrs"], strict=True)
+    )
     assert sorted((ok["t1"] - ok["t0"]).round(6)) == pytest.approx(native_s, abs=1e-5)
     assert sync_run.metric("sandbox_start_p50_s") == pytest.approx(np.percentile(native_s, 50), abs=1e-5)
 

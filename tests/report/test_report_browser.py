@@ -99,8 +99,10 @@ def test_comparison_report_fits_1280_px_and_every_plot_is_labelled(
     width = driver.execute_script("return document.documentElement.clientWidth")
     assert driver.execute_script("return document.body.scrollWidth") <= width  # no horizontal overflow
     # the wide tables scroll inside their own box, with the metric names kept in view
-    assert driver.execute_script(
-        "return getComputedStyle(document.querySelector('#compare-metrics td')).position") == "sticky"
+    assert (
+        driver.execute_script("return getComputedStyle(document.querySelector('#compare-metrics td')).position")
+        == "sticky"
+    )
     figures = driver.find_elements(By.CSS_SELECTOR, "section.compare-plot figure svg")
     drawn = {s.get_attribute("data-section") for s in driver.find_elements(By.CSS_SELECTOR, "section.compare-plot")}
     assert {"per_gpu", "breakdown", "generator", "staleness", "sandboxes", "step_times", "waste",

@@ -14,9 +14,7 @@ from benchbed.sandbox.pool import PoolConfig, SandboxPool
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 THREAD_BOMB = (
-    "import threading, time\n"
-    "while True:\n"
-    "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+    "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
 )
 
 

@@ -41,8 +41,17 @@ def test_create_exec_close_tags_and_events():
     assert sb.kwargs["memory"] == (512, 512) and sb.kwargs["cpu"] == (1.0, 1.0)
     assert sb.execs[0] == ("true",)  # readiness probe before ready
     assert sb.terminated
-    assert [e.ev for e in events.events] == [Ev.REQUESTED, Ev.ADMITTED, Ev.CREATE_SENT, Ev.STARTED, Ev.READY,
-                                             Ev.EXEC_START, Ev.EXEC_END, Ev.TERMINATE_REQUESTED, Ev.TERMINATED]
+    assert [e.ev for e in events.events] == [
+        Ev.REQUESTED,
+        Ev.ADMITTED,
+        Ev.CREATE_SENT,
+        Ev.STARTED,
+        Ev.READY,
+        Ev.EXEC_START,
+        Ev.EXEC_END,
+        Ev.TERMINATE_REQUESTED,
+        Ev.TERMINATED,
+    ]
 
 
 def test_max_throttle_wait_is_set(monkeypatch):

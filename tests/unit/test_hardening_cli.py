@@ -205,10 +205,7 @@ TOKEN = "hf_s3cr3tT0kenValue42"
 def test_a_secret_value_is_masked_everywhere(tmp_path):
     env = {"HF_TOKEN": TOKEN}
     spec = tmp_path / "v.toml"
-    spec.write_text(
-        'name = "v"\nadapter = "verl"\n[verl.env]\n'
-        f'HF_ENDPOINT = "https://user:{TOKEN}@hub.example.com"\n'
-    )
+    spec.write_text(f'name = "v"\nadapter = "verl"\n[verl.env]\nHF_ENDPOINT = "https://user:{TOKEN}@hub.example.com"\n')
     dry = benchbed("run", spec, "--dry-run", "--store", tmp_path / "s", env=env)
     assert dry.returncode == 0, dry.stderr
     assert TOKEN not in dry.stdout and "https://user:***@hub.example.com" in dry.stdout

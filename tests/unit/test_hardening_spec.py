@@ -88,7 +88,10 @@ def test_warmup_at_or_beyond_the_run_is_refused():
 
 
 _scalar = st.one_of(
-    st.integers(-(2**65), 2**65), st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.text(max_size=5),
+    st.integers(-(2**65), 2**65),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.text(max_size=5),
     st.none(),
 )
 
@@ -96,11 +99,24 @@ _scalar = st.one_of(
 @settings(max_examples=40, deadline=None)
 @given(
     st.dictionaries(
-        st.sampled_from([
-            "workload__steps", "workload__group_size", "workload__prompts_per_step", "workload__max_staleness",
-            "warmup_steps", "sim__concurrency", "sim__latency", "sim__train_step_time", "sim__weight_sync_time",
-            "sim__seed", "sim__pass_rate", "sim__mode", "timeout_s", "sim__nonsense",
-        ]),  # fmt: skip
+        st.sampled_from(
+            [
+                "workload__steps",
+                "workload__group_size",
+                "workload__prompts_per_step",
+                "workload__max_staleness",
+                "warmup_steps",
+                "sim__concurrency",
+                "sim__latency",
+                "sim__train_step_time",
+                "sim__weight_sync_time",
+                "sim__seed",
+                "sim__pass_rate",
+                "sim__mode",
+                "timeout_s",
+                "sim__nonsense",
+            ]
+        ),  # fmt: skip
         _scalar,
         max_size=4,
     )

@@ -173,7 +173,7 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
         "bad-metric.toml": (SUITE.replace('"trainer_idle_ratio"]', '"rate_gap"]'), "no better direction"),
         "missing-spec.toml": (SUITE.replace("quickstart.toml", "nope.toml"), "nope.toml"),
         "unknown-field.toml": ("colour = 1\n" + SUITE, "unknown field 'colour'"),
-        "same-name.toml": (SUITE + SUITE[SUITE.index("[[entry]]"):], "repeated: async"),
+        "same-name.toml": (SUITE + SUITE[SUITE.index("[[entry]]") :], "repeated: async"),
         "bad-override.toml": (SUITE.replace("workload.steps=30", "workload.stepz=30"), "workload.stepz"),
     }
     for name, (text, message) in cases.items():

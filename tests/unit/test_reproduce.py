@@ -20,8 +20,11 @@ def test_every_case_parameter_says_where_it_came_from():
         for name in files:
             for line in (EXPERIMENTS / name).read_text().splitlines():
                 code = line.split("#", 1)[0]
-                if re.match(r"^\s*[\w\"]", code) and "=" in code and not code.strip().startswith(("name", "adapter",
-                                                                                                   "description")):
+                if (
+                    re.match(r"^\s*[\w\"]", code)
+                    and "=" in code
+                    and not code.strip().startswith(("name", "adapter", "description"))
+                ):
                     assert re.search(r"PUBLISHED|DERIVED|ASSUMED|as case", line), f"{name}: {line}"
 
 

@@ -17,9 +17,15 @@ from benchbed.spec import build_spec
 def make_spec(sim: dict, prompts: int = 4, group: int = 1, staleness: int = 0, steps: int = 200, **workload):
     return build_spec(
         {
-            "name": "t", "adapter": "sim",
-            "workload": {"prompts_per_step": prompts, "group_size": group, "max_staleness": staleness,
-                         "steps": steps, **workload},
+            "name": "t",
+            "adapter": "sim",
+            "workload": {
+                "prompts_per_step": prompts,
+                "group_size": group,
+                "max_staleness": staleness,
+                "steps": steps,
+                **workload,
+            },
             "sim": sim,
         }  # fmt: skip
     )
@@ -43,9 +49,15 @@ def expected_max(dist: stats.rv_continuous, n: int) -> float:
 @pytest.mark.parametrize(("batch", "mean", "cv", "train"), [(8, 30.0, 0.5, 20.0), (32, 10.0, 1.0, 40.0)])
 def test_sync_idle_matches_expected_max_of_batch(batch, mean, cv, train):
     spec = make_spec(
-        {"mode": "sync", "concurrency": batch, "latency": {"mean": mean, "cv": cv}, "train_step_time": train,
-         "seed": 3},  # fmt: skip
-        prompts=batch, steps=1500,
+        {
+            "mode": "sync",
+            "concurrency": batch,
+            "latency": {"mean": mean, "cv": cv},
+            "train_step_time": train,
+            "seed": 3,
+        },  # fmt: skip
+        prompts=batch,
+        steps=1500,
     )
     e_max = expected_max(lognormal(mean, cv), batch)
     m = metrics_of(spec)
@@ -56,9 +68,16 @@ def test_sync_idle_matches_expected_max_of_batch(batch, mean, cv, train):
 @pytest.mark.parametrize(("concurrency", "mean", "batch", "train"), [(64, 60.0, 64, 20.0), (100, 50.0, 80, 10.0)])
 def test_generation_bound_async_idle_is_one_minus_rate_ratio(concurrency, mean, batch, train):
     spec = make_spec(
-        {"mode": "async", "concurrency": concurrency, "latency": {"mean": mean, "cv": 0.5}, "train_step_time": train,
-         "seed": 1},  # fmt: skip
-        prompts=batch, staleness=1000, steps=400,
+        {
+            "mode": "async",
+            "concurrency": concurrency,
+            "latency": {"mean": mean, "cv": 0.5},
+            "train_step_time": train,
+            "seed": 1,
+        },  # fmt: skip
+        prompts=batch,
+        staleness=1000,
+        steps=400,
     )
     expected = 1 - (concurrency / mean) / (batch / train)
     m = metrics_of(spec)
@@ -70,9 +89,17 @@ def test_generation_bound_async_idle_is_one_minus_rate_ratio(concurrency, mean, 
 @pytest.mark.parametrize("max_staleness", [1, 3, 6])
 def test_trainer_bound_count_admission_staleness_approaches_the_bound(max_staleness):
     spec = make_spec(
-        {"mode": "async", "staleness_policy": "count", "concurrency": 1024, "latency": {"mean": 2.0, "cv": 0.3},
-         "train_step_time": 30.0, "seed": 2},  # fmt: skip
-        prompts=32, staleness=max_staleness, steps=150,
+        {
+            "mode": "async",
+            "staleness_policy": "count",
+            "concurrency": 1024,
+            "latency": {"mean": 2.0, "cv": 0.3},
+            "train_step_time": 30.0,
+            "seed": 2,
+        },  # fmt: skip
+        prompts=32,
+        staleness=max_staleness,
+        steps=150,
     )
     m = metrics_of(spec)
     assert m["trainer_idle_ratio"] < 0.01
@@ -83,7 +110,9 @@ def test_trainer_bound_count_admission_staleness_approaches_the_bound(max_stalen
 def test_one_step_off_staleness_is_at_most_one_and_weights_fixed_per_batch():
     spec = make_spec(
         {"mode": "one_step_off", "concurrency": 64, "latency": {"mean": 10.0, "cv": 0.5}, "train_step_time": 8.0},
-        prompts=16, group=4, steps=100,
+        prompts=16,
+        group=4,
+        steps=100,
     )
     trace = simulate_spec(spec)
     trained = trace.of("rollout").query("v_train >= 0")
@@ -94,9 +123,17 @@ def test_one_step_off_staleness_is_at_most_one_and_weights_fixed_per_batch():
 
 def test_drop_policy_drops_stale_groups_and_bounds_trained_staleness():
     spec = make_spec(
-        {"mode": "async", "staleness_policy": "drop", "concurrency": 256, "latency": {"mean": 10.0, "cv": 1.5},
-         "train_step_time": 5.0},  # fmt: skip
-        prompts=8, group=4, staleness=1, steps=100,
+        {
+            "mode": "async",
+            "staleness_policy": "drop",
+            "concurrency": 256,
+            "latency": {"mean": 10.0, "cv": 1.5},
+            "train_step_time": 5.0,
+        },  # fmt: skip
+        prompts=8,
+        group=4,
+        staleness=1,
+        steps=100,
     )
     trace = simulate_spec(spec)
     m = {k: v.value for k, v in compute_metrics(trace).items()}

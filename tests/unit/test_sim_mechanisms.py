@@ -19,9 +19,15 @@ def make_spec(sim: dict, prompts: int = 4, group: int = 1, staleness: int = 0, s
               resources: dict | None = None, **workload):  # fmt: skip
     return build_spec(
         {
-            "name": "t", "adapter": "sim",
-            "workload": {"prompts_per_step": prompts, "group_size": group, "max_staleness": staleness,
-                         "steps": steps, **workload},
+            "name": "t",
+            "adapter": "sim",
+            "workload": {
+                "prompts_per_step": prompts,
+                "group_size": group,
+                "max_staleness": staleness,
+                "steps": steps,
+                **workload,
+            },
             "resources": resources or {},
             "sim": sim,
         }  # fmt: skip

@@ -61,7 +61,7 @@ def test_invalid_toml(tmp_path):
 
 
 def test_overrides_parse_toml_literals_and_create_tables(spec_file):
-    spec = load_spec(spec_file, ["workload.group_size=8", "sim.mode=sync", 'sim.latency={ mean = 5.0 }', "name=x y"])
+    spec = load_spec(spec_file, ["workload.group_size=8", "sim.mode=sync", "sim.latency={ mean = 5.0 }", "name=x y"])
     assert spec.workload.group_size == 8
     assert spec.sim["mode"] == "sync" and spec.sim["latency"] == {"mean": 5.0}
     assert spec.name == "x y"

@@ -142,9 +142,7 @@ def test_random_jsonl_never_gives_an_impossible_figure(tmp_path_factory, records
     """Any file-logger JSONL (NaN/inf/negative/null values, gaps, repeats) parses or is refused with an
     AdapterError; no trainer figure is negative and every ratio is within [0, 1]."""
     path = tmp_path_factory.mktemp("verl") / "r.jsonl"
-    path.write_text(
-        "".join(json.dumps({"step": s, "data": d}, allow_nan=True) + "\n" for s, d in records) or "\n"
-    )
+    path.write_text("".join(json.dumps({"step": s, "data": d}, allow_nan=True) + "\n" for s, d in records) or "\n")
     try:
         trace = ADAPTER.parse(path)
     except AdapterError:

@@ -40,6 +40,7 @@ system-packages:
 
 lint: setup-test
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Benchmarks (pytest-benchmark): each measures its baseline in the same run, prints target/baseline ratios and
 # fails when one misses its limit. Results are saved per machine under .benchmarks/<machine>/; compare with the

@@ -18,6 +18,7 @@ from rich.table import Table
 from benchbed.adapters.base import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
+from benchbed.cli.diagnose import diagnose, diagnosis_panel
 from benchbed.cli.export import export
 from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
 from benchbed.cli.nightly import compare, history, nightly
@@ -112,8 +113,12 @@ def _metric_table(record: RunRecord, names: tuple[str, ...] | None = None) -> Ta
 
 
 def _summarize(outcome: RunOutcome, console: Console) -> None:
+    from benchbed.diagnosis import diagnose_record
+
     record = outcome.record
     console.print(_metric_table(record, HEADLINE_METRICS))
+    if record.metrics:
+        console.print(diagnosis_panel(diagnose_record(record), "diagnosis (benchbed diagnose RUN_DIR predicts levers)"))
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if record.error:
@@ -346,6 +351,7 @@ def _calibrated_twin(outcome: RunOutcome, store: Store) -> RunOutcome:
 cli.add_command(sandbox)
 cli.add_command(sandbox_bench)
 cli.add_command(export)
+cli.add_command(diagnose)
 cli.add_command(nightly)
 cli.add_command(compare)
 cli.add_command(history)

@@ -73,8 +73,8 @@ def test_a_cut_file_keeps_the_rows_before_the_cut_and_names_the_offset(run_dir: 
 
 def test_a_bad_checksum_ends_the_reading_there(run_dir: Path, tmp_path: Path) -> None:
     data = bytearray(find_wandb_file(run_dir).read_bytes())  # type: ignore[union-attr]
-    at = 2 * BLOCK + 7 + 20  # inside the payload of the first chunk of the third block
-    data[at] ^= 0xFF
+    assert struct.unpack_from("<H", data, 2 * BLOCK + 4)[0] > 0  # the third block's first chunk has a payload
+    data[2 * BLOCK + 7] ^= 0xFF  # its first payload byte
     bad = tmp_path / "run-bad.wandb"
     bad.write_bytes(bytes(data))
     history = read_wandb_file(bad)

@@ -111,7 +111,7 @@ def check_command(group: click.Group, line: str) -> str:
     path = "benchbed"
     while isinstance(command, click.Group) and words and not words[0].startswith("-"):
         name = words.pop(0)
-        sub = command.commands.get(name)
+        sub = command.get_command(click.Context(command, info_name=path), name)  # a lazy group imports it here
         if sub is None:
             return f"`{path}` has no subcommand {name!r}"
         command, path = sub, f"{path} {name}"

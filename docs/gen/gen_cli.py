@@ -12,10 +12,12 @@ from gen_common import DocsError, cell, code
 
 
 def commands(group: click.Group, prefix: str) -> Iterator[tuple[str, click.Command]]:
-    """(full name, command) for every command under `group`, depth first, in the order they were added."""
-    for name, command in group.commands.items():
+    """(full name, command) for every command under `group`, depth first, in the order the group lists them."""
+    ctx = click.Context(group, info_name=prefix)
+    for name in group.list_commands(ctx):  # a lazy group imports each command here
+        command = group.get_command(ctx, name)
         path = f"{prefix} {name}"
-        if command.hidden:
+        if command is None or command.hidden:
             continue
         yield path, command
         if isinstance(command, click.Group):

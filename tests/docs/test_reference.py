@@ -33,7 +33,7 @@ def test_every_cli_command_and_option_is_in_the_reference() -> None:
     run = page.split("\n## benchbed run\n", 1)[1].split("\n## ", 1)[0]
     assert "| `--launcher [local|ray|slurm]` | where to launch:" in run
     nightly = page.split("\n## benchbed nightly\n", 1)[1].split("\n## ", 1)[0]
-    for option in cli.commands["nightly"].params:
+    for option in cli.get_command(click.Context(cli), "nightly").params:
         if isinstance(option, click.Option):
             assert re.search(rf"^\| `[^`]*{option.opts[-1]}\b", nightly, re.M), option.opts
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def adapters() -> list[tuple[str, str, Any]]:
     """(adapter name, its spec table, its options model or None) for every registered adapter, by name."""
-    from benchbed.adapters.base import available_adapters, get_adapter, options_model, spec_table
+    from benchbed.adapter import available_adapters, get_adapter, options_model, spec_table
 
     out = []
     for name in available_adapters():
@@ -27,8 +27,7 @@ def adapters() -> list[tuple[str, str, Any]]:
 
 def keymap_of(name: str) -> Any:
     """The adapter's key map (the keymap.toml beside its package), or None when it has none."""
-    from benchbed.adapters.base import get_adapter
-
+    from benchbed.adapter import get_adapter
     from benchbed.adapterkit.keymaps import load_keymap
 
     module = importlib.import_module(type(get_adapter(name)).__module__)
@@ -37,7 +36,7 @@ def keymap_of(name: str) -> Any:
 
 
 def _summary(name: str) -> str:
-    from benchbed.adapters.base import get_adapter
+    from benchbed.adapter import get_adapter
 
     doc = type(get_adapter(name)).__doc__ or ""
     return doc.strip().split("\n\n")[0]

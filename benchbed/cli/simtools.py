@@ -13,7 +13,7 @@ from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import execute
 from benchbed.sim.calibrate import calibrate, simulated
-from benchbed.sim.plan import VARIABLES, parse_target, plan, plan_html
+from benchbed.sim.plan import VARIABLES, parse_target, plan
 from benchbed.sim.reproduce import CASE_FILES, CaseRun, Row, reproduce, simulate_in_process
 from benchbed.spec import ExperimentSpec, load_spec
 from benchbed.store import DEFAULT_STORE, Store
@@ -126,6 +126,8 @@ def plan_command(spec_path: Path, target_text: str, vary: str, range_text: str |
         result = plan(spec, target, vary, lo, hi, progress=lambda text: status.update(f"simulating {text}"))
     output = output or Path("results") / "plans" / f"{spec.name}-{vary.split('.')[-1]}.html"
     output.parent.mkdir(parents=True, exist_ok=True)
+    from benchbed.report.plan_page import plan_html  # matplotlib: loaded only when a page is drawn
+
     output.write_text(plan_html(result))
     if as_json:
         click.echo(json.dumps({**result.as_json(), "plot": str(output)}, indent=2))

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.errors import TraceError
 from benchbed.keys import KEYS, KINDS, ROLLOUT, ROLLOUT_GROUP, ROLLOUT_STATUSES, SCHEMA_VERSION, is_known_key
+from benchbed.outputs import open_output
 
 TRACE_FILENAME = "trace.parquet"
 _META_KEY = b"benchbed.trace_meta"
@@ -88,11 +89,10 @@ class Trace:
         metadata = dict(table.schema.metadata or {})
         metadata[_META_KEY] = self.meta.model_dump_json().encode()
         table = table.replace_schema_metadata(metadata)
-        tmp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(
-            table, tmp, compression="zstd", use_dictionary=_DICTIONARY_COLUMNS, write_statistics=_STATS_COLUMNS
-        )
-        tmp.replace(path)
+        with open_output(path) as fh:
+            pq.write_table(
+                table, fh, compression="zstd", use_dictionary=_DICTIONARY_COLUMNS, write_statistics=_STATS_COLUMNS
+            )
         return path
 
 

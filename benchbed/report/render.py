@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
+from benchbed.diagnosis import Diagnosis, diagnose_record
+from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
 from benchbed.report.comparison import build_comparison, markdown_comparison
 from benchbed.report.sections import Section, build_sections
@@ -30,6 +31,7 @@ class RunView:
     warnings: list[str]
     log_tail: str
     sections: list[Section]
+    diagnosis: Diagnosis | None
 
 
 def _run_view(record: RunRecord, trace: Trace) -> RunView:
@@ -46,6 +48,7 @@ def _run_view(record: RunRecord, trace: Trace) -> RunView:
         warnings=warnings,
         log_tail=redact(record.error.log_tail) if record.error and record.error.log_tail else "",
         sections=build_sections(record, trace),
+        diagnosis=diagnose_record(record) if record.metrics else None,
     )
 
 
@@ -80,10 +83,16 @@ def write_report(runs: list[tuple[RunRecord, Trace]], out_html: Path) -> str:
     """Write the HTML report to `out_html` (atomically) and return the Markdown summary for the terminal."""
     out_html = Path(out_html)
     html = render_html(runs)
-    out_html.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_html.with_name(f".{out_html.name}.{os.getpid()}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out_html)
+    write_output(out_html, html)
     records = [record for record, _ in runs]
     comparison = markdown_comparison(records) if len(records) > 1 else ""
-    return comparison + markdown_summary(records, [trace for _, trace in runs])
+    return markdown_diagnoses(records) + comparison + markdown_summary(records, [trace for _, trace in runs])
+
+
+def markdown_diagnoses(records: list[RunRecord]) -> str:
+    """The diagnosis of each run as a Markdown list, the first thing the summary says."""
+    lines = ["## Diagnosis", ""]
+    for record in records:
+        headline = diagnose_record(record).headline() if record.metrics else "cannot tell: the run has no metrics"
+        lines.append(f"- {run_label(record)}: {headline}")
+    return "\n".join(lines) + "\n\n"

@@ -20,7 +20,7 @@ def diagnose_record(
     progress: Callable[[str], None] | None = None,
 ) -> Diagnosis:
     """The diagnosis of a stored run; with `predict`, the main lever's effect from a (calibrated) simulation."""
-    from benchbed.adapters.base import get_adapter, spec_table
+    from benchbed.adapter import get_adapter, spec_table
 
     metrics = {name: value.value for name, value in record.metrics.items() if not name.startswith("framework_")}
     diagnosis = diagnose_metrics(metrics)

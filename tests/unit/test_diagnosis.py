@@ -182,7 +182,7 @@ def _has_field(model: type[BaseModel], dotted: str) -> bool:
 
 
 def test_every_lever_is_a_real_spec_field() -> None:
-    from benchbed.adapters.base import get_adapter, options_model
+    from benchbed.adapter import get_adapter, options_model
 
     for name, entries in lever_table().items():
         assert name in REGIMES or name in FLAGS, f"levers.toml: [{name}] is neither a regime nor a flag"

@@ -1,46 +1,106 @@
-"""The `benchbed` command (DESIGN §6): run, simulate, ingest, report, ls, demo."""
+"""The `benchbed` command (DESIGN §6): one group whose subcommands are imported only when they run.
+
+`benchbed --help` and `--version` import click and nothing heavy (no pandas, DuckDB, pyarrow, pydantic, rich):
+each command's module loads what it uses when it is invoked, so start-up stays well under a quarter second."""
 
 from __future__ import annotations
 
-import json
-import shlex
+import importlib
 import signal
 import sys
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from benchbed.adapters.base import available_adapters
-from benchbed.cli.console import err_console, launch_progress, stdout_console
-from benchbed.cli.cost_options import resources_options, resources_table
-from benchbed.cli.export import export
-from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
-from benchbed.cli.nightly import compare, history, nightly
-from benchbed.cli.sandbox import sandbox, sandbox_bench
-from benchbed.cli.simtools import COMMANDS as SIM_COMMANDS
+from benchbed import __version__
 from benchbed.errors import BenchbedError
-from benchbed.launch.base import Launcher
 from benchbed.launch.signals import signal_name, stop_signals_interrupt
-from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
-from benchbed.record import RunRecord, benchbed_info, machine_info
-from benchbed.secrets import redact, redact_env
-from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec, repeated
-from benchbed.store import DEFAULT_STORE, Store
 
-HEADLINE_METRICS = (
-    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
-    "rate_gap", "staleness_mean", "staleness_max", "zero_adv_group_fraction", "wasted_generation_fraction",
-    "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s", "sandbox_start_p99_s",
-)  # fmt: skip
+
+class Lazy(NamedTuple):
+    """Where a subcommand lives ("module:attribute") and the one-line summary `benchbed --help` lists for it
+    (the first paragraph of its docstring; a unit test keeps the two equal)."""
+
+    target: str
+    summary: str
+
+
+COMMANDS: dict[str, Lazy] = {
+    "run": Lazy(
+        "benchbed.cli.runs:run",
+        "Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.",
+    ),
+    "simulate": Lazy(
+        "benchbed.cli.runs:simulate",
+        'Run SPEC through the discrete-event simulator (adapter "sim"), whatever adapter it names.',
+    ),
+    "ingest": Lazy(
+        "benchbed.cli.runs:ingest_command",
+        "Read an existing run (a run directory or a log/metrics file) into the store and measure it.",
+    ),
+    "report": Lazy(
+        "benchbed.cli.runs:report",
+        "Write a self-contained HTML report of one or more stored runs and print a Markdown summary.",
+    ),
+    "ls": Lazy(
+        "benchbed.cli.runs:ls_command",
+        "List stored runs (newest last) with their headline metrics.",
+    ),
+    "demo": Lazy(
+        "benchbed.cli.runs:demo",
+        "Simulate the embedded quickstart experiment, store it, write its report and print where it is.",
+    ),
+    "sandbox": Lazy(
+        "benchbed.cli.sandbox:sandbox",
+        "Run a command in a sandbox, or report what the local sandbox can enforce here.",
+    ),
+    "sandbox-bench": Lazy(
+        "benchbed.cli.sandbox:sandbox_bench",
+        "Sweep concurrency levels, store the run (record, trace, metrics) and print a summary per level.",
+    ),
+    "export": Lazy(
+        "benchbed.cli.export:export",
+        "Export the trace of a stored run (or a trace.parquet) as a timeline or a table.",
+    ),
+    "nightly": Lazy(
+        "benchbed.cli.nightly:nightly",
+        "Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of "
+        "tonight's runs against the last nights of the same (machine, entry) series.",
+    ),
+    "compare": Lazy(
+        "benchbed.cli.nightly:compare",
+        "Compare two sets of stored runs with the nightly gate (Mann-Whitney U plus a minimum relative effect).",
+    ),
+    "history": Lazy(
+        "benchbed.cli.nightly:history",
+        "Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict.",
+    ),
+    "reproduce": Lazy(
+        "benchbed.cli.simtools:reproduce_command",
+        "Simulate the study's case studies from experiments/reproduce/*.toml and compare each reproduced "
+        "quantity with the published figure.",
+    ),
+    "calibrate": Lazy(
+        "benchbed.cli.simtools:calibrate_command",
+        "Fit a simulator spec to the stored run in RUN_DIR (any adapter's trace.parquet): rollout latency, "
+        "batch and group size, trainer compute and weight sync, concurrency, pass rates, mode and staleness "
+        "bound.",
+    ),
+    "plan": Lazy(
+        "benchbed.cli.simtools:plan_command",
+        "The smallest (or largest, as the target requires) value of --vary that meets --target, found by "
+        "simulating SPEC (a sweep, then bisection), beside the closed-form estimate (generation-bound 1 - "
+        "rate ratio, the staleness-budget cap, or the synchronous straggler maximum).",
+    ),
+}
 
 
 def _fail(message: str, status: int = 2) -> None:
     """The error contract: ONE line `benchbed: error: FILE: what was expected` on stderr, then exit."""
+    from rich.markup import escape
+
+    from benchbed.cli.console import err_console
+
     line = " ".join(message.split())
     err_console.print(f"[bold red]benchbed: error:[/] {escape(line)}", highlight=False, soft_wrap=True)
     sys.exit(status)
@@ -48,7 +108,31 @@ def _fail(message: str, status: int = 2) -> None:
 
 class BenchbedGroup(click.Group):
     """Every failure as one line on stderr: BenchbedError and usage errors exit 2, an unreadable file exits 2,
-    a stop signal (Ctrl-C, SIGTERM, SIGHUP) exits 128 + its number once what it launched is stopped."""
+    a stop signal (Ctrl-C, SIGTERM, SIGHUP) exits 128 + its number once what it launched is stopped.
+
+    Subcommands named in COMMANDS are imported on first use; the help lists their summaries without importing."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, _, attribute = COMMANDS[cmd_name].target.partition(":")
+            self.commands[cmd_name] = getattr(importlib.import_module(module), attribute)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the summaries in COMMANDS: `benchbed --help` imports no command module."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in COMMANDS and name not in self.commands:
+                rows.append((name, click.utils.make_default_short_help(COMMANDS[name].summary, limit)))
+            elif not self.commands[name].hidden:
+                rows.append((name, self.commands[name].get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -79,275 +163,7 @@ class BenchbedGroup(click.Group):
 
 
 @click.group(cls=BenchbedGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="benchbed")
+@click.version_option(__version__, package_name="benchbed")
 def cli() -> None:
     """benchbed: measure RL post-training systems (verl, slime, prime-rl, simulated) with one trace and one set
     of metrics: trainer idle time, staleness, sandbox start-up, zero-advantage waste, throughput."""
-
-
-store_option = click.option(
-    "--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
-    show_default=True, help="results directory",
-)  # fmt: skip
-json_option = click.option(
-    "--json", "as_json", is_flag=True, help="print the RunRecord as JSON on stdout, nothing else"
-)
-
-
-def _print_record_json(records: list[RunRecord]) -> None:
-    docs = [r.model_dump(mode="json") for r in records]
-    click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
-
-
-def _metric_table(record: RunRecord, names: tuple[str, ...] | None = None) -> Table:
-    table = Table(title=f"{record.spec_id}  [{record.status}]", title_justify="left")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("unit")
-    table.add_column("source")
-    for name, metric in record.metrics.items():
-        if names is None or name in names:
-            table.add_row(name, f"{metric.value:.4g}", metric.unit, metric.source)
-    return table
-
-
-def _summarize(outcome: RunOutcome, console: Console) -> None:
-    record = outcome.record
-    console.print(_metric_table(record, HEADLINE_METRICS))
-    for warning in record.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    if record.error:
-        console.print(f"[red]{record.error.message}[/]", highlight=False)
-        if record.error.log_tail:
-            console.print(record.error.log_tail[-1500:], highlight=False, markup=False)
-    console.print(f"run directory: {outcome.run_dir}", highlight=False, soft_wrap=True)
-
-
-def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None,
-               launcher: str | Launcher = "local") -> list[RunOutcome]:  # fmt: skip
-    outcomes = []
-    for spec in (one for each in specs for one in repeated(each)):
-        label = f"{spec.adapter}: {spec.name}" + (f" {spec.variant}" if spec.variant else "")
-        label += f" (repeat {spec.repeat + 1}/{spec.repeats})" if spec.repeats > 1 else ""
-        with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, launcher=launcher)
-        if not as_json:
-            _summarize(outcome, stdout_console())
-        outcomes.append(outcome)
-    return outcomes
-
-
-def _load_specs(spec_path: Path, overrides: tuple[str, ...], adapter: str | None = None) -> list[ExperimentSpec]:
-    extra = (*overrides, f'adapter="{adapter}"') if adapter else overrides
-    return expand(load_spec(spec_path, extra), str(spec_path))
-
-
-def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> None:
-    for spec in specs:
-        run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
-        _, plan = render(spec, run_dir)
-        lines = [f"# {spec.spec_id}" + (f"  {spec.variant}" if spec.variant else "")]
-        lines += [f"export {name}={json.dumps(value)}" for name, value in redact_env(plan.env).items()]
-        lines.append(f"cd {plan.cwd or run_dir}")
-        lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
-        lines.append(shlex.join(plan.argv))
-        lines += [f"# file {rel}:\n{text}" for rel, text in plan.files.items()]
-        lines += describe_launch(launcher, spec, plan, run_dir)
-        click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
-
-
-def _exit_for(outcomes: list[RunOutcome]) -> None:
-    """Exit 1 when a launch failed: its record is `failed`, or `partial` with the launch's error (DESIGN §6)."""
-    if any(o.record.status == "failed" or (o.record.status == "partial" and o.record.error) for o in outcomes):
-        sys.exit(1)
-
-
-@cli.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="override a spec field, e.g. --set workload.group_size=8 (repeatable)")  # fmt: skip
-@launcher_options
-@click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
-@click.option("--dry-run", is_flag=True, help="print the exact command, environment and files; launch nothing")
-@store_option
-@json_option
-def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
-        ray_working_dir: str | None, timeout_s: float | None, dry_run: bool, store_dir: Path,
-        as_json: bool) -> None:  # fmt: skip
-    """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
-
-    A spec with a [matrix] table launches one run per combination, each `repeats` times (the simulator's seed
-    is sim.seed + the repeat index). --launcher ray submits each run as a Ray job, --launcher slurm as an sbatch
-    job ([slurm] table); both need --store on a filesystem the job's nodes see. Exit status 1 if any run failed."""
-    specs = _load_specs(spec_path, overrides)
-    store = Store(store_dir)
-    chosen = build_launcher(launcher, ray_address, ray_working_dir)
-    if dry_run:
-        _dry_run(specs, store, chosen)
-        return
-    preflight(specs, store, chosen)  # every matrix point is valid, and launchable, before the first launches
-    outcomes = _run_specs(specs, store, as_json, timeout_s, chosen)
-    if as_json:
-        _print_record_json([o.record for o in outcomes])
-    _exit_for(outcomes)
-
-
-@cli.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(path_type=Path))
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="override a spec field, e.g. --set sim.concurrency=512 (repeatable)")  # fmt: skip
-@store_option
-@json_option
-def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_json: bool) -> None:
-    """Run SPEC through the discrete-event simulator (adapter "sim"), whatever adapter it names.
-
-    The spec's [workload] and [sim] tables shape the simulated generator and trainer."""
-    specs = _load_specs(spec_path, overrides, adapter="sim")
-    store = Store(store_dir)
-    preflight(specs, store)
-    outcomes = _run_specs(specs, store, as_json, None)
-    if as_json:
-        _print_record_json([o.record for o in outcomes])
-    _exit_for(outcomes)
-
-
-@cli.command(name="ingest")
-@click.argument("path", type=click.Path(path_type=Path, readable=False))
-@click.option("--adapter", "adapter_name", required=True,
-              help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
-@click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
-@click.option("--all", "each", is_flag=True, help="PATH holds several runs: ingest each of them")
-@resources_options
-@store_option
-@json_option
-def ingest_command(path: Path, adapter_name: str, warmup_steps: int, each: bool, store_dir: Path,
-                   as_json: bool, **resources: Any) -> None:  # fmt: skip
-    """Read an existing run (a run directory or a log/metrics file) into the store and measure it.
-
-    A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
-    --all is given, which ingests each one. GPU counts and a price per GPU-hour give the run the cost metrics."""
-    table = resources_table(**resources)
-    runs = find_runs(path, adapter_name) if each else [path]
-    outcomes, errors = [], []
-    for run in runs:
-        try:
-            outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps, resources=table))
-        except BenchbedError as exc:
-            if not each:
-                raise
-            errors.append(str(exc))
-    if as_json:
-        _print_record_json([o.record for o in outcomes])
-    else:
-        for outcome in outcomes:
-            _summarize(outcome, stdout_console())
-    for error in errors:
-        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
-    if errors:
-        sys.exit(2)
-
-
-@cli.command()
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="RUN_DIR...")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="HTML file to write (default: RUN_DIR/report.html for one run, else ./report.html)")  # fmt: skip
-def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
-    """Write a self-contained HTML report of one or more stored runs and print a Markdown summary."""
-    from benchbed.report import write_report
-    from benchbed.report.runs import load_run
-
-    runs = [load_run(d) for d in run_dirs]
-    output = output or (run_dirs[0] / "report.html" if len(run_dirs) == 1 else Path("report.html"))
-    click.echo(write_report(runs, output))
-    err_console.print(f"report: {output}", highlight=False)
-
-
-@cli.command(name="ls")
-@click.option("--where", default=None, help="DuckDB SQL filter, e.g. \"adapter = 'sim' AND status = 'succeeded'\"")
-@store_option
-@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
-def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
-    """List stored runs (newest last) with their headline metrics."""
-    frame, errors = Store(store_dir).table(where=where)
-    if as_json:
-        click.echo(frame.to_json(orient="records", indent=2))
-    else:
-        table = Table(title=f"runs in {store_dir}", title_justify="left")
-        for header in _LS_COLUMNS.values():
-            table.add_column(header, no_wrap=True)
-        for row in frame.to_dict(orient="records"):
-            row["started_at"] = str(row["started_at"])[:16].replace("T", " ")
-            table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
-        stdout_console().print(table)
-    for error in errors:  # one unreadable record never hides the others
-        err_console.print(f"[yellow]benchbed: warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
-
-
-_LS_COLUMNS = {
-    "run_id": "run", "started_at": "started (UTC)", "status": "status", "adapter": "adapter", "mode": "mode",
-    "spec_id": "spec", "trainer_idle_ratio": "idle", "staleness_mean": "stale", "trainer_throughput_sps": "train sps",
-}  # fmt: skip
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return "" if value != value else f"{value:.4g}"
-    return "" if value is None else str(value)
-
-
-@cli.command()
-@click.option(
-    "--real",
-    is_flag=True,
-    help="run a short real GRPO run of the CPU reference engine (adapter ref) and compare it with its "
-    "calibrated simulation, instead of the simulated quickstart",
-)
-@store_option
-def demo(real: bool, store_dir: Path) -> None:
-    """Simulate the embedded quickstart experiment, store it, write its report and print where it is.
-
-    With --real, run the reference engine for 10 steps (about a minute on 2 cores), calibrate the simulator to that
-    run, simulate the calibrated spec, and write one report comparing the real run with its simulated twin."""
-    from benchbed.report import write_report
-
-    source = resources.files("benchbed") / "data" / ("ref-demo.toml" if real else "quickstart.toml")
-    with resources.as_file(source) as spec_path:
-        spec = load_spec(spec_path)
-    store = Store(store_dir)
-    verb = "running" if real else "simulating"
-    with launch_progress(f"{verb} {spec.name} ({spec.workload.steps} steps)") as on_line:
-        outcome = execute(spec, store, on_line=on_line)
-    if outcome.trace is None:
-        _summarize(outcome, stdout_console())
-        sys.exit(1)
-    runs = [(outcome.record, outcome.trace)]
-    if real:
-        twin = _calibrated_twin(outcome, store)
-        if twin.trace is not None:
-            runs.append((twin.record, twin.trace))
-    html = outcome.run_dir / "report.html"
-    write_report(runs, html)
-    console = stdout_console()
-    for record, _ in runs:
-        console.print(_metric_table(record, HEADLINE_METRICS))
-    console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
-
-
-def _calibrated_twin(outcome: RunOutcome, store: Store) -> RunOutcome:
-    """Calibrate the simulator to a real run and simulate it, so the demo's report compares the two."""
-    from benchbed.sim.calibrate import calibrate
-
-    calibration = calibrate(outcome.run_dir)
-    spec = build_spec(calibration.spec_data(), f"calibrated from {outcome.run_dir}")
-    with launch_progress(f"simulating its calibrated twin {spec.name}") as on_line:
-        return execute(spec, store, on_line=on_line)
-
-
-cli.add_command(sandbox)
-cli.add_command(sandbox_bench)
-cli.add_command(export)
-cli.add_command(nightly)
-cli.add_command(compare)
-cli.add_command(history)
-for _command in SIM_COMMANDS:  # reproduce, calibrate, plan
-    cli.add_command(_command)

@@ -205,7 +205,7 @@ def _is_sim_of(pid: str, run_dir: Path) -> bool:
                                                         ("failed", "launch exited (exit code 2)", 1)])  # fmt: skip
 def test_exit_status_follows_the_launch(tmp_path, status, error, code):
     """A launch that failed exits 1 whether or not a partial trace was recovered; a cut log alone does not."""
-    from benchbed.cli.main import _exit_for
+    from benchbed.cli.runs import _exit_for
     from benchbed.pipeline import RunOutcome
     from benchbed.record import ErrorInfo, RunRecord
 

@@ -1,0 +1,57 @@
+"""Start-up: `benchbed --help` and `--version` load no command module and none of the heavy libraries; each command
+imports what it uses when it runs. (Timing lives in benchmarks/test_bench_startup.py, not here.)"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+
+from benchbed.cli.main import COMMANDS, cli
+
+HEAVY = ("pandas", "duckdb", "pyarrow", "matplotlib", "numpy", "pydantic", "rich", "jinja2")
+
+PROBE = """
+import json, sys
+from benchbed.cli.main import cli
+try:
+    cli(sys.argv[1:], prog_name="benchbed")
+except SystemExit:
+    pass
+print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] in {heavy} or name.startswith("benchbed"))))
+"""
+
+
+def _loaded_after(*args: str) -> list[str]:
+    probe = PROBE.replace("{heavy}", repr(set(HEAVY)))
+    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_no_heavy_library_and_no_command(flag: str) -> None:
+    loaded = _loaded_after(flag)
+    assert [name for name in loaded if name.split(".")[0] in HEAVY] == []
+    assert set(loaded) <= {"benchbed", "benchbed.cli", "benchbed.cli.main", "benchbed.errors", "benchbed.launch",
+                           "benchbed.launch.signals"}  # fmt: skip
+
+
+def test_a_command_loads_its_own_module_only_when_invoked() -> None:
+    loaded = _loaded_after("export", "--help")
+    assert "benchbed.cli.export" in loaded
+    assert "benchbed.cli.runs" not in loaded and "benchbed.cli.nightly" not in loaded
+
+
+def test_help_lists_every_command_with_the_summary_of_its_own_docstring() -> None:
+    """The summaries `benchbed --help` shows without importing are each command's own first sentence."""
+    for name, lazy in COMMANDS.items():
+        module, _, attribute = lazy.target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command) and command.name == name
+        assert lazy.summary == command.get_short_help_str(limit=10_000), name
+    context = click.Context(cli)
+    assert cli.list_commands(context) == sorted(COMMANDS)

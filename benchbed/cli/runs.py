@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from benchbed.adapters.base import available_adapters
+from benchbed.adapter import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
 from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options

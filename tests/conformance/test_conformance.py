@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from benchbed.adapters.base import LaunchPlan, available_adapters, get_adapter, options_model, spec_table
 from pydantic import BaseModel
 
 from benchbed import keys as K
+from benchbed.adapter import LaunchPlan, available_adapters, get_adapter, options_model, spec_table
 from benchbed.errors import BenchbedError, NotThisFrameworkError
 from benchbed.metrics import METRICS, compute_metrics
 from benchbed.metrics.context import MetricContext

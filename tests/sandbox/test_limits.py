@@ -1,4 +1,4 @@
-"""Issue #10: every limit that stops a hostile program is named in the result, a thread bomb included."""
+"""Every limit that stops a hostile program is named in the result, a thread bomb included."""
 
 from __future__ import annotations
 

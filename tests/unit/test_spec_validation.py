@@ -1,4 +1,4 @@
-"""Issue #10: no spec value that can only fail at launch passes validation (strict types, inf/NaN, seed range,
+"""No spec value that can only fail at launch passes validation (strict types, inf/NaN, seed range,
 steps that cannot fit, warmup larger than the run), and random specs either validate or get one clear line."""
 
 from __future__ import annotations

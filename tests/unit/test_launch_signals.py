@@ -1,4 +1,4 @@
-"""Issue #10: SIGTERM and SIGHUP take the Ctrl-C path in the local launcher (benchbed.launch.signals)."""
+"""SIGTERM and SIGHUP take the Ctrl-C path in the local launcher (benchbed.launch.signals)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import LaunchPlan
 
+from benchbed.adapter import LaunchPlan
 from benchbed.launch.local import run_plan
 from benchbed.launch.signals import Terminated, interrupt_for, signal_name, stop_signals_interrupt
 

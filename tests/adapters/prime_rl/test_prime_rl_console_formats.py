@@ -1,4 +1,4 @@
-"""prime-rl console formats in real use (issue #10): decimal step times and the `prime` CLI's bracketed levels."""
+"""prime-rl console formats in real use: decimal step times and the `prime` CLI's bracketed levels."""
 
 from __future__ import annotations
 

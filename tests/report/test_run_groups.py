@@ -1,4 +1,4 @@
-"""Run grouping, median intervals, per-GPU figures, what differs and matrix curves (benchbed.report.compare)."""
+"""Run grouping, median intervals, per-GPU figures, what differs and matrix curves (benchbed.report.run_groups)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord
-from benchbed.report.compare import (
+from benchbed.report.run_groups import (
     aggregate,
     gpu_count,
     group_runs,

@@ -1,4 +1,4 @@
-"""Issue #10, the command line under hostile input, signals and unreadable files, run as a user would: every
+"""The command line under hostile input, signals and unreadable files, run as a user would: every
 path succeeds or prints ONE line `benchbed: error: ...` and exits 1 or 2, with nothing half-written."""
 
 from __future__ import annotations

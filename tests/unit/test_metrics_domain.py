@@ -1,4 +1,4 @@
-"""Issue #10: figures outside their domain are refused or flagged (zero-length windows, warmup beyond the run,
+"""Figures outside their domain are refused or flagged (zero-length windows, warmup beyond the run,
 negative durations), and random traces either validate or are refused with the offending row named."""
 
 from __future__ import annotations

@@ -14,11 +14,11 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-from benchbed.adapters.base import LaunchPlan
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
-from benchbed.launch.rayjob import RaySubmission, entrypoint, unwrap, with_env
+from benchbed.launch.ray_submission import RaySubmission, entrypoint, unwrap, with_env
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, secret_values
 from benchbed.spec import ExperimentSpec, RaySpec

@@ -2,8 +2,8 @@
 
 Run against checkouts at the pinned commits (prime-rl and its `deps/verifiers` submodule):
 
-    python -m benchbed.adapters.prime_rl.extract_fields PRIME_RL_DIR VERIFIERS_DIR --commit 559b447 \
-        [--extra-src RENDERERS_DIR --extra-note "renderers 0.1.12"] > fields.json
+    python tools/prime_rl_fields.py PRIME_RL_DIR VERIFIERS_DIR --commit 559b447 \
+        [--extra-src RENDERERS_DIR --extra-note "renderers 0.1.12"] > adapters/prime_rl/fields_559b447.json
 
 Reads the pydantic config classes by AST (nothing is imported), starting at `RLConfig`. A field whose type
 cannot be resolved to a config class (dicts, plugin configs declared `SerializeAsAny`) is recorded as an open

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchbed.errors import LaunchError
-from benchbed.launch.rayjob import UNREACHABLE_EXIT, entrypoint, unwrap, with_env
+from benchbed.launch.ray_submission import UNREACHABLE_EXIT, entrypoint, unwrap, with_env
 from benchbed.pipeline import render
 from benchbed.spec import load_spec
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from benchbed.adapters.base import LaunchPlan
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import NotThisFrameworkError, SpecError
 from benchbed.sandbox.bench import ADAPTER, BenchConfig, BenchOptions
 from benchbed.spec import ExperimentSpec, format_validation_error

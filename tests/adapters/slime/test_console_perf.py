@@ -1,4 +1,4 @@
-"""slime `perf N: {...}` dictionaries pasted without the logger prefix, or split over lines (issue #10)."""
+"""slime `perf N: {...}` dictionaries pasted without the logger prefix, or split over lines."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchbed.adapters.slime.build import build_trace
 from benchbed.adapters.slime.collect import (
     Collected,
     add_dumps,
@@ -16,6 +15,7 @@ from benchbed.adapters.slime.collect import (
 )
 from benchbed.adapters.slime.detect import detect_mode
 from benchbed.adapters.slime.discover import DUMPS, EVENTS, LOGS, find_artifacts
+from benchbed.adapters.slime.emit import build_trace
 from benchbed.adapters.slime.render import PREPARE_SUBDIR
 
 from benchbed.adapterkit.lines import head_bytes

@@ -1,4 +1,4 @@
-"""verl eras and impossible input (issue #10): pre-0.2 timers, gaps, interleaved config, negative, NaN, null."""
+"""verl eras and impossible input: pre-0.2 timers, gaps, interleaved config, negative, NaN, null."""
 
 from __future__ import annotations
 

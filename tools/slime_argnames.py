@@ -1,9 +1,9 @@
 """Developer tool: regenerate argnames.json from upstream sources (not imported by benchbed).
 
-Usage: python -m benchbed.adapters.slime._extract_argnames SLIME_CHECKOUT MEGATRON_CHECKOUT KIND
+Usage: python tools/slime_argnames.py SLIME_CHECKOUT MEGATRON_CHECKOUT KIND
 where KIND is `slime` or `megatron`; prints the option strings of that parser as JSON. Optional heavy imports
 (sglang, ray, transformer_engine, ...) that are not installed are replaced by inert modules, since only the
-argparse definitions are needed. Run once per pinned commit and merge the lists into argnames.json.
+argparse definitions are needed. Run once per pinned commit and merge the lists into adapters/slime/argnames.json.
 """
 
 from __future__ import annotations

@@ -16,4 +16,4 @@ class TrlAdapter(FrameworkAdapter):
     options_model = TrlOptions
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
-    run_marker = ".parse:marks_run"
+    run_marker = ".discover:marks_run"

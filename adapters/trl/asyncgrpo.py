@@ -9,10 +9,10 @@ import math
 import sys
 from typing import TYPE_CHECKING
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.trl.options import TrlOptions
 
 from benchbed import keys as K
+from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from benchbed.adapters.trl.discover import STATE_FILE
 from benchbed.adapters.trl.launch import ARGS_FILE, BATCHES_FILE, TOKEN_COLUMNS
 from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
 from benchbed.adapters.trl.schedule import Schedule
@@ -27,14 +28,11 @@ from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.engine.eventlog import EVENTS_DIRNAME
 from benchbed.errors import NotThisFrameworkError, TraceError
-from benchbed.runs import by_name
 from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
-STATE_FILE = "trainer_state.json"
 COMPLETIONS_DIR = "completions"
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
-marks_run = by_name((STATE_FILE,))
 
 
 @dataclass

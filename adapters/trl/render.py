@@ -9,11 +9,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.trl.launch import version_problem
 from benchbed.adapters.trl.options import TESTED_RANGE, TrlOptions, hub_id_hint, looks_like_hub_id
 from pydantic import ValidationError
 
+from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import AdapterError, SpecError
 from benchbed.spec import ExperimentSpec, format_validation_error

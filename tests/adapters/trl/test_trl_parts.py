@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from benchbed.adapters.base import get_adapter
 from benchbed.adapters.trl.launch import version_problem
 from benchbed.adapters.trl.parse import parse_path
 from benchbed.adapters.trl.rewards import grade
 from benchbed.adapters.trl.schedule import Schedule
 
 from benchbed import keys as K
+from benchbed.adapter import get_adapter
 from benchbed.engine.tasks import CHECKER
 from benchbed.errors import AdapterError, SpecError
 from benchbed.metrics import compute_metrics

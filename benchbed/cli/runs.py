@@ -62,8 +62,13 @@ def _metric_table(record: RunRecord, names: tuple[str, ...] | None = None) -> Ta
 
 
 def _summarize(outcome: RunOutcome, console: Console) -> None:
+    from benchbed.cli.diagnose import diagnosis_panel
+    from benchbed.diagnosis import diagnose_record
+
     record = outcome.record
     console.print(_metric_table(record, HEADLINE_METRICS))
+    if record.metrics:
+        console.print(diagnosis_panel(diagnose_record(record), "diagnosis (benchbed diagnose RUN_DIR predicts levers)"))
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if record.error:
@@ -278,8 +283,12 @@ def demo(real: bool, store_dir: Path) -> None:
     html = outcome.run_dir / "report.html"
     write_report(runs, html)
     console = stdout_console()
+    from benchbed.cli.diagnose import diagnosis_panel
+    from benchbed.diagnosis import diagnose_record
+
     for record, _ in runs:
         console.print(_metric_table(record, HEADLINE_METRICS))
+        console.print(diagnosis_panel(diagnose_record(record), f"diagnosis of {record.spec_id}"))
     console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
 
 

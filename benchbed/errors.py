@@ -29,3 +29,7 @@ class NotThisFrameworkError(AdapterError):
 
 class LaunchError(BenchbedError):
     """A launch could not start (missing executable, missing checkout)."""
+
+
+class OutputError(BenchbedError):
+    """An output file (report, export, JUnit, page, record) cannot be written; names the user's path."""

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from benchbed import keys as K
 from benchbed.metrics.series import COMPONENTS, _pack_lanes, step_breakdown
+from benchbed.outputs import open_output
 from benchbed.trace import Trace
 
 FORMATS = ("perfetto", "csv", "parquet")
@@ -351,8 +352,7 @@ def export_perfetto(trace: Trace, path: Path, progress: ProgressFn | None = None
     path = Path(path)
     summary = ExportSummary(path)
     threads = _Threads()
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as fh:
+    with open_output(path) as fh:
         fh.write(b'{"traceEvents":[\n')
         writer = _Writer(fh, summary)
         steps = _trainer(trace, writer, threads, summary)
@@ -376,19 +376,16 @@ def export_perfetto(trace: Trace, path: Path, progress: ProgressFn | None = None
             "untimed_rows_left_out": summary.skipped_untimed, "counter_points_max": COUNTER_POINTS,
         }  # fmt: skip
         fh.write(('\n],\n"displayTimeUnit":"ms",\n"otherData":' + json.dumps(other) + "}\n").encode())
-    tmp.replace(path)
     return summary
 
 
 def export_table(trace: Trace, path: Path, fmt: str) -> Path:
     """The canonical trace itself as CSV (one row per event) or parquet (with its metadata)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
     if fmt == "parquet":
-        trace.write(tmp)
-    elif fmt == "csv":
-        trace.events.to_csv(tmp, index=False, chunksize=CHUNK)
-    else:
+        return trace.write(path)
+    if fmt != "csv":
         raise ValueError(f"unknown table format {fmt!r}; expected csv or parquet")
-    tmp.replace(path)
+    with open_output(path) as fh:
+        trace.events.to_csv(fh, index=False, chunksize=CHUNK, mode="wb")
     return path

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +12,7 @@ from pydantic import ValidationError
 
 from benchbed.catalog import RECORD_FILENAME, Catalog
 from benchbed.errors import StoreError
+from benchbed.outputs import write_output
 from benchbed.record import FORMAT_VERSION, RunRecord, utc_now
 
 if TYPE_CHECKING:
@@ -23,19 +22,8 @@ DEFAULT_STORE = Path("results")
 
 
 def write_record(run_dir: Path, record: RunRecord) -> Path:
-    """Write record.json atomically: a temp file in the same directory, fsync, then rename over."""
-    path = Path(run_dir) / RECORD_FILENAME
-    fd, tmp = tempfile.mkstemp(prefix=".record.", suffix=".tmp", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(record.model_dump_json(indent=2))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write record.json atomically (benchbed.outputs: unique temp file, fsync, rename over)."""
+    return write_output(Path(run_dir) / RECORD_FILENAME, record.model_dump_json(indent=2))
 
 
 def read_record(path: Path) -> RunRecord:

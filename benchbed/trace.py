@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.errors import TraceError
 from benchbed.keys import KEYS, KINDS, ROLLOUT, ROLLOUT_GROUP, ROLLOUT_STATUSES, SCHEMA_VERSION, is_known_key
+from benchbed.outputs import open_output
 
 TRACE_FILENAME = "trace.parquet"
 _META_KEY = b"benchbed.trace_meta"
@@ -84,9 +85,8 @@ class Trace:
         metadata = dict(table.schema.metadata or {})
         metadata[_META_KEY] = self.meta.model_dump_json().encode()
         table = table.replace_schema_metadata(metadata)
-        tmp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        tmp.replace(path)
+        with open_output(path) as fh:
+            pq.write_table(table, fh, compression="zstd")
         return path
 
 

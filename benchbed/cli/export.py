@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from benchbed.cli.console import err_console
 from benchbed.export import FORMATS, export_perfetto, export_table
+from benchbed.outputs import check_output
 from benchbed.trace import read_trace
 
 SUFFIXES = {"perfetto": ".perfetto.json", "csv": ".csv", "parquet": ".parquet"}
@@ -28,9 +29,10 @@ def export(run_dir: Path, fmt: str, output: Path | None) -> None:
     The Perfetto timeline has one process per role (trainer, generator, sandboxes), one thread per trainer,
     generator slot and sandbox, counters (samples in flight, queue depth, trainer version, sandboxes starting)
     and arrows from each trained rollout to the step that consumed it."""
-    trace = read_trace(run_dir)
     name = run_dir.resolve().name if run_dir.is_dir() else run_dir.stem
     output = output or Path(f"{name}{SUFFIXES[fmt]}")
+    check_output(output)
+    trace = read_trace(run_dir)
     if fmt != "perfetto":
         export_table(trace, output, fmt)
         err_console.print(f"wrote {output} ({len(trace.events):,} events)", highlight=False, soft_wrap=True)

@@ -16,6 +16,7 @@ from rich.table import Table
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError, SpecError
+from benchbed.outputs import check_output
 from benchbed.pipeline import RunOutcome, execute, preflight
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
 from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
@@ -110,6 +111,9 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
     from benchbed.report.nightly import counts_line, junit_xml, markdown_summary, render_history_html, write_text
 
     suite, planned = load_suite(suite_path, overrides)
+    for path in (output, junit_path):  # an unwritable page or JUnit path is refused before the night runs
+        if path is not None:
+            check_output(path)
     chosen = build_launcher(launcher, ray_address, ray_working_dir)
     store, machine, night = Store(store_dir), machine_info().name, _night_id()
     preflight([entry.spec for entry in planned], store, chosen)  # the whole night is launchable before it starts
@@ -195,6 +199,8 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
     for name in metrics:
         if metric_direction(name) is None:
             raise SpecError(f"--metric {name}: not a metric with a better direction (README: Metric definitions)")
+    if junit_path is not None:
+        check_output(junit_path)
     baseline = [read_record(d) for d in baseline_dirs]
     candidate = [read_record(d) for d in candidate_dirs]
     present = {m for r in (*baseline, *candidate) for m in r.metrics}
@@ -235,6 +241,8 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
+    if output is not None:
+        check_output(output)
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
     series = build_series(points, [metric] if metric else None, nights)
     if output:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
+from benchbed.outputs import check_output, write_output
 from benchbed.pipeline import execute
 from benchbed.sim.calibrate import calibrate, simulated
 from benchbed.sim.plan import VARIABLES, parse_target, plan, plan_html
@@ -77,12 +78,14 @@ def calibrate_command(run_dir: Path, output: Path | None, warmup_steps: int | No
     batch and group size, trainer compute and weight sync, concurrency, pass rates, mode and staleness bound.
     Every parameter's comment says where it came from; what the trace lacked is listed on stderr with what was
     assumed, and the round trip (the run's idle and staleness beside the calibrated spec's) is printed there."""
+    if output is not None:
+        check_output(output)
     cal = calibrate(run_dir, warmup_steps)
     text = cal.to_toml()
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text)
+        write_output(output, text)
         err_console.print(f"calibrated spec: {output}", highlight=False)
     for line in cal.missing:
         err_console.print(f"[yellow]missing or fitted:[/] {line}", highlight=False, soft_wrap=True)
@@ -122,11 +125,11 @@ def plan_command(spec_path: Path, target_text: str, vary: str, range_text: str |
     spec = load_spec(spec_path, overrides)
     target = parse_target(target_text)
     lo, hi = _range(range_text)
+    output = output or Path("results") / "plans" / f"{spec.name}-{vary.split('.')[-1]}.html"
+    check_output(output)
     with err_console.status("simulating") as status:
         result = plan(spec, target, vary, lo, hi, progress=lambda text: status.update(f"simulating {text}"))
-    output = output or Path("results") / "plans" / f"{spec.name}-{vary.split('.')[-1]}.html"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(plan_html(result))
+    write_output(output, plan_html(result))
     if as_json:
         click.echo(json.dumps({**result.as_json(), "plot": str(output)}, indent=2))
     else:

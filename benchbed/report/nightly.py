@@ -4,7 +4,6 @@ night's verdict; plus the same verdicts as a Markdown message and as JUnit XML f
 from __future__ import annotations
 
 import math
-import os
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from benchbed.history import Series
+from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
 from benchbed.regress import VERDICTS, EntryVerdict
 from benchbed.report.plots import to_svg
@@ -159,10 +159,5 @@ def render_history_html(title: str, series: Sequence[Series], failed: Sequence[R
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Write atomically (temp file, then rename) so a reader never sees half a page."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Write atomically (benchbed.outputs) so a reader never sees half a page."""
+    return write_output(path, text)

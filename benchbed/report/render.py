@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
+from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
 from benchbed.report.comparison import build_comparison, markdown_comparison
 from benchbed.report.sections import Section, build_sections
@@ -80,10 +80,7 @@ def write_report(runs: list[tuple[RunRecord, Trace]], out_html: Path) -> str:
     """Write the HTML report to `out_html` (atomically) and return the Markdown summary for the terminal."""
     out_html = Path(out_html)
     html = render_html(runs)
-    out_html.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_html.with_name(f".{out_html.name}.{os.getpid()}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out_html)
+    write_output(out_html, html)
     records = [record for record, _ in runs]
     comparison = markdown_comparison(records) if len(records) > 1 else ""
     return comparison + markdown_summary(records, [trace for _, trace in runs])

@@ -15,7 +15,6 @@ import fcntl
 import json
 import os
 import socket
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from benchbed.errors import StoreError
+from benchbed.errors import OutputError, StoreError
+from benchbed.outputs import open_output, write_output
 from benchbed.record import RunRecord
 
 CATALOG_DIRNAME = "_catalog"
@@ -120,7 +120,7 @@ class Catalog:
                 if index is not None:
                     index.add([catalog_row(rel, record)])
                     self._store(machine, index)
-        except OSError:  # the record is written; the marker tells the next reader to index it
+        except (OSError, OutputError):  # the record is written; the marker tells the next reader to index it
             return path
         marker.unlink(missing_ok=True)
         return path
@@ -129,10 +129,7 @@ class Catalog:
         folder = self.dir / _PENDING / rel.split("/")[0]
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / f"{uuid.uuid4().hex}.json"
-        note = {"path": rel, "pid": os.getpid(), "host": socket.gethostname()}
-        tmp = folder / f".{marker.name}.tmp"
-        tmp.write_text(json.dumps(note))
-        os.replace(tmp, marker)
+        write_output(marker, json.dumps({"path": rel, "pid": os.getpid(), "host": socket.gethostname()}))
         return marker
 
     # reading -------------------------------------------------------------------------------------------------
@@ -163,7 +160,7 @@ class Catalog:
                 index, changed = self._reconcile(machine)
                 if changed:
                     self._store(machine, index)
-        except OSError:
+        except (OSError, OutputError):
             index, _ = self._reconcile(machine)
         table = index.rows.sort_by("path")
         return table.select(columns) if columns else table
@@ -275,16 +272,8 @@ class Catalog:
         return _Index(rows=table, dirs=dict(meta.get("dirs", {})))
 
     def _store(self, machine: str, index: _Index) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{machine}.", suffix=".parquet.tmp", dir=self.dir)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                pq.write_table(index.table(), fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self._path(machine))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with open_output(self._path(machine)) as fh:
+            pq.write_table(index.table(), fh)
 
 
 def _spec_dirs(machine_dir: Path) -> dict[str, int]:

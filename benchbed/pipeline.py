@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.base import Adapter, LaunchPlan, get_adapter
+from benchbed.adapter import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.launch.signals import interrupt_for, signal_name

@@ -179,14 +179,14 @@ class ExperimentSpec(_Strict):
     def adapter_table(self, name: str | None = None) -> dict[str, Any]:
         """The table `name` (default: the table of this spec's adapter), {} when the spec has none."""
         if name is None:
-            from benchbed.adapters.base import get_adapter, spec_table
+            from benchbed.adapter import get_adapter, spec_table
 
             name = spec_table(get_adapter(self.adapter))
         return (self.model_extra or {}).get(name) or {}
 
     def adapter_options(self, name: str | None = None) -> BaseModel | None:
         """The adapter's options model filled from its table (None when the adapter declares no model)."""
-        from benchbed.adapters.base import get_adapter, options_model, spec_table
+        from benchbed.adapter import get_adapter, options_model, spec_table
 
         adapter = get_adapter(name or self.adapter)
         model = options_model(adapter)
@@ -236,7 +236,7 @@ def table_problems(adapter_name: str, tables: dict[str, Any]) -> list[str]:
 
     Each table must belong to a registered adapter and pass its options model; the spec's own adapter's table
     is validated even when absent (its model may require fields); other empty tables are not loaded."""
-    from benchbed.adapters.base import (
+    from benchbed.adapter import (
         available_adapters,
         get_adapter,
         options_model,

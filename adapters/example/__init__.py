@@ -7,7 +7,7 @@ A framework integration is this one package and one entry point in pyproject.tom
 
 The package reads as a key map (keymap.toml), a renderer (render.py) and the parsing only this framework needs
 (parse.py); the adapter kit (benchbed/adapterkit/) does the shared chores. The class below declares, for the
-contract of `benchbed.adapters.base.Adapter`:
+contract of `benchbed.adapter.Adapter`:
 - `name`, the entry-point name; a spec selects the adapter with `adapter = "example"`;
 - `options_model`, the pydantic model (extra="forbid") of the spec's `[example]` table: benchbed validates the
   table when it loads the spec, so `--set example.seed=3` and dotted-path errors work with no edit to benchbed;
@@ -33,4 +33,4 @@ class ExampleAdapter(FrameworkAdapter):
     options_model = ExampleOptions
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
-    run_marker = ".parse:marks_run"
+    run_marker = ".discover:marks_run"

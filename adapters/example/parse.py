@@ -14,11 +14,9 @@ from benchbed.adapterkit.groups import reward_std
 from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.adapterkit.lines import JsonLines, first_json_object
 from benchbed.errors import AdapterError, NotThisFrameworkError
-from benchbed.runs import by_name
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
-marks_run = by_name((LOG,))  # a run is the folder holding the log
 
 
 def parse_path(path: Path) -> Trace:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.example.logformat import LOG
 from benchbed.adapters.example.options import ExampleOptions
 
+from benchbed.adapter import LaunchPlan
 from benchbed.spec import ExperimentSpec
 
 

@@ -18,7 +18,7 @@ class PrimeRLAdapter(FrameworkAdapter):
     options_model = PrimeRLOptions
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
-    run_marker = ".parse:marks_run"
+    run_marker = ".discover:marks_run"
 
 
 __all__ = ["PrimeRLAdapter"]

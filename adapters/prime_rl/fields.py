@@ -1,4 +1,4 @@
-"""The `rl` config field list of the pinned prime-rl commit (extracted by extract_fields.py), and key checks."""
+"""The `rl` config field list of the pinned prime-rl commit (extracted by tools/prime_rl_fields.py), and key checks."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class FieldList:
 def field_list(commit: str) -> FieldList:
     path = FIELDS_DIR / f"fields_{commit}.json"
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no field list for prime-rl commit {commit}; run extract_fields.py")
+        raise FileNotFoundError(f"{path}: no field list for prime-rl commit {commit}; run tools/prime_rl_fields.py")
     doc = json.loads(path.read_text())
     fields = doc["fields"]
     opens = tuple(sorted(f[:-1] for f in fields if f.endswith(".*")))

@@ -18,6 +18,13 @@ from benchbed.adapters.prime_rl.console import (
     looks_like_console_log,
     read_console_log,
 )
+from benchbed.adapters.prime_rl.discover import (
+    METRICS_FILE,
+    ORCHESTRATOR_LOGS,
+    TRAINER_LOGS,
+    log_dir,
+    resolve_run_dir,
+)
 from benchbed.adapters.prime_rl.emit import (
     Shape,
     emit_episodes,
@@ -31,7 +38,6 @@ from benchbed.adapters.prime_rl.episodes import read_episode_files, step_dirs
 from benchbed.adapters.prime_rl.keymap import HEAD_MARKERS, LEGACY_MARKERS
 from benchbed.adapters.prime_rl.metrics_file import read_metrics_file
 from benchbed.adapters.prime_rl.model import RunData
-from benchbed.adapters.prime_rl.render import run_name
 
 from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.lines import first_json_object
@@ -41,7 +47,6 @@ from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
 ADAPTER = "prime_rl"
 FRAMEWORK = "prime-rl"
-METRICS_FILE = "metrics.jsonl"
 # Eras (issue 4): name -> framework_version recorded in the trace.
 ERAS = {
     "head": "v0.8.1.dev (559b447 era: metrics.jsonl by default, per-step traces.jsonl, max_off_policy_steps)",
@@ -49,9 +54,6 @@ ERAS = {
     "v0.6+": "v0.6 or later (console log only: step lines in the post-v0.5 format)",
     "v0.5-": "<=v0.5 (console logs only, max_async_level)",
 }
-TRAINER_LOGS = ("trainer.log", "trainer.stdout", "trainer/node_0.log", "rl.log")
-ORCHESTRATOR_LOGS = ("orchestrator.log", "orchestrator.stdout")
-RUN_MARKERS = (METRICS_FILE, "rollouts", "configs", "logs")
 ERROR_LINE = re.compile(r"^\d{2}:\d{2}:\d{2}\s+(ERROR|CRITICAL)\s|\"level\": \"(ERROR|CRITICAL)\"", re.M)
 
 
@@ -113,43 +115,6 @@ def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
 def _is_json_console(path: Path) -> bool:
     obj = first_json_object(path)
     return obj is not None and "message" in obj and "level" in obj and "timestamp" in obj
-
-
-def log_dir(run_dir: Path) -> Path | None:
-    """logs/latest, else the newest logs/attempt_N, else logs/ (<= v0.5 layout)."""
-    logs = run_dir / "logs"
-    if not logs.is_dir():
-        return None
-    if (logs / "latest").is_dir():
-        return logs / "latest"
-    attempts = [p for p in logs.glob("attempt_*") if p.name.removeprefix("attempt_").isdigit()]
-    if attempts:
-        return max(attempts, key=lambda p: int(p.name.removeprefix("attempt_")))
-    return logs
-
-
-def resolve_run_dir(path: Path) -> Path:
-    """The prime-rl run directory: `path` itself, or the `<output_dir>/<run.name>` below it that `rl` created."""
-    nested = path / run_name(path)
-    if nested.is_dir() and any((nested / m).exists() for m in RUN_MARKERS):
-        return nested
-    if any((path / m).exists() for m in (METRICS_FILE, "rollouts", "configs")):
-        return path
-    children = [c for c in path.iterdir() if c.is_dir() and any((c / m).exists() for m in RUN_MARKERS)]
-    return children[0] if len(children) == 1 else path
-
-
-_RUN_LOG_NAMES = ("trainer.log", "orchestrator.log", "trainer.stdout", "orchestrator.stdout")
-
-
-def marks_run(path: Path) -> Path | None:
-    """The run directory a file marks (for `find_runs`): a metrics.jsonl's folder when configs/, rollouts/ or logs/
-    stand beside it; a trainer or orchestrator log's folder above its logs/."""
-    if path.name == METRICS_FILE and any((path.parent / m).is_dir() for m in ("configs", "rollouts", "logs")):
-        return path.parent
-    if path.name in _RUN_LOG_NAMES:
-        return next((p.parent for p in path.parents if p.name == "logs"), None)
-    return None
 
 
 def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> None:

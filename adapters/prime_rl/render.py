@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.prime_rl.options import PrimeRLOptions, load_options
 from benchbed.adapters.prime_rl.presets import Preset, preset_by_name, preset_for_model
 from benchbed.adapters.prime_rl.toml_writer import dumps
 
+from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import ExperimentSpec

@@ -7,9 +7,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.ref.parse import parse_run
 
+from benchbed.adapter import LaunchPlan
 from benchbed.engine.config import RefConfig, engine_config
 from benchbed.errors import AdapterError
 from benchbed.spec import ExperimentSpec

@@ -6,8 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchbed.adapters.base import LaunchPlan
-
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import NotThisFrameworkError
 from benchbed.sim import sim_params
 from benchbed.sim.config import SimConfig

@@ -18,7 +18,7 @@ class SlimeAdapter(FrameworkAdapter):
     name = "slime"
     options_model = SlimeOptions
     renderer = ".render:render"
-    parser = ".ingest:parse_path"
+    parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
 
 

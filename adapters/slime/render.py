@@ -11,9 +11,9 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.slime.options import SlimeOptions, load_options
 
+from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import SpecError
 from benchbed.secrets import is_secret_name

@@ -15,4 +15,4 @@ class VerlAdapter(FrameworkAdapter):
     options_model = VerlOptions
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
-    run_marker = ".artifacts:marks_run"
+    run_marker = ".discover:marks_run"

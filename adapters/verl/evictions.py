@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchbed.adapters.verl.steps import Segment
+from benchbed.adapters.verl.emit import Segment
 
 from benchbed import keys as K
 from benchbed.adapterkit.rows import AggRows

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.verl.artifacts import (
+from benchbed.adapters.verl.detect import detect, version_from_files
+from benchbed.adapters.verl.discover import (
     CONSOLE,
     HYDRA_CONFIG,
     JSONL,
@@ -16,12 +17,11 @@ from benchbed.adapters.verl.artifacts import (
     find_artifacts,
     read_hydra_config,
 )
-from benchbed.adapters.verl.detect import detect, version_from_files
+from benchbed.adapters.verl.emit import Segment, emit_steps, segments_of
 from benchbed.adapters.verl.evictions import emit_eviction_counts
 from benchbed.adapters.verl.keymap import mode_map
 from benchbed.adapters.verl.records import Reading, Record, read_console, read_jsonl
 from benchbed.adapters.verl.rollouts import read_rollout_dumps
-from benchbed.adapters.verl.steps import Segment, emit_steps, segments_of
 from benchbed.adapters.verl.worker_logs import ToolFailures, scan_worker_logs
 
 from benchbed.adapterkit.artifacts import Artifacts

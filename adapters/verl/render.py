@@ -9,9 +9,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.base import LaunchPlan
 from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, VerlOptions, load_options
 
+from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from benchbed.runs import runs_under
 
 if TYPE_CHECKING:
-    from benchbed.adapters.base import LaunchPlan
+    from benchbed.adapter import LaunchPlan
     from benchbed.spec import ExperimentSpec
     from benchbed.trace import Trace
 
@@ -25,7 +25,7 @@ Ref = str | Callable[..., Any]
 
 
 class FrameworkAdapter:
-    """An adapter (the `benchbed.adapters.base.Adapter` contract) as data: a subclass sets `name`, `options_model`,
+    """An adapter (the `benchbed.adapter.Adapter` contract) as data: a subclass sets `name`, `options_model`,
     `renderer` (spec, run_dir) -> LaunchPlan, `parser` (path) -> Trace and `run_marker` (file) -> the run
     directory it marks, or None (see `benchbed.runs.runs_under`)."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from benchbed.adapters.base import LaunchPlan
+from benchbed.adapter import LaunchPlan
 from benchbed.launch.base import LAUNCHERS, Launcher, get_launcher
 from benchbed.secrets import redact_env
 from benchbed.spec import ExperimentSpec

@@ -58,6 +58,11 @@ COMMANDS: dict[str, Lazy] = {
         "benchbed.cli.sandbox:sandbox_bench",
         "Sweep concurrency levels, store the run (record, trace, metrics) and print a summary per level.",
     ),
+    "diagnose": Lazy(
+        "benchbed.cli.diagnose:diagnose",
+        "Name each run's bottleneck (generation-, admission-, trainer-, straggler- or sandbox-bound), its evidence "
+        "and levers.",
+    ),
     "export": Lazy(
         "benchbed.cli.export:export",
         "Export the trace of a stored run (or a trace.parquet) as a timeline or a table.",

@@ -16,10 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-from benchbed.adapters.base import available_adapters
+from benchbed.adapter import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
 from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
@@ -30,6 +27,9 @@ from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec, repeated
 from benchbed.store import DEFAULT_STORE, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HEADLINE_METRICS = (
     "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
@@ -65,8 +65,13 @@ def _metric_table(record: RunRecord, names: tuple[str, ...] | None = None) -> Ta
 
 
 def _summarize(outcome: RunOutcome, console: Console) -> None:
+    from benchbed.cli.diagnose import diagnosis_panel
+    from benchbed.diagnosis import diagnose_record
+
     record = outcome.record
     console.print(_metric_table(record, HEADLINE_METRICS))
+    if record.metrics:
+        console.print(diagnosis_panel(diagnose_record(record), "diagnosis (benchbed diagnose RUN_DIR predicts levers)"))
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if record.error:
@@ -287,8 +292,12 @@ def demo(real: bool, store_dir: Path) -> None:
     html = outcome.run_dir / "report.html"
     write_report(runs, html)
     console = stdout_console()
+    from benchbed.cli.diagnose import diagnosis_panel
+    from benchbed.diagnosis import diagnose_record
+
     for record, _ in runs:
         console.print(_metric_table(record, HEADLINE_METRICS))
+        console.print(diagnosis_panel(diagnose_record(record), f"diagnosis of {record.spec_id}"))
     console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
 
 

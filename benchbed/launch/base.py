@@ -13,7 +13,7 @@ from benchbed.launch.signals import stop_signals_interrupt
 from benchbed.record import LaunchInfo
 
 if TYPE_CHECKING:
-    from benchbed.adapters.base import LaunchPlan
+    from benchbed.adapter import LaunchPlan
     from benchbed.spec import ExperimentSpec
 
 LOG_TAIL_CHARS = 4000
@@ -83,7 +83,7 @@ def get_launcher(name: str, **options: object) -> Launcher:
 
         return LocalLauncher()
     if name == "ray":
-        from benchbed.launch.ray_jobs import RayLauncher
+        from benchbed.launch.ray import RayLauncher
 
         return RayLauncher(**options)  # type: ignore[arg-type]
     if name == "slurm":

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from benchbed.adapters.base import LaunchPlan
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.signals import signal_name

@@ -7,8 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
-from benchbed.adapters.base import LaunchPlan
-from benchbed.launch.rayjob import UNREACHABLE_EXIT, is_ray_submit
+from benchbed.adapter import LaunchPlan
+from benchbed.launch.ray_submission import UNREACHABLE_EXIT, is_ray_submit
 from benchbed.secrets import is_secret_name
 from benchbed.spec import ExperimentSpec, SlurmSpec
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.base import LaunchPlan
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files

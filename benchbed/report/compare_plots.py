@@ -16,8 +16,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from benchbed.metrics.series import COMPONENTS
-from benchbed.report.compare import Curve, Interval
 from benchbed.report.plots import COMPONENT_COLORS, _time_axis, to_svg
+from benchbed.report.run_groups import Curve, Interval
 
 WIDTH = 9.5  # inches, as the per-run figures
 BAR_ROW = 0.32  # inches per bar row

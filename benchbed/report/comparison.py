@@ -13,7 +13,7 @@ from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS, series
 from benchbed.record import RunRecord
 from benchbed.report import compare_plots
-from benchbed.report.compare import (
+from benchbed.report.run_groups import (
     GPU_DENOMINATOR,
     PER_GPU_SUFFIX,
     Interval,

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchbed.adapters import base
 
+from benchbed import adapter as registry
 from benchbed.spec import build_spec
 
 from . import outside
@@ -28,7 +28,8 @@ def _sim_run(root: Path) -> Path:
 
 
 def _sandbox_run(root: Path) -> Path:
-    from benchbed.sandbox.adapter import CONFIG_FILE
+    from benchbed.adapters.sandbox_bench import CONFIG_FILE
+
     from benchbed.sandbox.bench import BenchConfig, main
 
     if shutil.which("bwrap") is None and not os.environ.get("CI"):
@@ -61,5 +62,5 @@ def outsider_site(tmp_path, monkeypatch):
     site = outside.build(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
     yield site
-    base._loaded.pop(outside.NAME, None)
+    registry._loaded.pop(outside.NAME, None)
     sys.modules.pop(outside.PACKAGE, None)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed.adapters.base import LaunchPlan
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import TraceBuilder, TraceMeta
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from benchbed.adapters.base import available_adapters
 
+from benchbed.adapter import available_adapters
 from benchbed.errors import SpecError
 from benchbed.spec import load_spec
 

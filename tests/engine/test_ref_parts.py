@@ -7,8 +7,8 @@ import json
 import subprocess
 
 import pytest
-from benchbed.adapters.base import get_adapter
 
+from benchbed.adapter import get_adapter
 from benchbed.engine.config import EngineConfig, engine_config
 from benchbed.engine.tasks import CALCULATOR, CHECKER, EOS, OBS, build_tokenizer, response_text
 from benchbed.engine.trainer import advantages

@@ -12,9 +12,9 @@ import threading
 import time
 
 import pytest
-from benchbed.adapters.base import LaunchPlan
 
-from benchbed.launch.ray_jobs import RayLauncher
+from benchbed.adapter import LaunchPlan
+from benchbed.launch.ray import RayLauncher
 from benchbed.pipeline import execute
 from benchbed.spec import build_spec
 from benchbed.store import Store, read_record

@@ -10,8 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from benchbed.adapters.base import LaunchPlan
-
+from benchbed.adapter import LaunchPlan
 from benchbed.launch.local import LocalLauncher
 from benchbed.launch.sbatch import SCRIPT_NAME
 from benchbed.pipeline import execute

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchbed.adapters.base import get_adapter
 
+from benchbed.adapter import get_adapter
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord
 from benchbed.sim import simulate_spec

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import get_adapter
 
+from benchbed.adapter import get_adapter
 from benchbed.metrics import compute_metrics, series
 from benchbed.record import RunRecord
 from benchbed.report import render, write_report

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import get_adapter
+from benchbed.adapters.sandbox_bench import CONFIG_FILE, bench_config
 
+from benchbed.adapter import get_adapter
 from benchbed.errors import NotThisFrameworkError, SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.metrics.series import sandbox_starts
-from benchbed.sandbox.adapter import CONFIG_FILE, bench_config
 from benchbed.sandbox.bench import BenchConfig, main
 from benchbed.spec import ExperimentSpec, expand, load_spec
 

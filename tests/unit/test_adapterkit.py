@@ -228,18 +228,22 @@ def test_framework_adapters_import_their_code_on_first_use(tmp_path: Path) -> No
     """Loading an adapter (as `benchbed --help` and spec loading do) imports no renderer or parser; a call does."""
     code = """
 import sys
-from benchbed.adapters.base import get_adapter
+from benchbed.adapter import get_adapter
 names = ("verl", "slime", "prime_rl", "example")
 adapters = [get_adapter(n) for n in names]
 loaded = lambda: sorted(m for m in sys.modules if m.split(".")[2:3] in [[n] for n in names]
-                        and m.rsplit(".", 1)[1] in ("render", "parse", "ingest"))
+                        and m.rsplit(".", 1)[1] in ("render", "parse", "discover"))
 print(loaded())
 adapters[0].find_runs(sys.argv[1])
 adapters[3].find_runs(sys.argv[1])
 print(loaded())
 """
     run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
-    assert run.stdout.splitlines() == ["[]", "['benchbed.adapters.example.parse']"]
+    # finding runs imports each adapter's discover module only, never its parser
+    assert run.stdout.splitlines() == [
+        "[]",
+        "['benchbed.adapters.example.discover', 'benchbed.adapters.verl.discover']",
+    ]
 
 
 class _Toy(FrameworkAdapter):

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from benchbed.adapters.base import get_adapter
 from click.testing import CliRunner
 
 from benchbed import export as export_module
 from benchbed import keys as K
+from benchbed.adapter import get_adapter
 from benchbed.cli.main import cli
 from benchbed.export import counter_series, export_perfetto, export_table
 from benchbed.sim import simulate_spec

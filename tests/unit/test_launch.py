@@ -9,8 +9,8 @@ import textwrap
 import time
 
 import pytest
-from benchbed.adapters.base import LaunchPlan
 
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
 from benchbed.launch.local import run_plan
 

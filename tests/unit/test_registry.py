@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from benchbed.adapters.base import Adapter, available_adapters, get_adapter
 
+from benchbed.adapter import Adapter, available_adapters, get_adapter
 from benchbed.errors import AdapterError
 
 

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import LaunchPlan
 
+from benchbed.adapter import LaunchPlan
 from benchbed.errors import SpecError
 from benchbed.launch.sbatch import allocation, render_script
 from benchbed.spec import SlurmSpec, build_spec

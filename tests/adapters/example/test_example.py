@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import get_adapter
 from benchbed.adapters.example import toyloop
 
+from benchbed.adapter import get_adapter
 from benchbed.errors import AdapterError, NotThisFrameworkError, SpecError
 from benchbed.pipeline import execute
 from benchbed.spec import build_spec

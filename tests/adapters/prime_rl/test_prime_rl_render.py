@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import get_adapter
-from benchbed.adapters.prime_rl.extract_fields import extract
 from benchbed.adapters.prime_rl.fields import field_list
 from benchbed.adapters.prime_rl.presets import preset_for_model
 from benchbed.adapters.prime_rl.render import CONFIG_FILE, render_config, render_plan
 from benchbed.adapters.prime_rl.toml_writer import dumps, flatten
+from prime_rl_fields import extract  # tools/, on pytest's pythonpath
 
+from benchbed.adapter import get_adapter
 from benchbed.adapterkit.handoff import HANDOFF_FILE
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import build_spec, load_spec

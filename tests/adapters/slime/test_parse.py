@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.base import get_adapter
 from benchbed.adapters.slime import SlimeAdapter
 
 from benchbed import keys as K
+from benchbed.adapter import get_adapter
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.metrics import compute_metrics
 

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("hydra", reason="the `verl` extra is not installed: pip install torch==2.13.0 'benchbed[verl]'")
 pytest.importorskip("verl", reason="the `verl` extra is not installed: pip install torch==2.13.0 'benchbed[verl]'")
 from benchbed.adapters.verl import VerlAdapter  # noqa: E402
-from benchbed.adapters.verl.compose import compose_argv  # noqa: E402
+from verl_compose import compose_argv  # noqa: E402  (tools/, on pytest's pythonpath)
 
 from benchbed.errors import AdapterError  # noqa: E402
 from benchbed.spec import build_spec, expand, load_spec  # noqa: E402

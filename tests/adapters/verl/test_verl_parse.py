@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from benchbed.adapters.base import get_adapter
 from benchbed.adapters.verl import VerlAdapter
 
 from benchbed import keys as K
+from benchbed.adapter import get_adapter
 from benchbed.errors import NotThisFrameworkError
 from benchbed.metrics import compute_metrics
 

@@ -1,0 +1,90 @@
+"""Spec ids never change for a spec that did not change: every spec under experiments/ (matrix points included),
+the packaged specs and every nightly suite entry keep the id computed by benchbed at be09333 (before the adapter
+contract moved into the core), so stored series keep joining their history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchbed.spec import build_spec, expand, load_spec, load_spec_data
+
+ROOT = Path(__file__).resolve().parents[2]
+# spec file -> the spec ids of its matrix points, in matrix order (computed at be09333)
+PINNED = {
+    "benchbed/data/ref-demo.toml": ["ref-demo-d510ea5e"],
+    "experiments/prime-rl-case-study-1.toml": ["prime-rl-case-study-1-1ea3b10c"],
+    "experiments/prime-rl-case-study-2.toml": ["prime-rl-case-study-2-6f8a5d8f"],
+    "experiments/quickstart.toml": ["quickstart-511b934d"],
+    "experiments/ref-async.toml": ["ref-async-d7ab1e98"],
+    "experiments/ref-one-step-off.toml": ["ref-one-step-off-08a018a1"],
+    "experiments/ref-partial.toml": ["ref-partial-90323470"],
+    "experiments/ref-sync.toml": ["ref-sync-db5b31fd"],
+    "experiments/reproduce/case1.toml": ["reproduce-case1-530482bb"],
+    "experiments/reproduce/case2.toml": ["reproduce-case2-39276601"],
+    "experiments/reproduce/case3-phase1.toml": ["reproduce-case3-phase1-7acc82ff"],
+    "experiments/reproduce/case3.toml": [
+        "reproduce-case3-41c0c391",
+        "reproduce-case3-d534861f",
+        "reproduce-case3-c6f884d3",
+    ],
+    "experiments/reproduce/case4.toml": ["reproduce-case4-708cd231"],
+    "experiments/sandbox-nightly.toml": ["sandbox-nightly-local-40f089b6"],
+    "experiments/sandbox-scaling-modal.toml": ["sandbox-scaling-modal-4d256849", "sandbox-scaling-modal-cc0ae6ce"],
+    "experiments/sandbox-scaling.toml": ["sandbox-scaling-local-1f24e2ff", "sandbox-scaling-local-19c1a28f"],
+    "experiments/slime-case-study-4.toml": ["slime-case-study-4-2f04dc60"],
+    "experiments/slime-trainer-only.toml": ["slime-trainer-only-17f86745"],
+    "experiments/verl-case-study-3.toml": [
+        "verl-case-study-3-4bc99cf6",
+        "verl-case-study-3-9784cae9",
+        "verl-case-study-3-04c3ac1a",
+        "verl-case-study-3-9896138c",
+    ],
+    "experiments/verl-qwen3-30b-a3b-grpo.toml": ["verl-qwen3-30b-a3b-grpo-889d4de8"],
+}
+# suite file#entry -> the spec ids of the entry's spec with the entry's `set` overrides (computed at be09333)
+PINNED_SUITE_ENTRIES = {
+    "experiments/nightly-cluster.toml#prime-rl-long-responses": ["prime-rl-case-study-1-1ea3b10c"],
+    "experiments/nightly-cluster.toml#prime-rl-tool-use": ["prime-rl-case-study-2-6f8a5d8f"],
+    "experiments/nightly-cluster.toml#verl-sandbox-scaling": [
+        "verl-case-study-3-4bc99cf6",
+        "verl-case-study-3-9784cae9",
+        "verl-case-study-3-04c3ac1a",
+        "verl-case-study-3-9896138c",
+    ],
+    "experiments/nightly-cluster.toml#slime-partial-rollouts": ["slime-case-study-4-2f04dc60"],
+    "experiments/nightly-cpu.toml#quickstart-async": ["quickstart-a3d1fe70"],
+    "experiments/nightly-cpu.toml#quickstart-sync": ["quickstart-13fddcf3"],
+    "experiments/nightly-cpu.toml#sandbox-local": ["sandbox-nightly-local-40f089b6"],
+    "experiments/nightly-cpu.toml#ref-async": ["ref-async-e7dd4655"],
+}
+
+
+@pytest.mark.parametrize("path", sorted(PINNED))
+def test_spec_ids_of_committed_specs_are_pinned(path: str) -> None:
+    spec = load_spec(ROOT / path)
+    assert [s.spec_id for s in expand(spec, path)] == PINNED[path]
+
+
+def test_every_committed_spec_is_pinned() -> None:
+    files = [*(ROOT / "experiments").glob("**/*.toml"), *(ROOT / "benchbed" / "data").glob("*.toml")]
+    specs = {str(p.relative_to(ROOT)) for p in files if "adapter" in load_spec_data(p)}
+    specs.discard("benchbed/data/quickstart.toml")  # a link to experiments/quickstart.toml
+    assert specs == set(PINNED), "a new spec: add its spec ids to PINNED"
+
+
+@pytest.mark.parametrize("key", sorted(PINNED_SUITE_ENTRIES))
+def test_spec_ids_of_suite_entries_are_pinned(key: str) -> None:
+    suite, name = key.split("#")
+    entry = next(e for e in load_spec_data(ROOT / suite)["entry"] if e["name"] == name)
+    spec = load_spec((ROOT / suite).parent / entry["spec"], entry.get("set", []))
+    assert [s.spec_id for s in expand(spec)] == PINNED_SUITE_ENTRIES[key]
+
+
+@pytest.mark.parametrize("path", sorted(PINNED))
+def test_a_stored_spec_keeps_its_id(path: str) -> None:
+    """A record stores the spec as plain data; building the spec again from it gives the same id."""
+    for spec in expand(load_spec(ROOT / path), path):
+        again = build_spec(spec.model_dump(mode="json"), path)
+        assert again.spec_id == spec.spec_id

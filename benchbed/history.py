@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from benchbed.catalog import Catalog
@@ -91,11 +92,24 @@ class Series:
     marked: dict[int, str] = field(default_factory=dict)  # night index -> what changed from the night before
     verdict: EntryVerdict | None = None  # the last night against the nights before it
 
+    def change_point_nights(self) -> list[str]:
+        """The first night of each new level, oldest first: what every page, summary and JSON document shows."""
+        return [self.nights[i].night for i in self.change_points]
+
+    def levels(self) -> list[tuple[str, float, float]]:
+        """(first night of the new level, median of the level before, median of the new level) per change point."""
+        edges = [0, *self.change_points, len(self.nights)]
+        spans = zip(edges[:-1], edges[1:], strict=True)
+        medians = [float(np.median([n.median for n in self.nights[a:b]])) for a, b in spans]
+        return [(self.nights[i].night, medians[k], medians[k + 1]) for k, i in enumerate(self.change_points)]
+
     def to_json(self) -> dict[str, object]:
         return {
             "machine": self.machine, "suite": self.suite, "entry": self.entry, "metric": self.metric,
             "unit": self.unit, "higher_is_better": metric_direction(self.metric),
-            "change_points": [self.nights[i].night for i in self.change_points],
+            "change_points": self.change_point_nights(),
+            "levels": [{"from_night": night, "median_before": before, "median_after": after}
+                       for night, before, after in self.levels()],
             "marked_changes": [{"night": self.nights[i].night, "change": text} for i, text in self.marked.items()],
             "last_verdict": self.verdict.to_json() if self.verdict else None,
             "nights": [

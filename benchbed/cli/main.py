@@ -60,8 +60,10 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "diagnose": Lazy(
         "benchbed.cli.diagnose:diagnose",
-        "Name each run's bottleneck (generation-, admission-, trainer-, straggler- or sandbox-bound), its evidence "
-        "and levers.",
+        "Name each stored run's bottleneck from its metrics: one regime (generation_bound, admission_bound, "
+        "trainer_bound, straggler_bound, sandbox_bound, balanced; unknown when the trace cannot tell), flags for "
+        "waste, the metrics and thresholds that decided it, and the spec fields to change, with the predicted effect "
+        "of the main one.",
     ),
     "export": Lazy(
         "benchbed.cli.export:export",

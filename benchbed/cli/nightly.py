@@ -144,7 +144,7 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
             series_verdicts[(v.entry, v.metric)].verdict = v
     title = f"{suite.name} on {machine}, night {night}"
     folder = store.root / NIGHTLY_DIRNAME / machine / suite.name / night
-    summary = markdown_summary(title, verdicts, failed)
+    summary = markdown_summary(title, verdicts, failed, series)
     page = write_text(output or folder / "nightly.html", render_history_html(title, series, failed))
     write_text(folder / "summary.md", summary)
     write_text(folder / "verdicts.json", json.dumps([v.to_json() for v in verdicts], indent=2))

@@ -231,3 +231,47 @@ def test_history_of_a_store_that_does_not_exist_is_an_error(tmp_path):
 
     result = CliRunner().invoke(cli, ["history", "--store", str(tmp_path / "typo"), "--json"])
     assert result.exit_code == 2 and "no such store" in result.output
+
+
+TRAINER_BOUND = """
+name = "steps"
+[[entry]]
+name = "trainer-bound"
+spec = "quickstart.toml"
+repeats = 1
+set = ["workload.steps=8", "sim.concurrency=512", "sim.train_step_time=120.0"]
+watch = ["trainer_throughput_sps"]
+"""
+
+
+def test_six_equal_nights_then_a_slower_trainer_places_the_change_point_on_the_changed_night(tmp_path):
+    """Issue 25's sequence: six identical simulated nights (a trainer-bound run, 64 samples per 120 s step, about
+    0.53 samples/s), then a trainer 13% slower. After the changed night there is no change point anywhere (it
+    is that night's verdict); after a second night at the new level, exactly the changed night (the 7th) on the
+    page, in the Markdown summary and in `history --json` alike."""
+    (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
+    (tmp_path / "suite.toml").write_text(TRAINER_BOUND)
+    store = tmp_path / "store"
+    seen = []
+    for n in range(8):
+        slower = ("--set", "sim.train_step_time=136.0") if n >= 6 else ()
+        result = invoke("nightly", tmp_path / "suite.toml", "--store", store, *slower)
+        assert result.exit_code == 0, (result.stderr, result.exception)
+        history = invoke("history", "--store", store, "--json")
+        (series,) = json.loads(history.stdout)["series"]
+        night_dir = sorted((store / "_nightly" / "ci-box" / "steps").iterdir())[-1]
+        page = (night_dir / "nightly.html").read_text()
+        seen.append((series, result.stdout, page))
+    medians = [n["median"] for n in seen[-1][0]["nights"]]
+    assert len(set(medians[:6])) == 1 and len(set(medians[6:])) == 1 and medians[6] < 0.9 * medians[0]
+    nights = [n["night"] for n in seen[-1][0]["nights"]]
+    for series, summary, page in seen[:7]:
+        assert series["change_points"] == [] and "Change points" not in summary
+        assert 'data-change-points=""' in page
+    changed = seen[6][0]["last_verdict"]  # the changed night shows as last night's verdict (one repeat: too few)
+    assert changed["verdict"] == "insufficient_data" and changed["relative_change"] < -0.1
+    series, summary, page = seen[7]
+    assert series["change_points"] == [nights[6]]
+    assert series["levels"] == [{"from_night": nights[6], "median_before": medians[0], "median_after": medians[6]}]
+    assert f"- trainer-bound trainer_throughput_sps: night {nights[6]}, {medians[0]:.4g} → {medians[6]:.4g}" in summary
+    assert f'data-change-points="{nights[6]}"' in page and f"new level from night {nights[6]}" in page

@@ -24,8 +24,10 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-@pytest.mark.skipif(not MODEL or not _cuda() or importlib.util.find_spec("vllm") is None,
-                    reason="opt-in: needs CUDA, vllm, BENCHBED_TRL_ASYNC_MODEL and a running `trl vllm-serve`")  # fmt: skip
+OPT_IN = "opt-in: needs CUDA, vllm, BENCHBED_TRL_ASYNC_MODEL and a running `trl vllm-serve`"
+
+
+@pytest.mark.skipif(not MODEL or not _cuda() or importlib.util.find_spec("vllm") is None, reason=OPT_IN)
 def test_async_grpo_runs_and_keeps_its_staleness_bound(tmp_path) -> None:
     url = os.environ.get("BENCHBED_TRL_VLLM_URL", "http://127.0.0.1:8000")
     spec = build_spec({"name": "trl-async", "adapter": "trl", "timeout_s": 1800,

@@ -9,7 +9,7 @@ import shlex
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -25,8 +25,12 @@ from benchbed.launch.base import Launcher
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
+from benchbed.shell import comment, exports, heredoc
 from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec, repeated
 from benchbed.store import DEFAULT_STORE, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HEADLINE_METRICS = (
     "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
@@ -101,12 +105,12 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
     for spec in specs:
         run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
         _, plan = render(spec, run_dir)
-        lines = [f"# {spec.spec_id}" + (f"  {spec.variant}" if spec.variant else "")]
-        lines += [f"export {name}={json.dumps(value)}" for name, value in redact_env(plan.env).items()]
-        lines.append(f"cd {plan.cwd or run_dir}")
+        lines = [comment(f"{spec.spec_id}" + (f"  {spec.variant}" if spec.variant else ""))]
+        lines += exports(redact_env(plan.env))
+        lines += [comment(f"file {rel}:") + "\n" + heredoc(run_dir / rel, text) for rel, text in plan.files.items()]
+        lines.append(f"cd {shlex.quote(str(plan.cwd or run_dir))}")
         lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
         lines.append(shlex.join(plan.argv))
-        lines += [f"# file {rel}:\n{text}" for rel, text in plan.files.items()]
         lines += describe_launch(launcher, spec, plan, run_dir)
         click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
 
@@ -227,13 +231,7 @@ def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
     if as_json:
         click.echo(frame.to_json(orient="records", indent=2))
     else:
-        table = Table(title=f"runs in {store_dir}", title_justify="left")
-        for header in _LS_COLUMNS.values():
-            table.add_column(header, no_wrap=True)
-        for row in frame.to_dict(orient="records"):
-            row["started_at"] = str(row["started_at"])[:16].replace("T", " ")
-            table.add_row(*(_cell(row[c]) for c in _LS_COLUMNS))
-        stdout_console().print(table)
+        click.echo(f"runs in {store_dir}\n{_ls_text(frame)}")
     for error in errors:  # one unreadable record never hides the others
         err_console.print(f"[yellow]benchbed: warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
 
@@ -244,10 +242,22 @@ _LS_COLUMNS = {
 }  # fmt: skip
 
 
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return "" if value != value else f"{value:.4g}"
-    return "" if value is None else str(value)
+def _ls_text(frame: pd.DataFrame) -> str:
+    """The runs as aligned plain-text columns, built column-wise: 100,000 rows print in a fraction of a second
+    (a rich Table takes minutes for that many)."""
+    cells = {}
+    for column, header in _LS_COLUMNS.items():
+        values = frame[column]
+        if column == "started_at":
+            text = values.astype(str).str.slice(0, 16).str.replace("T", " ", regex=False)
+        elif values.dtype.kind == "f":
+            text = values.map(lambda v: "" if v != v else f"{v:.4g}")
+        else:
+            text = values.fillna("").astype(str)
+        cells[header] = [header, *text]
+    widths = [max(map(len, column)) for column in cells.values()]
+    rows = zip(*cells.values(), strict=True)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
 @click.command()

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from benchbed.adapters.verl import VerlAdapter
 
 from benchbed.adapterkit.histories import open_history

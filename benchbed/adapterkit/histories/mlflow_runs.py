@@ -93,12 +93,16 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
                     progress(i + 1, len(keys))
         except HistoryError:
             raise
-        except MlflowException as exc:
-            raise HistoryError(_clean(f"{shown}: MLflow run {run_id or '?'}: {_first_line(exc)}", secret)) from None
-        except Exception as exc:  # the HTTP client's connection errors and timeouts, the store's own errors
-            what = f"did not answer within {timeout_s:g} s" if "://" in tracking_uri else "could not be read"
-            raise HistoryError(_clean(f"{shown}: MLflow tracking store {what} ({type(exc).__name__}: "
-                                      f"{_first_line(exc)})", secret)) from None  # fmt: skip
+        except Exception as exc:  # mlflow's own errors; the HTTP client's connection errors and timeouts
+            remote = urlsplit(tracking_uri).scheme in _REMOTE
+            unreachable = not isinstance(exc, MlflowException) or "failed with exception" in str(exc)
+            if remote and unreachable:
+                what = f"MLflow tracking store did not answer within {timeout_s:g} s"
+            elif unreachable:
+                what = "MLflow tracking store could not be read"
+            else:
+                what = f"MLflow run {run_id or '?'}"
+            raise HistoryError(_clean(f"{shown}: {what}: {_first_line(exc)}", secret)) from None
     if not keys:
         raise HistoryError(f"{shown}: MLflow run {run_id} logged no metrics (params only): no per-step figures")
     info = run.info
@@ -183,5 +187,10 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
+_USERINFO = re.compile(r"(?<=//)[^/@\s]+@")
+
+
 def _clean(text: str, secret: str | None) -> str:
+    """A message without the URL's user and password (mlflow's own messages repeat the URL it was given)."""
+    text = _USERINFO.sub("", text)
     return text.replace(secret, "***") if secret else text

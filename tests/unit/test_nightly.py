@@ -188,8 +188,10 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
 
 def test_example_suites_load_with_every_spec():
     suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
-    assert [e.name for e in planned] == ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async"]
+    names = ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async", "trl-grpo"]
+    assert [e.name for e in planned] == names
     assert planned[3].spec.adapter == "ref" and planned[3].spec.workload.steps == 10
+    assert planned[4].spec.adapter == "trl" and planned[4].spec.repeats == 3
     assert planned[0].spec.repeats == 5 and planned[0].spec.workload.steps == 100
     cluster, entries = load_suite(REPO / "experiments" / "nightly-cluster.toml")
     names = [e.name for e in entries]

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from benchbed.catalog import RECORD_FILENAME, Catalog
 from benchbed.errors import StoreError
+from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import write_output
 from benchbed.record import FORMAT_VERSION, RunRecord, utc_now
 
@@ -134,10 +135,7 @@ class Store:
         return result, errors
 
 
-_TABLE_COLUMNS = (
-    "run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine",
-    "trainer_idle_ratio", "staleness_mean", "trainer_throughput_sps", "path",
-)  # fmt: skip
+_TABLE_COLUMNS = ("run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine", *listed_columns(), "path")
 
 
 def _quoted(text: str) -> str:

@@ -12,6 +12,7 @@ import click
 from benchbed.adapter import LaunchPlan
 from benchbed.launch.base import LAUNCHERS, Launcher, get_launcher
 from benchbed.secrets import redact_env
+from benchbed.shell import comment, heredoc
 from benchbed.spec import ExperimentSpec
 
 
@@ -45,12 +46,16 @@ def describe_launch(launcher: Launcher, spec: ExperimentSpec, plan: LaunchPlan, 
     if launcher.name == "slurm" and plan.submits_job is None:
         from benchbed.launch.sbatch import SCRIPT_NAME, render_script
 
-        return [f"# file {SCRIPT_NAME} (submitted with sbatch --parsable):", render_script(spec, plan, run_dir)]
+        script = render_script(spec, plan, run_dir)
+        return [
+            comment(f"file {SCRIPT_NAME} (submitted with sbatch --parsable):"),
+            heredoc(run_dir / SCRIPT_NAME, script),
+        ]
     if launcher.name == "ray":
         request = launcher.request(spec, plan, run_dir)  # type: ignore[attr-defined]
         runtime_env = dict(request.pop("runtime_env") or {})
         if "env_vars" in runtime_env:
             runtime_env["env_vars"] = redact_env(runtime_env["env_vars"])
         shown = {k: v for k, v in request.items() if v is not None and k != "cwd"}
-        return [f"# Ray job (submit_job arguments): {json.dumps({**shown, 'runtime_env': runtime_env}, indent=1)}"]
+        return [comment(f"Ray job (submit_job arguments): {json.dumps({**shown, 'runtime_env': runtime_env})}")]
     return []

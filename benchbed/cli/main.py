@@ -76,7 +76,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "compare": Lazy(
         "benchbed.cli.nightly:compare",
-        "Compare two sets of stored runs with the nightly gate (Mann-Whitney U plus a minimum relative effect).",
+        "Compare two sets of stored runs with the nightly gate (exact rank test plus a minimum relative effect).",
     ),
     "history": Lazy(
         "benchbed.cli.nightly:history",

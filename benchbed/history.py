@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 import pandas as pd
 
+from benchbed.catalog import Catalog
 from benchbed.errors import StoreError
 from benchbed.record import Gate
 from benchbed.regress import (
@@ -39,40 +41,24 @@ def load_points(
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """One row per (suite run, metric), filtered with DuckDB, ordered by time; plus unreadable-record errors."""
-    records, errors = store.records()
-    rows = [
-        {
-            "machine": r.machine.name,
-            "suite": r.suite.name,
-            "entry": r.suite.entry,
-            "night": r.suite.night,
-            "run_id": r.run_id,
-            "started_at": r.started_at,
-            "repeat": r.repeat,
-            "spec_id": r.spec_id,
-            "adapter": r.adapter.name,
-            "framework": r.adapter.framework,
-            "framework_version": r.adapter.version,
-            "benchbed_commit": r.benchbed.commit,
-            "watch": ",".join(r.suite.watch),
-            "gate": r.suite.gate.model_dump_json(),
-            "metric": name,
-            "value": value.value,
-            "unit": value.unit,
-            "path": str(run_dir),
-        }  # fmt: skip
-        for run_dir, r in records
-        if r.suite is not None and r.status == "succeeded"
-        for name, value in r.metrics.items()
-    ]
+    runs = Catalog(store.root).table(machine=machine)  # a machine's series: only its own index is read
     filters = {"machine": machine, "suite": suite, "entry": entry, "metric": metric}
     where = [f"{column} = ?" for column, value in filters.items() if value is not None]
-    sql = "SELECT * FROM points" + (" WHERE " + " AND ".join(where) if where else "")
     connection = duckdb.connect()
-    connection.register("points", pd.DataFrame(rows, columns=list(POINT_COLUMNS)))
+    connection.register("catalog", runs)
+    errors = [
+        e for (e,) in connection.sql("SELECT error FROM catalog WHERE error IS NOT NULL ORDER BY path").fetchall()
+    ]
+    points = f"""
+        SELECT machine, suite, entry, night, run_id, started_at, repeat, spec_id, adapter, framework,
+               framework_version, benchbed_commit, watch, gate, m.name AS metric, m.value AS value, m.unit AS unit,
+               ? || path AS path
+        FROM (SELECT *, unnest(metrics) AS m FROM catalog WHERE suite IS NOT NULL AND status = 'succeeded')
+        {"WHERE " + " AND ".join(where) if where else ""}
+        ORDER BY started_at, repeat, path, metric"""
     try:
-        params = [value for value in filters.values() if value is not None]
-        frame = connection.execute(sql + " ORDER BY started_at, repeat", params).df()
+        params = [f"{store.root}/", *(value for value in filters.values() if value is not None)]
+        frame = connection.execute(points, params).df()
     except duckdb.Error as exc:
         raise StoreError(f"store query failed: {exc}") from exc
     return frame, errors
@@ -106,11 +92,24 @@ class Series:
     marked: dict[int, str] = field(default_factory=dict)  # night index -> what changed from the night before
     verdict: EntryVerdict | None = None  # the last night against the nights before it
 
+    def change_point_nights(self) -> list[str]:
+        """The first night of each new level, oldest first: what every page, summary and JSON document shows."""
+        return [self.nights[i].night for i in self.change_points]
+
+    def levels(self) -> list[tuple[str, float, float]]:
+        """(first night of the new level, median of the level before, median of the new level) per change point."""
+        edges = [0, *self.change_points, len(self.nights)]
+        spans = zip(edges[:-1], edges[1:], strict=True)
+        medians = [float(np.median([n.median for n in self.nights[a:b]])) for a, b in spans]
+        return [(self.nights[i].night, medians[k], medians[k + 1]) for k, i in enumerate(self.change_points)]
+
     def to_json(self) -> dict[str, object]:
         return {
             "machine": self.machine, "suite": self.suite, "entry": self.entry, "metric": self.metric,
             "unit": self.unit, "higher_is_better": metric_direction(self.metric),
-            "change_points": [self.nights[i].night for i in self.change_points],
+            "change_points": self.change_point_nights(),
+            "levels": [{"from_night": night, "median_before": before, "median_after": after}
+                       for night, before, after in self.levels()],
             "marked_changes": [{"night": self.nights[i].night, "change": text} for i, text in self.marked.items()],
             "last_verdict": self.verdict.to_json() if self.verdict else None,
             "nights": [

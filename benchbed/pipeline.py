@@ -20,7 +20,7 @@ from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
 from benchbed.spec import ExperimentSpec
-from benchbed.store import RECORD_FILENAME, Store, write_record
+from benchbed.store import RECORD_FILENAME, Store
 from benchbed.trace import TRACE_FILENAME, Trace
 
 NATIVE_DIRNAME = "native"
@@ -44,7 +44,7 @@ def _new_record(spec_data: dict, spec_id: str, adapter_name: str, launcher: str)
     )
 
 
-def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps: int) -> None:
+def _finish(record: RunRecord, store: Store, run_dir: Path, trace: Trace | None, warmup_steps: int) -> None:
     """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record."""
     if trace is not None:
         meta = trace.meta
@@ -66,7 +66,7 @@ def _finish(record: RunRecord, run_dir: Path, trace: Trace | None, warmup_steps:
     started = record.started_at
     record.finished_at = utc_now().isoformat()
     record.duration_s = (utc_now() - datetime.fromisoformat(started)).total_seconds()
-    write_record(run_dir, record)
+    store.save(run_dir, record)
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
@@ -109,7 +109,7 @@ def execute(
         adapter, plan = render(spec, run_dir)  # invalid specs fail here, before anything is stored
         if store.claim(run_dir):
             break
-    write_record(run_dir, record)
+    store.save(run_dir, record)
     trace: Trace | None = None
     result: LaunchResult | None = None
     try:
@@ -140,7 +140,7 @@ def execute(
         record.error = ErrorInfo(message=redact(f"benchbed failed: {type(exc).__name__}: {exc}"))
         raise
     finally:
-        _finish(record, run_dir, trace, spec.warmup_steps)
+        _finish(record, store, run_dir, trace, spec.warmup_steps)
     if result is not None and result.interrupted:
         raise interrupt_for(result.stop_signal)
     return RunOutcome(run_dir, record, trace)
@@ -227,7 +227,7 @@ def ingest(
     try:
         record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
         record.status = "succeeded"
-        _finish(record, run_dir, trace, warmup_steps)
+        _finish(record, store, run_dir, trace, warmup_steps)
     except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
         shutil.rmtree(run_dir, ignore_errors=True)
         raise

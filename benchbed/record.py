@@ -71,7 +71,7 @@ class Gate(_Model):
     """How a night of a suite entry is judged against the nights before it (benchbed.regress)."""
 
     nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
-    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the Mann-Whitney U test")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the two-sided rank test")
     min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")
 
 

@@ -1,22 +1,19 @@
 """Regression statistics, one implementation for `nightly`, `compare`, `history` and the reports.
 
-`compare_values` is the gate: a two-sided Mann-Whitney U test between two samples of one metric plus a minimum
-relative effect on the medians, read in the direction the metric registry gives. `change_points` finds level
-shifts in a series (one value per night) with ruptures' PELT search.
+`compare_values` is the gate: a two-sided rank test (`rank_test_p_value`, exact with ties) between two samples of
+one metric plus a minimum relative effect on the medians, read in the direction the metric registry gives.
+`change_points` finds level shifts in a series (one value per night) by optimal partitioning.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from types import ModuleType
 from typing import Literal
 
 import numpy as np
 
-from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS
 from benchbed.record import Gate, RunRecord
 
@@ -67,17 +64,6 @@ class EntryVerdict:
         return data
 
 
-def _require(module: str) -> ModuleType:
-    """Import an optional dependency of the statistics, or say which extra provides it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise BenchbedError(
-            f"{module} is not installed; regression statistics need the 'nightly' extra "
-            "(pip install 'benchbed[nightly]')"
-        ) from None
-
-
 def metric_direction(name: str) -> bool | None:
     """higher_is_better from the metric registry (a framework's own figure reads like ours); None if unknown."""
     definition = METRICS.get(name.removeprefix(FRAMEWORK_PREFIX))
@@ -85,10 +71,54 @@ def metric_direction(name: str) -> bool | None:
 
 
 def min_p_value(n_baseline: int, n_candidate: int) -> float:
-    """The smallest two-sided p-value an exact Mann-Whitney U test can reach with these sample sizes."""
+    """The smallest two-sided p-value the exact rank test can reach with these sample sizes (no ties)."""
     if n_baseline < 1 or n_candidate < 1:
         return 1.0
     return min(1.0, 2.0 / math.comb(n_baseline + n_candidate, n_candidate))
+
+
+EXACT_LIMIT = 100  # values in both samples together up to which the rank test's p-value is exact
+
+
+def rank_test_p_value(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """Two-sided p-value of the Wilcoxon-Mann-Whitney rank-sum test with average ranks for ties.
+
+    Exact up to EXACT_LIMIT values together: the permutation distribution of the candidate's rank sum, counted by
+    dynamic programming over the tie groups (the same as enumerating all C(n, m) splits), and p = the share of
+    splits at least as far from the mean as the one observed. Beyond it, the normal approximation with the tie
+    correction of the variance and a continuity correction of 1/2 rank.
+    """
+    base, cand = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    m, n_total = len(cand), len(base) + len(cand)
+    if not len(base) or not m:
+        return 1.0
+    values, counts = np.unique(np.concatenate([base, cand]), return_counts=True)
+    doubled = np.cumsum(counts) * 2 - counts + 1  # 2 × average rank of each tie group (an integer)
+    observed = int(sum(doubled[np.searchsorted(values, v)] for v in cand))
+    mean = m * (n_total + 1)  # 2 × the expected rank sum
+    if n_total > EXACT_LIMIT:
+        ties = float((counts**3 - counts).sum())
+        variance = len(base) * m / 12 * ((n_total + 1) - ties / (n_total * (n_total - 1)))
+        if variance <= 0:
+            return 1.0
+        z = max(abs(observed - mean) / 2 - 0.5, 0.0) / math.sqrt(variance)
+        return min(1.0, math.erfc(z / math.sqrt(2)))
+    # ways[j, s]: ways to pick j values with doubled rank sum s from the tie groups seen so far
+    # ways[j, s]: ways to pick j values with doubled rank sum s from the tie groups seen so far (float64 holds
+    # C(100, 50) ≈ 1e29 with 16 significant digits, plenty for a p-value)
+    ways = np.zeros((m + 1, 2 * n_total * m + 1))
+    ways[0, 0] = 1.0
+    for size, rank in zip(counts.tolist(), doubled.tolist(), strict=True):
+        if size == 1:
+            ways[1:, rank:] += ways[:-1, :-rank]  # numpy buffers the overlapping operands
+            continue
+        step = ways.copy()
+        for j in range(1, min(size, m) + 1):
+            step[j:, j * rank :] += math.comb(size, j) * ways[: m + 1 - j, : ways.shape[1] - j * rank]
+        ways = step
+    sums = np.arange(ways.shape[1])
+    extreme = float(ways[m, np.abs(sums - mean) >= abs(observed - mean)].sum())
+    return min(1.0, extreme / math.comb(n_total, m))
 
 
 def compare_values(
@@ -104,7 +134,6 @@ def compare_values(
     otherwise `regression`/`improvement` when p < alpha and the medians differ by at least `min_effect`
     relative to the baseline in the worse/better direction, else `unchanged`.
     """
-    mannwhitneyu = _require("scipy.stats").mannwhitneyu
     base = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=float)
     cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
     base_median = float(np.median(base)) if len(base) else None
@@ -127,8 +156,7 @@ def compare_values(
     assert base_median is not None and cand_median is not None
     if np.ptp(np.concatenate([base, cand])) == 0:
         return result("unchanged", 1.0, "all values are equal")
-    p = float(mannwhitneyu(cand, base, alternative="two-sided").pvalue)
-    p = 1.0 if math.isnan(p) else p
+    p = rank_test_p_value(base, cand)
     if p >= alpha:
         return result("unchanged", p, f"p = {p:.3g} ≥ {alpha:g}")
     effect = abs(relative) if relative is not None else math.inf
@@ -147,30 +175,76 @@ def _percent(relative: float | None) -> str:
 
 
 def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT, min_size: int = 2) -> list[int]:
-    """Indices where a new level starts in `values` (in order), found by PELT on a least-squares cost.
+    """Indices of the first night of each new level in `values` (one median per night, oldest first).
 
-    The penalty is a BIC-like 2·σ²·ln(n) with σ estimated robustly from successive differences; a shift whose
-    segment means differ by less than `min_effect` (relative) is not reported, so a very quiet series does not
-    turn every wiggle into a change.
+    Optimal partitioning on a least-squares cost with a penalty per change of σ²·(4 + 2·ln n)·(1 + 8/n): σ from
+    the (lower) median absolute night-to-night difference (robust to the steps themselves), 4 + 2·ln n about the
+    95% point of the best single split's gain in Gaussian noise, widened for a σ estimated from few nights, so at
+    least 95% of unchanged noisy series show no change point. A new level needs `min_size` nights (the first
+    segment may be shorter: nothing is known before it), so a step on the last night alone is that night's
+    verdict, not yet a change point. Each boundary is then moved to where the two segments around it fit best,
+    so it lands on the first night of the new level, never on an unchanged one; shifts of the segment medians
+    below `min_effect` (relative) are merged away, so a very quiet series does not turn every wiggle into a change.
     """
-    ruptures = _require("ruptures")
     signal = np.asarray(values, dtype=float)
     n = len(signal)
-    if n < 2 * min_size:
+    if n < 1 + min_size:
         return []
-    diffs = np.diff(signal)
-    sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2)
+    diffs = np.sort(np.abs(np.diff(signal)))
+    sigma = 1.4826 * float(diffs[(len(diffs) - 1) // 2]) / math.sqrt(2)  # the lower median: one step is no noise
     scale = float(np.median(np.abs(signal))) or 1.0
-    sigma = max(sigma, 1e-3 * scale)  # a flat series has σ ≈ 0; keep the penalty positive
-    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=1).fit(signal).predict(pen=2 * sigma**2 * math.log(n))
-    starts = [0, *ends[:-1]]
-    found = []
-    for i in range(1, len(starts)):
-        before = signal[starts[i - 1] : starts[i]].mean()
-        after = signal[starts[i] : ends[i]].mean()
-        if abs(after - before) >= min_effect * (abs(before) or 1.0):
-            found.append(starts[i])
-    return found
+    sigma = max(sigma, 1e-3 * scale)  # identical nights have σ = 0; keep the penalty positive
+    penalty = sigma**2 * (4 + 2 * math.log(n)) * (1 + 8 / n)
+    bounds = _optimal_partition(signal, penalty, min_size)
+    while True:
+        kept = _settle(signal, bounds, min_effect, min_size)
+        if kept == bounds:
+            return bounds
+        bounds = kept
+
+
+def _sse(signal: np.ndarray, start: int, end: int) -> float:
+    part = signal[start:end]
+    return float(((part - part.mean()) ** 2).sum()) if len(part) else 0.0
+
+
+def _optimal_partition(signal: np.ndarray, penalty: float, min_size: int) -> list[int]:
+    """Segment starts (after the first) minimising Σ SSE + penalty per change; segments after the first have at
+    least `min_size` points. O(n²) with cumulative sums: n is a number of nights."""
+    n = len(signal)
+    s1 = np.concatenate([[0.0], np.cumsum(signal)])
+    s2 = np.concatenate([[0.0], np.cumsum(signal**2)])
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty  # the first segment costs no change
+    previous = np.zeros(n + 1, dtype=int)
+    for end in range(1, n + 1):
+        starts = np.concatenate([[0], np.arange(1, end - min_size + 1)])  # 0, or a start leaving min_size points
+        length = end - starts
+        cost = s2[end] - s2[starts] - (s1[end] - s1[starts]) ** 2 / length
+        total = best[starts] + cost + penalty
+        i = int(np.argmin(total))
+        best[end], previous[end] = total[i], starts[i]
+    out, end = [], n
+    while end > 0:
+        end = int(previous[end])
+        out.append(end)
+    return sorted(out)[1:]
+
+
+def _settle(signal: np.ndarray, bounds: list[int], min_effect: float, min_size: int) -> list[int]:
+    """One pass over the boundaries: each moved to its best split between its neighbours, then dropped when the
+    new level is shorter than `min_size` nights or its median moved less than `min_effect` from the previous one."""
+    edges = [0, *bounds, len(signal)]
+    out: list[int] = []
+    for k in range(1, len(edges) - 1):
+        low, high = (out[-1] if out else 0), edges[k + 1]
+        candidates = range(low + (min_size if low else 1), high)
+        split = min(candidates, key=lambda t: (_sse(signal, low, t) + _sse(signal, t, high), t))
+        before, after = np.median(signal[low:split]), np.median(signal[split:high])
+        if high - split < min_size or abs(after - before) < min_effect * (abs(before) or 1.0) or after == before:
+            continue
+        out.append(split)
+    return out
 
 
 def entry_name(record: RunRecord) -> str:

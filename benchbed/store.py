@@ -6,16 +6,18 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
-import pandas as pd
 from pydantic import ValidationError
 
+from benchbed.catalog import RECORD_FILENAME, Catalog
 from benchbed.errors import StoreError
 from benchbed.outputs import write_output
 from benchbed.record import FORMAT_VERSION, RunRecord, utc_now
 
-RECORD_FILENAME = "record.json"
+if TYPE_CHECKING:
+    import pandas as pd
+
 DEFAULT_STORE = Path("results")
 
 
@@ -103,27 +105,23 @@ class Store:
                 errors.append(str(exc))
         return good, errors
 
+    def save(self, run_dir: Path, record: RunRecord) -> Path:
+        """Write a run's record (atomically) and update the store's catalog with it."""
+        return Catalog(self.root).save(run_dir, record, write_record)
+
     def table(self, where: str | None = None, order_by: str = "started_at") -> tuple[pd.DataFrame, list[str]]:
-        """Stored runs as a DataFrame, filtered and ordered with DuckDB SQL over the records."""
-        records, errors = self.records()
-        rows = [
-            {
-                "run_id": r.run_id,
-                "started_at": r.started_at,
-                "status": r.status,
-                "adapter": r.adapter.name,
-                "mode": r.adapter.mode,
-                "spec_id": r.spec_id,
-                "machine": r.machine.name,
-                "trainer_idle_ratio": _metric(r, "trainer_idle_ratio"),
-                "staleness_mean": _metric(r, "staleness_mean"),
-                "trainer_throughput_sps": _metric(r, "trainer_throughput_sps"),
-                "path": str(d),
-            }
-            for d, r in records
-        ]
+        """Stored runs as a DataFrame, filtered and ordered with DuckDB SQL over the catalog (benchbed.catalog),
+        and one error line per unreadable record."""
+        import duckdb
+
+        runs = Catalog(self.root).table(columns=[*_TABLE_COLUMNS, "error"])
         connection = duckdb.connect()
-        connection.register("runs", pd.DataFrame(rows, columns=list(_TABLE_COLUMNS)))
+        connection.register("catalog", runs)
+        errors = [
+            e for (e,) in connection.sql("SELECT error FROM catalog WHERE error IS NOT NULL ORDER BY path").fetchall()
+        ]
+        columns = ", ".join(c if c != "path" else f"{_quoted(f'{self.root}/')} || path AS path" for c in _TABLE_COLUMNS)
+        connection.execute(f"CREATE VIEW runs AS SELECT {columns} FROM catalog WHERE error IS NULL")
         sql = "SELECT * FROM runs"
         if where:
             sql += f" WHERE {where}"
@@ -142,6 +140,6 @@ _TABLE_COLUMNS = (
 )  # fmt: skip
 
 
-def _metric(record: RunRecord, name: str) -> float | None:
-    metric = record.metrics.get(name)
-    return metric.value if metric else None
+def _quoted(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"

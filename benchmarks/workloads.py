@@ -145,3 +145,45 @@ def sim_spec(samples: int) -> dict[str, Any]:
         "sim": {"mode": "async", "concurrency": 1024, "latency": {"mean": 60.0, "cv": 0.6}, "train_step_time": 20.0,
                 "pass_rate": {"dist": "beta", "a": 0.6, "b": 0.6}},
     }  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------ store
+def write_store(root: Path, machines: int, entries: int, nights: int, repeats: int = 3) -> int:
+    """A results store of nightly-suite records (machines × entries × nights × repeats), written from one record
+    as JSON text with ids substituted (no simulation, no validation per record), plus each machine's catalog index
+    built from the same records with the catalog's own row function, as benchbed's writers leave it."""
+    import pyarrow as pa
+
+    from benchbed.catalog import SCHEMA, Catalog, _Index, _spec_dirs, catalog_row
+    from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord, SuiteInfo
+
+    rng = random.Random(0)
+    metrics = ("trainer_idle_ratio", "generator_utilization", "staleness_mean", "trainer_throughput_sps",
+               "zero_adv_group_fraction", "step_time_mean_s")  # fmt: skip
+    written = 0
+    for m in range(machines):
+        rows = []
+        for e in range(entries):
+            for night in range(nights):
+                for rep in range(repeats):
+                    record = RunRecord(
+                        spec={"name": f"entry{e}"}, spec_id=f"entry{e}-{e:08x}", repeat=rep, status="succeeded",
+                        adapter=AdapterInfo(name="sim", framework="benchbed-sim", mode="async"),
+                        benchbed=BenchbedInfo(version="0.1.0", commit="c0ffee" * 6),
+                        machine=MachineInfo(name=f"machine{m}", host="h", os="Linux", cpu="c", cpu_count=2,
+                                            python="3.11"),
+                        started_at=f"2026-{1 + night // 28:02d}-{1 + night % 28:02d}T{rep:02d}:00:00+00:00",
+                        suite=SuiteInfo(name="nightly-cpu", entry=f"entry{e}", night=f"n{night:04d}",
+                                        watch=["trainer_idle_ratio", "staleness_mean"]),
+                        metrics={k: MetricValue(value=rng.random(), unit="ratio") for k in metrics},
+                    )  # fmt: skip
+                    rel = f"machine{m}/sim/{record.spec_id}/2026{night:05d}T{rep:02d}-c0ffee00"
+                    (root / rel).mkdir(parents=True)
+                    (root / rel / "record.json").write_text(record.model_dump_json())
+                    rows.append(catalog_row(rel, record))
+                    written += 1
+        catalog = Catalog(root)
+        catalog.dir.mkdir(parents=True, exist_ok=True)
+        index = _Index(rows=pa.Table.from_pylist(rows, schema=SCHEMA), dirs=_spec_dirs(root / f"machine{m}"))
+        catalog._store(f"machine{m}", index)
+    return written

@@ -58,6 +58,13 @@ COMMANDS: dict[str, Lazy] = {
         "benchbed.cli.sandbox:sandbox_bench",
         "Sweep concurrency levels, store the run (record, trace, metrics) and print a summary per level.",
     ),
+    "diagnose": Lazy(
+        "benchbed.cli.diagnose:diagnose",
+        "Name each stored run's bottleneck from its metrics: one regime (generation_bound, admission_bound, "
+        "trainer_bound, straggler_bound, sandbox_bound, balanced; unknown when the trace cannot tell), flags for "
+        "waste, the metrics and thresholds that decided it, and the spec fields to change, with the predicted effect "
+        "of the main one.",
+    ),
     "export": Lazy(
         "benchbed.cli.export:export",
         "Export the trace of a stored run (or a trace.parquet) as a timeline or a table.",
@@ -69,7 +76,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "compare": Lazy(
         "benchbed.cli.nightly:compare",
-        "Compare two sets of stored runs with the nightly gate (Mann-Whitney U plus a minimum relative effect).",
+        "Compare two sets of stored runs with the nightly gate (exact rank test plus a minimum relative effect).",
     ),
     "history": Lazy(
         "benchbed.cli.nightly:history",

@@ -144,7 +144,7 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
             series_verdicts[(v.entry, v.metric)].verdict = v
     title = f"{suite.name} on {machine}, night {night}"
     folder = store.root / NIGHTLY_DIRNAME / machine / suite.name / night
-    summary = markdown_summary(title, verdicts, failed)
+    summary = markdown_summary(title, verdicts, failed, series)
     page = write_text(output or folder / "nightly.html", render_history_html(title, series, failed))
     write_text(folder / "summary.md", summary)
     write_text(folder / "verdicts.json", json.dumps([v.to_json() for v in verdicts], indent=2))
@@ -189,7 +189,7 @@ class _VsCommand(click.Command):
 def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], metrics: tuple[str, ...],
             alpha: float, min_effect: float, as_json: bool, fail_on: str | None,
             junit_path: Path | None) -> None:  # fmt: skip
-    """Compare two sets of stored runs with the nightly gate (Mann-Whitney U plus a minimum relative effect).
+    """Compare two sets of stored runs with the nightly gate (exact rank test plus a minimum relative effect).
 
     Runs are grouped by suite entry (or spec name); the repeats of each set are the samples. Exit status 3 with
     --fail-on regression when any metric regressed."""

@@ -90,7 +90,8 @@ def sandbox() -> None:
 @click.option("--disk-mb", type=int, default=None, help="working directory size (default 256)")
 @click.option("--cpu", type=float, default=None, help="CPU cores (default 1)")
 @click.option("--output-limit", "output_limit_bytes", type=int, default=None, help="bytes per stream (default 1 MiB)")
-@click.option("--start-timeout", "start_timeout_s", type=float, default=60.0, show_default=True)
+@click.option("--start-timeout", "start_timeout_s", type=float, default=60.0, show_default=True,
+              help="seconds the sandbox may take to start (create -> ready)")  # fmt: skip
 @click.option("--ro-bind", "ro_binds", multiple=True, type=click.Path(exists=True, file_okay=True),
               help="extra host path visible read-only (repeatable)")  # fmt: skip
 @click.option("--image", default=None, help="container image (modal, prime)")
@@ -166,13 +167,14 @@ def sandbox_doctor(as_json: bool) -> None:
               help="comma-separated concurrency levels")  # fmt: skip
 @click.option("--per-level", type=int, default=None, help="sandboxes per level (default: the level itself)")
 @click.option("--max-starting", type=int, default=None, help="admission cap on starting sandboxes (default: none)")
-@click.option("--start-timeout", "start_timeout_s", type=float, default=120.0, show_default=True)
+@click.option("--start-timeout", "start_timeout_s", type=float, default=120.0, show_default=True,
+              help="seconds a start may take before it fails as start_timeout ([sandbox] start_timeout_s)")  # fmt: skip
 @click.option("--program", default=None, help="command run in each sandbox (default: a short python3 program)")
 @click.option("--baseline/--no-baseline", default=True, show_default=True,
               help="also time bare fork/exec of the same program at each level")  # fmt: skip
 @click.option("--name", default="sandbox-bench", show_default=True, help="spec name (the series the run joins)")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
-              show_default=True)  # fmt: skip
+              show_default=True, help="results directory")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print the RunRecord as JSON on stdout, nothing else")
 def sandbox_bench(backend: str, concurrency: str, per_level: int | None, max_starting: int | None,
                   start_timeout_s: float, program: str | None, baseline: bool, name: str, store_dir: Path,

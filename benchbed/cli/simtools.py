@@ -14,7 +14,7 @@ from benchbed.errors import BenchbedError
 from benchbed.outputs import check_output, write_output
 from benchbed.pipeline import execute
 from benchbed.sim.calibrate import calibrate, simulated
-from benchbed.sim.plan import VARIABLES, parse_target, plan, plan_html
+from benchbed.sim.plan import VARIABLES, parse_target, plan
 from benchbed.sim.reproduce import CASE_FILES, CaseRun, Row, reproduce, simulate_in_process
 from benchbed.spec import ExperimentSpec, load_spec
 from benchbed.store import DEFAULT_STORE, Store
@@ -129,6 +129,8 @@ def plan_command(spec_path: Path, target_text: str, vary: str, range_text: str |
     check_output(output)
     with err_console.status("simulating") as status:
         result = plan(spec, target, vary, lo, hi, progress=lambda text: status.update(f"simulating {text}"))
+    from benchbed.report.plan_page import plan_html  # matplotlib: loaded only when a page is drawn
+
     write_output(output, plan_html(result))
     if as_json:
         click.echo(json.dumps({**result.as_json(), "plot": str(output)}, indent=2))

@@ -103,6 +103,12 @@ def dropped_stale_fraction(ctx: MetricContext) -> MetricResult:
     return (dropped / total, "agg") if dropped is not None and total else None
 
 
+@metric("discarded_fraction", "ratio", False, "finished samples discarded unused (oversampling) / finished")
+def discarded_fraction(ctx: MetricContext) -> MetricResult:
+    finished = ctx.finished_in_window
+    return (float((finished["status"] == "discarded").mean()), "span") if len(finished) else None
+
+
 @metric("wasted_generation_fraction", "ratio", False, "finished samples not trained on (any reason) / finished")
 def wasted_generation_fraction(ctx: MetricContext) -> MetricResult:
     finished = ctx.finished_in_window

@@ -46,8 +46,11 @@ def counts_line(verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = 
     return ", ".join(parts)
 
 
-def markdown_summary(title: str, verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = ()) -> str:
-    """A short message for a chat channel or PR comment: counts, then every verdict that is not `unchanged`."""
+def markdown_summary(
+    title: str, verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = (), series: Sequence[Series] = ()
+) -> str:
+    """A short message for a chat channel or PR comment: counts, every verdict that is not `unchanged`, and each
+    series' change points (the first night of each new level, as on the page and in `history --json`)."""
     worst = "❌" if failed or any(v.verdict == "regression" for v in verdicts) else "✅"
     lines = [f"{worst} **{title}**: {counts_line(verdicts, failed)}", ""]
     notable = [v for v in verdicts if v.verdict != "unchanged"]
@@ -64,6 +67,11 @@ def markdown_summary(title: str, verdicts: Sequence[EntryVerdict], failed: Seque
         message = record.error.message if record.error else record.status
         entry = record.suite.entry if record.suite else record.spec_id
         lines.append(f"- {entry}: run {record.run_id} {record.status}: {message}")
+    levels = [(s, level) for s in series for level in s.levels()]
+    if levels:
+        lines += ["", "Change points (first night of a new level of the nightly medians):"]
+        lines += [f"- {s.entry} {s.metric}: night {night}, {_number(before)} → {_number(after)}"
+                  for s, (night, before, after) in levels]  # fmt: skip
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jinja2
 
+from benchbed.diagnosis import Diagnosis, diagnose_record
 from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
 from benchbed.report.comparison import build_comparison, markdown_comparison
@@ -30,6 +31,7 @@ class RunView:
     warnings: list[str]
     log_tail: str
     sections: list[Section]
+    diagnosis: Diagnosis | None
 
 
 def _run_view(record: RunRecord, trace: Trace) -> RunView:
@@ -46,6 +48,7 @@ def _run_view(record: RunRecord, trace: Trace) -> RunView:
         warnings=warnings,
         log_tail=redact(record.error.log_tail) if record.error and record.error.log_tail else "",
         sections=build_sections(record, trace),
+        diagnosis=diagnose_record(record) if record.metrics else None,
     )
 
 
@@ -83,4 +86,13 @@ def write_report(runs: list[tuple[RunRecord, Trace]], out_html: Path) -> str:
     write_output(out_html, html)
     records = [record for record, _ in runs]
     comparison = markdown_comparison(records) if len(records) > 1 else ""
-    return comparison + markdown_summary(records, [trace for _, trace in runs])
+    return markdown_diagnoses(records) + comparison + markdown_summary(records, [trace for _, trace in runs])
+
+
+def markdown_diagnoses(records: list[RunRecord]) -> str:
+    """The diagnosis of each run as a Markdown list, the first thing the summary says."""
+    lines = ["## Diagnosis", ""]
+    for record in records:
+        headline = diagnose_record(record).headline() if record.metrics else "cannot tell: the run has no metrics"
+        lines.append(f"- {run_label(record)}: {headline}")
+    return "\n".join(lines) + "\n\n"

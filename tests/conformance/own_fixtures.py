@@ -17,6 +17,7 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*"),
     "example": ("example/*",),
     "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
+    "trl": ("trl/*",),  # made by `benchbed run experiments/trl-grpo-cpu.toml`; logs and W&B debug files left out
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

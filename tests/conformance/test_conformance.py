@@ -119,3 +119,19 @@ def test_refuses_every_other_adapters_runs(name: str, own_runs) -> None:
                 continue
             accepted.append(f"{run} ({other}): parsed as a {name} run")
     assert not accepted, "\n".join(accepted)
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_every_run_gets_a_diagnosis_or_says_why_not(name: str, own_runs) -> None:
+    from benchbed.diagnosis import REGIMES
+    from benchbed.diagnosis.rules import diagnose_metrics
+
+    adapter = get_adapter(name)
+    for run in own_runs(name):
+        metrics = {k: v.value for k, v in compute_metrics(adapter.parse(run), warmup_steps=0).items()}
+        diagnosis = diagnose_metrics(metrics)
+        assert diagnosis.regime in REGIMES, f"{run}: {diagnosis.regime}"
+        if diagnosis.regime == "unknown":
+            assert diagnosis.uncertain and diagnosis.headline().startswith("cannot tell: "), f"{run}"
+        else:
+            assert any(e.role == "regime" for e in diagnosis.evidence), f"{run}: a regime with no evidence"

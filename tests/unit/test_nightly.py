@@ -16,7 +16,7 @@ from benchbed.cli.main import cli
 from benchbed.errors import SpecError
 from benchbed.regress import compare_records
 from benchbed.spec import load_spec, repeated
-from benchbed.store import read_record
+from benchbed.store import read_record, write_record
 from benchbed.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,3 +231,75 @@ def test_history_of_a_store_that_does_not_exist_is_an_error(tmp_path):
 
     result = CliRunner().invoke(cli, ["history", "--store", str(tmp_path / "typo"), "--json"])
     assert result.exit_code == 2 and "no such store" in result.output
+
+
+TRAINER_BOUND = """
+name = "steps"
+[[entry]]
+name = "trainer-bound"
+spec = "quickstart.toml"
+repeats = 1
+set = ["workload.steps=8", "sim.concurrency=512", "sim.train_step_time=120.0"]
+watch = ["trainer_throughput_sps"]
+"""
+
+
+def test_six_equal_nights_then_a_slower_trainer_places_the_change_point_on_the_changed_night(tmp_path):
+    """Issue 25's sequence: six identical simulated nights (a trainer-bound run, 64 samples per 120 s step, about
+    0.53 samples/s), then a trainer 13% slower. After the changed night there is no change point anywhere (it
+    is that night's verdict); after a second night at the new level, exactly the changed night (the 7th) on the
+    page, in the Markdown summary and in `history --json` alike."""
+    (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
+    (tmp_path / "suite.toml").write_text(TRAINER_BOUND)
+    store = tmp_path / "store"
+    seen = []
+    for n in range(8):
+        slower = ("--set", "sim.train_step_time=136.0") if n >= 6 else ()
+        result = invoke("nightly", tmp_path / "suite.toml", "--store", store, *slower)
+        assert result.exit_code == 0, (result.stderr, result.exception)
+        history = invoke("history", "--store", store, "--json")
+        (series,) = json.loads(history.stdout)["series"]
+        night_dir = sorted((store / "_nightly" / "ci-box" / "steps").iterdir())[-1]
+        page = (night_dir / "nightly.html").read_text()
+        seen.append((series, result.stdout, page))
+    medians = [n["median"] for n in seen[-1][0]["nights"]]
+    assert len(set(medians[:6])) == 1 and len(set(medians[6:])) == 1 and medians[6] < 0.9 * medians[0]
+    nights = [n["night"] for n in seen[-1][0]["nights"]]
+    for series, summary, page in seen[:7]:
+        assert series["change_points"] == [] and "Change points" not in summary
+        assert 'data-change-points=""' in page
+    changed = seen[6][0]["last_verdict"]  # the changed night shows as last night's verdict (one repeat: too few)
+    assert changed["verdict"] == "insufficient_data" and changed["relative_change"] < -0.1
+    series, summary, page = seen[7]
+    assert series["change_points"] == [nights[6]]
+    assert series["levels"] == [{"from_night": nights[6], "median_before": medians[0], "median_after": medians[6]}]
+    assert f"- trainer-bound trainer_throughput_sps: night {nights[6]}, {medians[0]:.4g} → {medians[6]:.4g}" in summary
+    assert f'data-change-points="{nights[6]}"' in page and f"new level from night {nights[6]}" in page
+
+
+def test_the_tie_case_is_unchanged_at_p_0_0606_in_compare_and_in_the_nightly_gate(nights, tmp_path):
+    """Issue 26: seven runs with staleness_max [1,1,1,1,1,2,2] against four at [2,2,2,2]. The exact permutation
+    p-value with average ranks is 20/330 = 0.0606 (scipy's default, the normal approximation, said 0.038)."""
+    store, results = nights
+    template = read_record(_run_dirs(store, results[0][1])[0])
+    tie_store = tmp_path / "store"
+    dirs = []
+    for i, value in enumerate([1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]):
+        night = ("20260101T020000Z-a", "20260102T020000Z-b", "20260103T020000Z-c")[min(i // 4, 2) if i < 7 else 2]
+        metric = template.metrics["trainer_idle_ratio"].model_copy(update={"value": float(value), "unit": "versions"})
+        suite = template.suite.model_copy(update={"night": night, "watch": ["staleness_max"]})
+        started = f"2026-01-0{1 + i // 4}T02:00:{i:02d}Z"
+        update = {"run_id": f"tie{i:02d}", "metrics": {"staleness_max": metric}, "suite": suite, "started_at": started}
+        record = template.model_copy(update=update)
+        dirs.append(tmp_path / "store" / "m" / "sim" / "s" / f"run{i:02d}")
+        write_record(dirs[-1], record)
+    result = invoke("compare", *dirs[:7], "--vs", *dirs[7:], "--metric", "staleness_max", "--json")
+    assert result.exit_code == 0, result.stderr
+    (verdict,) = json.loads(result.stdout)["verdicts"]
+    assert verdict["verdict"] == "unchanged" and verdict["p_value"] == pytest.approx(20 / 330, abs=1e-15)
+    history = invoke("history", "--store", tie_store, "--json")
+    (series,) = json.loads(history.stdout)["series"]
+    assert [len(n["values"]) for n in series["nights"]] == [4, 3, 4]
+    gate = series["last_verdict"]  # the nightly gate: the last night against the nights before it
+    assert gate["verdict"] == "unchanged" and gate["p_value"] == pytest.approx(20 / 330, abs=1e-15)
+    assert (gate["n_baseline"], gate["n_candidate"]) == (7, 4)

@@ -1,0 +1,229 @@
+"""What a rendered TRL script calls, in the run's own process: build the model, tokenizer, data, reward functions
+and callbacks, then train. Heavy imports (torch, transformers, datasets, trl) happen here, never in render or parse.
+
+Besides TRL's own outputs (trainer_state.json, completions/*.parquet, the W&B offline run), the script leaves
+`benchbed-trl-batches.jsonl`: the permutation TRL drew to shuffle each generated batch before cutting it into
+per-step slices, so the parser knows exactly which sample each optimizer step trained on."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchbed.adapters.trl.options import TESTED_BELOW, TESTED_MIN, TESTED_RANGE
+from benchbed.adapters.trl.rewards import SandboxChecker, arith
+
+BATCHES_FILE = "benchbed-trl-batches.jsonl"
+ARGS_FILE = "training_args.json"  # TRL's resolved GRPOConfig, as TrainingArguments.to_json_string writes it
+TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")  # added to TRL's completions table by the first reward
+
+
+def version_problem(version: str) -> str | None:
+    """Why an installed TRL release cannot be used, or None when it is in the tested range."""
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if len(parts) == 2 and TESTED_MIN <= parts < TESTED_BELOW:
+        return None
+    return (f"TRL {version} is outside the range benchbed's trl adapter was tested with ({TESTED_RANGE}): "
+            f"pip install 'trl{TESTED_RANGE}' (or 'benchbed[trl]')")  # fmt: skip
+
+
+def prepare(threads: int) -> None:
+    """Check the TRL release and set torch's threads, before TRL is imported."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        problem = version_problem(version("trl"))
+    except PackageNotFoundError:
+        problem = f"TRL is not installed: pip install 'benchbed[trl]' ({TESTED_RANGE})"
+    if problem:
+        sys.exit(f"benchbed trl: {problem}")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def tokenizer():
+    """The reference engine's character tokenizer as a transformers tokenizer (built in memory, no download)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from benchbed.engine.tasks import EOS, PAD, UNK, build_tokenizer
+
+    return PreTrainedTokenizerFast(tokenizer_object=build_tokenizer(), pad_token=PAD, eos_token=EOS, unk_token=UNK)
+
+
+def tiny_model(arch: str, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int, experts: int,
+               top_k: int, expert_hidden: int, seed: int) -> tuple[Any, Any]:  # fmt: skip
+    """(model, tokenizer): a Qwen2, Qwen3 or Qwen3-MoE model from a config, weights drawn from `seed`."""
+    import torch
+
+    from benchbed.engine.config import ModelConfig
+    from benchbed.engine.model import build_model, hf_config
+
+    tok = tokenizer()
+    moe = ModelConfig(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, experts=experts, top_k=top_k,
+                      expert_hidden=expert_hidden)  # fmt: skip
+    if arch == "qwen3_moe":
+        return build_model(moe, len(tok), tok.pad_token_id, tok.eos_token_id, seed), tok
+    import transformers
+
+    common = hf_config(moe, len(tok), tok.pad_token_id, tok.eos_token_id).to_dict()
+    keep = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "max_position_embeddings", "pad_token_id", "eos_token_id", "bos_token_id",
+            "tie_word_embeddings")  # fmt: skip
+    names = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"), "qwen3": ("Qwen3Config", "Qwen3ForCausalLM")}[arch]
+    config = getattr(transformers, names[0])(**{k: common[k] for k in keep}, intermediate_size=intermediate)
+    torch.manual_seed(seed)
+    return getattr(transformers, names[1])(config), tok
+
+
+def local_model(path: str) -> tuple[Any, Any]:
+    """(model, tokenizer) from a local checkpoint directory; never the hub."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return (AutoModelForCausalLM.from_pretrained(path, local_files_only=True),
+            AutoTokenizer.from_pretrained(path, local_files_only=True))  # fmt: skip
+
+
+def arith_dataset(prompts: int, seed: int):
+    """The reference engine's arithmetic tasks as a dataset: `prompt` ("12+7=") and `answer` ("19")."""
+    from datasets import Dataset
+
+    from benchbed.engine.tasks import make_task
+
+    rng = random.Random(seed)
+    tasks = [make_task(rng) for _ in range(prompts)]
+    return Dataset.from_dict({"prompt": [t.prompt for t in tasks], "answer": [t.expected for t in tasks]})
+
+
+def local_dataset(path: str):
+    """A dataset saved with `save_to_disk`, or a local .json/.jsonl/.parquet/.csv file (its train split)."""
+    import datasets
+
+    p = Path(path)
+    if p.is_dir():
+        loaded = datasets.load_from_disk(str(p))
+        return loaded["train"] if isinstance(loaded, datasets.DatasetDict) else loaded
+    kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}[p.suffix]
+    return datasets.load_dataset(kind, data_files=str(p), split="train")
+
+
+def load_ref(ref: str) -> Any:
+    """'package.module:name' or 'path/file.py:name' -> the object."""
+    where, _, name = ref.rpartition(":")
+    if where.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(Path(where).stem, where)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {where}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    return getattr(module, name)
+
+
+def reward_functions(names: list[str], tok: Any, max_starting: int, seed: int) -> list[Callable[..., Any]]:
+    """The named reward functions; the first also adds prompt and completion token counts to TRL's completions
+    table (through the `log_extra` hook TRL gives every reward function)."""
+    funcs = []
+    for name in names:
+        if name == "arith":
+            funcs.append(arith)
+        elif name == "arith_sandbox":
+            funcs.append(SandboxChecker(Path.cwd(), max_starting, seed))
+        else:
+            funcs.append(load_ref(name))
+    funcs[0] = _counting_tokens(funcs[0], tok)
+    return funcs
+
+
+def _counting_tokens(func: Callable[..., Any], tok: Any) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        log_extra = kwargs.get("log_extra")
+        if log_extra is not None:
+            prompts = kwargs.get("prompts", args[0] if args else [])
+            log_extra(TOKEN_COLUMNS[0], [len(ids) for ids in tok(text=list(prompts))["input_ids"]])
+            log_extra(TOKEN_COLUMNS[1], [len(ids) for ids in kwargs.get("completion_ids", [])])
+        return func(*args, **kwargs)
+
+    if not hasattr(counted, "__name__"):
+        counted.__name__ = type(func).__name__  # a callable object: TRL names the reward after it
+    counted.close = getattr(func, "close", None)  # type: ignore[attr-defined]
+    return counted
+
+
+def callbacks(refs: list[str]) -> list[Any]:
+    """The user's TrainerCallback classes, instantiated, plus the one that keeps trainer_state.json current."""
+    from transformers import TrainerCallback
+
+    class SaveStateOnLog(TrainerCallback):
+        """Write trainer_state.json after every log, so a run killed midway leaves its history."""
+
+        def on_log(self, args, state, control, **kwargs):
+            tmp = Path(args.output_dir) / "trainer_state.json.tmp"
+            state.save_to_json(str(tmp))
+            os.replace(tmp, Path(args.output_dir) / "trainer_state.json")
+
+    return [SaveStateOnLog(), *(load_ref(ref)() for ref in refs)]
+
+
+def record_batches(trainer: Any) -> None:
+    """Log the permutation TRL draws to shuffle each generated batch (the same draw from the same RNG state)."""
+    import torch
+    import trl.trainer.grpo_trainer as grpo
+
+    shuffle = getattr(grpo, "shuffle_sequence_dict", None)
+    if shuffle is None:
+        print("benchbed trl: this TRL has no shuffle_sequence_dict; per-sample slots will be approximate")
+        return
+    out = Path(trainer.args.output_dir) / BATCHES_FILE
+
+    def logged(seq_dict: dict[str, Any]) -> dict[str, Any]:
+        state = torch.get_rng_state()
+        size = len(next(v for v in seq_dict.values() if v is not None))
+        permutation = torch.randperm(size).tolist()
+        torch.set_rng_state(state)
+        with out.open("a") as fh:
+            fh.write(json.dumps({"global_step": trainer.state.global_step, "micro_step": trainer._step,
+                                 "permutation": permutation}) + "\n")  # fmt: skip
+        return shuffle(seq_dict)
+
+    grpo.shuffle_sequence_dict = logged
+
+
+def write_header(trainer: Any) -> None:
+    """TRL's resolved arguments (training_args.json) and the batch log's header: package versions, reward names."""
+    from importlib.metadata import version
+
+    from trl.trainer.utils import get_callable_name
+
+    out = Path(trainer.args.output_dir)
+    (out / ARGS_FILE).write_text(trainer.args.to_json_string())
+    header = {"format": "benchbed-trl-batches", "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
+              "reward_funcs": [get_callable_name(f) for f in trainer.reward_funcs],
+              "reward_weights": getattr(trainer, "reward_weights", None)}  # fmt: skip
+    if header["reward_weights"] is not None:
+        header["reward_weights"] = header["reward_weights"].tolist()
+    (out / BATCHES_FILE).write_text(json.dumps(header) + "\n")
+
+
+def run(trainer: Any) -> None:
+    """Train, save the final state, and close what the reward functions opened (sandboxes) on every path out."""
+    write_header(trainer)
+    record_batches(trainer)
+    try:
+        trainer.train()
+        trainer.save_state()
+    finally:
+        for func in trainer.reward_funcs:
+            close = getattr(func, "close", None)
+            if callable(close):
+                close()

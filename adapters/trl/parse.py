@@ -1,0 +1,282 @@
+"""Read a TRL GRPO run into the canonical trace, from what TRL writes: `trainer_state.json` (log_history), the
+completions tables (`completions/completions_NNNNN.parquet`, one row per sample of a generated batch), TRL's
+profiling timers in the W&B offline history; plus the batch permutations and sandbox events of the rendered script.
+
+Trainer steps are spans from the W&B rows (each step ends at its log row); generation and reward scoring are
+`trainer.wait` (a colocated synchronous trainer waits while it generates), the rest of the step is
+`trainer.compute`. Without a W&B history the steps are `agg` rows of TRL's `step_time` and idle is unknown.
+Each generated sample is a rollout row: v_start from the schedule, v_train from the slice it was trained in."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from benchbed.adapters.trl.discover import STATE_FILE
+from benchbed.adapters.trl.launch import ARGS_FILE, BATCHES_FILE, TOKEN_COLUMNS
+from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
+from benchbed.adapters.trl.schedule import Schedule
+from benchbed.adapters.trl.timeline import Timeline, read_timeline
+
+from benchbed import keys as K
+from benchbed.adapterkit.groups import reward_std
+from benchbed.adapterkit.handoff import read_handoff
+from benchbed.adapterkit.keymaps import load_keymap
+from benchbed.engine.eventlog import EVENTS_DIRNAME
+from benchbed.errors import NotThisFrameworkError, TraceError
+from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
+from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
+
+COMPLETIONS_DIR = "completions"
+KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
+
+
+@dataclass
+class Run:
+    """What was read from one run directory."""
+
+    path: Path
+    state: dict[str, Any]
+    args: dict[str, Any]
+    batches: list[dict[str, Any]]
+    header: dict[str, Any]
+    sources: list[str]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def log(self) -> list[dict[str, Any]]:
+        return [e for e in self.state.get("log_history", []) if "step" in e and "train_runtime" not in e]
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return self.header.get("versions", {})
+
+    @property
+    def finished(self) -> bool:
+        return any("train_runtime" in e for e in self.state.get("log_history", []))
+
+
+def parse_path(path: Path) -> Trace:
+    """A TRL run directory (or its trainer_state.json) as a trace; NotThisFrameworkError for anything else."""
+    run = read_run(path)
+    if any("perf/step_s" in e for e in run.log):
+        from benchbed.adapters.trl.asyncgrpo import parse_async
+
+        return parse_async(run)
+    builder = TraceBuilder()
+    timeline = read_timeline(run.path, run.warnings)
+    schedule = schedule_of(run)
+    steps = [int(e["step"]) for e in run.log]
+    last = max(steps, default=0)
+    if timeline is not None:
+        run.sources.extend(timeline.sources)
+        emit_step_spans(builder, timeline, steps)
+    else:
+        run.warnings.append("no W&B history (TRL sends its profiling timers only to trackers): the steps are TRL's "
+                            "step_time, and trainer idle is unknown")  # fmt: skip
+        for e in run.log:
+            if isinstance(e.get("step_time"), int | float):
+                builder.agg(K.TRAINER_STEP, int(e["step"]), float(e["step_time"]), actor="trainer")
+    emit_framework(builder, run)
+    origin = timeline.origin if timeline is not None else math.nan
+    emit_samples(builder, run, schedule, last, timeline)
+    sandbox_spans = emit_sandboxes(builder, run, origin)
+    if not run.finished:
+        run.warnings.append(f"TRL did not finish training: the log stops at step {last} of "
+                            f"{run.state.get('max_steps', '?')} (the run was stopped or killed)")  # fmt: skip
+    meta = TraceMeta(
+        adapter="trl", framework="trl", framework_version=run.versions.get("trl", ""), mode="sync",
+        concurrency=schedule.generation_batch, samples_per_step=schedule.per_device_batch * schedule.grad_accum,
+        group_size=int(run.args["num_generations"]), sources=run.sources, warnings=run.warnings,
+        partial=not run.finished,
+        extra={"steps_per_generation": schedule.steps_per_generation, "num_iterations": schedule.num_iterations,
+               "gradient_accumulation_steps": schedule.grad_accum, "loss_type": run.args.get("loss_type"),
+               "beta": run.args.get("beta"), "versions": run.versions, "sandbox_spans": sandbox_spans,
+               "max_response_tokens": run.args.get("max_completion_length")},
+    )  # fmt: skip
+    return builder.build(meta).validate()
+
+
+def read_run(path: Path) -> Run:
+    path = Path(path)
+    state_file = path / STATE_FILE if path.is_dir() else path
+    if state_file.name != STATE_FILE or not state_file.is_file():
+        raise NotThisFrameworkError(f"not a TRL run: {path} has no {STATE_FILE}")
+    run_dir = state_file.parent
+    try:
+        state = json.loads(state_file.read_text())
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{state_file}:{exc.lineno}: not JSON ({exc.msg})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise NotThisFrameworkError(f"not a TRL run: {state_file} has no log_history list")
+    warnings: list[str] = []
+    sources = [str(state_file)]
+    args_file = run_dir / ARGS_FILE
+    args: dict[str, Any] = {}
+    if args_file.is_file():
+        args = json.loads(args_file.read_text())
+        sources.append(str(args_file))
+    if "num_generations" not in args:
+        handoff = read_handoff(run_dir, warnings)
+        if handoff is None or handoff.adapter != "trl":
+            raise NotThisFrameworkError(f"not a GRPO run of TRL: {run_dir} has no {ARGS_FILE} with num_generations")
+        args = {"num_generations": handoff.group_size, "per_device_train_batch_size": handoff.samples_per_step}
+        warnings.append(f"{ARGS_FILE} is missing (the run stopped before training began); shape from the plan")
+    batches, header = _batches(run_dir / BATCHES_FILE, sources)
+    return Run(run_dir, state, args, batches, header, sources, warnings)
+
+
+def _batches(path: Path, sources: list[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(one entry per generated batch, the header line: package versions, reward function names and weights)."""
+    if not path.is_file():
+        return [], {}
+    sources.append(str(path))
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip().endswith("}")]
+    header = lines[0] if lines and lines[0].get("format") == "benchbed-trl-batches" else {}
+    return [e for e in lines if "permutation" in e], header
+
+
+def schedule_of(run: Run) -> Schedule:
+    a = run.args
+    return Schedule(per_device_batch=int(a["per_device_train_batch_size"]),
+                    steps_per_generation=int(a.get("steps_per_generation") or a.get("gradient_accumulation_steps", 1)),
+                    num_iterations=int(a.get("num_iterations", 1)),
+                    grad_accum=int(a.get("gradient_accumulation_steps", 1)))  # fmt: skip
+
+
+def emit_step_spans(builder: TraceBuilder, timeline: Timeline, steps: list[int]) -> None:
+    """trainer.step spans end to end; generation and reward spans as trainer.wait; the gaps as trainer.compute."""
+    for step in steps:
+        bounds = timeline.step_bounds.get(step)
+        if bounds is None:
+            continue
+        t0, t1 = bounds
+        builder.span(K.TRAINER_STEP, t0, t1, step=step, actor="trainer", v_train=step - 1)
+        cursor = t0
+        for key, phase, s0, s1 in sorted(timeline.components.get(step, []), key=lambda c: c[2]):
+            s0, s1 = max(s0, t0), min(s1, t1)
+            if s1 <= s0:
+                continue
+            if s0 > cursor:
+                builder.span(K.TRAINER_COMPUTE, cursor, s0, step=step, actor="trainer")
+            builder.span(key, s0, s1, step=step, actor="trainer", attrs=attrs_json({"phase": phase}))
+            cursor = max(cursor, s1)
+        if t1 > cursor:
+            builder.span(K.TRAINER_COMPUTE, cursor, t1, step=step, actor="trainer")
+        for name, seconds in timeline.natives.get(step, {}).items():
+            builder.agg(name, step, seconds, actor="trainer")
+
+
+def emit_framework(builder: TraceBuilder, run: Run) -> None:
+    """TRL's own per-step figures: the framework's zero-advantage fraction, and every other number as native.*."""
+    release, _ = KEYMAP.nearest(run.versions.get("trl", ""))
+    framework = KEYMAP.mapping(release, "framework", "sync")
+    for e in run.log:
+        step = int(e["step"])
+        for key, value in e.items():
+            if key in ("step", "epoch") or not isinstance(value, int | float) or not math.isfinite(value):
+                continue
+            builder.agg(framework.get(key, f"native.trl.{key}"), step, float(value), actor="trainer")
+
+
+def _completions(run: Run, step: int) -> pd.DataFrame | None:
+    path = run.path / COMPLETIONS_DIR / f"completions_{step:05d}.parquet"
+    if not path.is_file():
+        return None
+    run.sources.append(str(path))
+    table = pd.read_parquet(path)
+    return table[table["step"] == step].reset_index(drop=True)
+
+
+def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int, timeline: Timeline | None) -> None:
+    """One rollout row per generated sample and one rollout.group point per group, batch by batch."""
+    g_size = int(run.args["num_generations"])
+    reward_names = run.header.get("reward_funcs", [])
+    weights = run.header.get("reward_weights")
+    generated = {int(e["step"]) for e in run.log if "reward" in e}
+    for g in range(schedule.generations(last)):
+        step = schedule.generated_in_step(g)
+        if step not in generated:
+            run.warnings.append(f"step {step}: the schedule generates batch {g} here but TRL logged no reward")
+            continue
+        table = _completions(run, step)
+        n = schedule.generation_batch
+        if table is None or len(table) != n:
+            run.warnings.append(f"step {step}: no completions table of {n} rows; batch {g} left out")
+            continue
+        rewards = _total_rewards(table, reward_names, weights)
+        slices = _slices(run, g, n, schedule.per_device_batch)
+        window = timeline.generation.get(step) if timeline is not None else None
+        v_start = schedule.version_at(schedule.generation_micro_step(g))
+        for i in range(n):
+            uses = [v for v in schedule.uses(g, slices[i]) if v < last]
+            v_train = uses[0] if uses else -1
+            tokens = {c: int(table[c][i]) if c in table else -1 for c in TOKEN_COLUMNS}
+            fields = dict(step=v_train + 1 if uses else step, value=rewards[i], actor="generator", sample=f"g{g}-{i}",
+                          group=f"g{g}-p{i // g_size}", v_start=v_start, v_end=v_start, v_train=v_train, status="ok",
+                          prompt_tokens=tokens["prompt_tokens"], response_tokens=tokens["completion_tokens"],
+                          attrs=attrs_json({"generation": g, "slice": slices[i], "uses": uses,
+                                            "advantage": float(table["advantage"][i])}))  # fmt: skip
+            if window is not None:
+                builder.span(K.ROLLOUT, window[0], window[1], **fields)
+            else:
+                builder.add(K.ROLLOUT, "point", **fields)
+        for p in range(n // g_size):
+            group = rewards[p * g_size : (p + 1) * g_size]
+            point = dict(step=step, value=reward_std(group), actor="generator", group=f"g{g}-p{p}", v_start=v_start,
+                         status="ok")  # fmt: skip
+            if window is not None:
+                builder.point(K.ROLLOUT_GROUP, window[1], **point)
+            else:
+                builder.add(K.ROLLOUT_GROUP, "point", **point)
+
+
+def _total_rewards(table: pd.DataFrame, names: list[str], weights: list[float] | None) -> list[float]:
+    """TRL's reward per sample: the weighted sum of the reward functions' columns, NaNs left out (nansum)."""
+    columns = names or [c for c in table.columns if c not in ("step", "prompt", "completion", "advantage",
+                                                                *TOKEN_COLUMNS)]  # fmt: skip
+    weights = weights or [1.0] * len(columns)
+    out = []
+    for i in range(len(table)):
+        parts = [w * float(table[c][i]) for c, w in zip(columns, weights, strict=True)]
+        finite = [x for x in parts if math.isfinite(x)]
+        out.append(sum(finite) if finite else math.nan)
+    return out
+
+
+def _slices(run: Run, g: int, n: int, per_slice: int) -> list[int]:
+    """The slice each sample of batch g (in generation order) was trained in: TRL's recorded permutation puts
+    original sample perm[j] at shuffled position j, which is in slice j // per_slice."""
+    if g < len(run.batches) and len(run.batches[g]["permutation"]) == n:
+        slices = [0] * n
+        for j, original in enumerate(run.batches[g]["permutation"]):
+            slices[original] = j // per_slice
+        return slices
+    if g == 0:
+        run.warnings.append(f"no {BATCHES_FILE}: samples are given slices in generation order, so the staleness "
+                            "values are exact but which sample had which is not")  # fmt: skip
+    return [i // per_slice for i in range(n)]
+
+
+def emit_sandboxes(builder: TraceBuilder, run: Run, origin: float) -> int:
+    """The sandbox lifecycle the arith_sandbox reward logged (the reference engine's event format)."""
+    path = run.path / EVENTS_DIRNAME / f"{SANDBOX_LOG_ROLE}.jsonl"
+    if not path.is_file():
+        return 0
+    run.sources.append(str(path))
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # the last line of a killed process may be cut short
+    if math.isnan(origin):
+        origin = min((e["t"] for e in events), default=0.0)
+    lifecycle = [SandboxEvent(key=e["key"], ev=Ev(e["step"]), t=e["t"] - origin, attempt=e["attempt"],
+                              reason=e["reason"], attrs=e["attrs"])
+                 for e in events if e.get("ev") == "sandbox"]  # fmt: skip
+    return add_spans(builder, lifecycle)

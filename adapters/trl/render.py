@@ -1,0 +1,169 @@
+"""Render a spec into a TRL GRPO script, as a user would write it, run with `python trl_grpo.py` in the run directory.
+Pure: TRL is not imported (its installed release is read from package metadata)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from benchbed.adapters.trl.launch import version_problem
+from benchbed.adapters.trl.options import TESTED_RANGE, TrlOptions, hub_id_hint, looks_like_hub_id
+from pydantic import ValidationError
+
+from benchbed.adapter import LaunchPlan
+from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.errors import AdapterError, SpecError
+from benchbed.spec import ExperimentSpec, format_validation_error
+
+SCRIPT = "trl_grpo.py"
+NEEDS = ("torch", "transformers", "datasets", "trl")
+
+
+def options(spec: ExperimentSpec) -> TrlOptions:
+    """The spec's [trl] table, validated; errors name the file and the dotted field."""
+    try:
+        return TrlOptions.model_validate(spec.adapter_table("trl"))
+    except ValidationError as exc:
+        raise SpecError(format_validation_error(exc, spec.source).replace("field '", "field 'trl.")) from None
+
+
+def grpo_fields(spec: ExperimentSpec, opts: TrlOptions) -> dict[str, Any]:
+    """The GRPOConfig keyword arguments: the [trl] fields, the rest from [workload]; checked for TRL's own rules
+    here, so a bad combination fails before anything starts."""
+    w = spec.workload
+    g = opts.num_generations or w.group_size
+    bs = opts.per_device_train_batch_size or w.prompts_per_step * w.group_size
+    spg = opts.steps_per_generation or opts.gradient_accumulation_steps
+    if g < 2:
+        raise SpecError(f"{spec.source}: GRPO needs a group of at least 2 (trl.num_generations or workload.group_size)")
+    if (bs * spg) % g:
+        raise SpecError(f"{spec.source}: the generation batch, per_device_train_batch_size × steps_per_generation = "
+                        f"{bs} × {spg}, must be a multiple of num_generations ({g})")  # fmt: skip
+    use_cpu = opts.use_cpu if opts.use_cpu is not None else not _cuda_visible()
+    fields: dict[str, Any] = {
+        "output_dir": ".", "num_generations": g, "per_device_train_batch_size": bs, "steps_per_generation": spg,
+        "num_iterations": opts.num_iterations, "gradient_accumulation_steps": opts.gradient_accumulation_steps,
+        "max_completion_length": opts.max_completion_length or w.max_response_tokens,
+        "max_steps": opts.max_steps or w.steps, "beta": opts.beta, "loss_type": opts.loss_type,
+        "learning_rate": opts.learning_rate, "temperature": opts.temperature, "seed": opts.seed, "use_cpu": use_cpu,
+        "logging_steps": 1, "save_strategy": "no", "report_to": ["wandb"] if opts.wandb else [],
+        "log_completions": True, "num_completions_to_print": 0, "disable_tqdm": True, "bf16": False,
+    }  # fmt: skip
+    if opts.reward_weights is not None:
+        fields["reward_weights"] = opts.reward_weights
+    return fields
+
+
+def _cuda_visible() -> bool:
+    """Whether a CUDA device is visible, without importing torch (render stays light)."""
+    return Path("/dev/nvidia0").exists() and sys.platform == "linux"
+
+
+def _model_lines(opts: TrlOptions, source: str) -> str:
+    if opts.model_path is None:
+        m = opts.model
+        return (f"model, tokenizer = launch.tiny_model(arch={m.arch!r}, layers={m.layers}, hidden={m.hidden}, "
+                f"heads={m.heads}, kv_heads={m.kv_heads},\n    intermediate={m.intermediate}, experts={m.experts}, "
+                f"top_k={m.top_k}, expert_hidden={m.expert_hidden}, seed={opts.seed})")  # fmt: skip
+    return f"model, tokenizer = launch.local_model({_local(opts.model_path, 'trl.model_path', source)!r})"
+
+
+def _local(path: str, field: str, source: str) -> str:
+    """An existing local path, made absolute against the spec's folder (the script runs in the run directory)."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and source and Path(source).parent.exists():
+        p = Path(source).parent / p
+    if not p.exists():
+        hint = f"; {hub_id_hint(field, path)}" if looks_like_hub_id(path) else ""
+        raise SpecError(f"{source}: {field} {path!r} does not exist on this machine{hint}")
+    return str(p.resolve())
+
+
+def _local_ref(ref: str, source: str) -> str:
+    where, _, name = ref.rpartition(":")
+    return f"{_local(where, 'trl reference', source)}:{name}" if where.endswith(".py") else ref
+
+
+def data_line(opts: TrlOptions, source: str) -> str:
+    """The expression that makes the training data."""
+    if opts.data == "arith":
+        return f"launch.arith_dataset(prompts={opts.prompts}, seed={opts.seed})"
+    return f"launch.local_dataset({_local(opts.data, 'trl.data', source)!r})"
+
+
+def rewards_line(opts: TrlOptions, source: str) -> str:
+    """The statement that makes the reward functions."""
+    rewards = [_local_ref(r, source) for r in opts.rewards]
+    return (f"reward_funcs = launch.reward_functions({rewards!r}, tokenizer, max_starting={opts.sandbox_max_starting}"
+            f", seed={opts.seed})")  # fmt: skip
+
+
+def script(spec: ExperimentSpec, opts: TrlOptions) -> str:
+    """The Python script of the run: readable, and runnable by hand in the run directory."""
+    fields = grpo_fields(spec, opts)
+    data = data_line(opts, spec.source)
+    callbacks = [_local_ref(c, spec.source) for c in opts.callbacks]
+    args = ",\n    ".join(f"{k}={v!r}" for k, v in fields.items())
+    return f'''"""GRPO with TRL, rendered by benchbed from {spec.source or "a spec"} ({spec.name})."""
+
+from benchbed.adapters.trl import launch
+
+launch.prepare(threads={opts.threads})
+
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+
+{_model_lines(opts, spec.source)}
+train_dataset = {data}
+{rewards_line(opts, spec.source)}
+args = GRPOConfig(
+    {args},
+)
+trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=args,
+                      train_dataset=train_dataset, callbacks=launch.callbacks({callbacks!r}))
+launch.run(trainer)
+'''
+
+
+def check_installed() -> None:
+    """TRL and its stack are installed, in the tested range; otherwise one line saying what to install."""
+    missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise AdapterError(f"the trl adapter needs {', '.join(missing)}: pip install 'benchbed[trl]' "
+                           f"(TRL {TESTED_RANGE}, torch pinned to the CPU build)")  # fmt: skip
+    try:
+        problem = version_problem(version("trl"))
+    except PackageNotFoundError:
+        problem = f"TRL is not installed: pip install 'benchbed[trl]' ({TESTED_RANGE})"
+    if problem:
+        raise AdapterError(problem)
+
+
+def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
+    """`python trl_grpo.py` in the run directory, W&B offline, nothing downloaded."""
+    opts = options(spec)
+    if opts.trainer == "async_grpo":
+        from benchbed.adapters.trl.asyncgrpo import render_async
+
+        return render_async(spec, opts)
+    text = script(spec, opts)
+    check_installed()
+    fields = grpo_fields(spec, opts)
+    threads = str(opts.threads)
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline",
+           "WANDB_DIR": ".", "WANDB_PROJECT": "benchbed", "WANDB_SILENT": "true", "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}  # fmt: skip
+    handoff = Handoff(adapter="trl", mode="sync", argv=[sys.executable, SCRIPT],
+                      samples_per_step=fields["per_device_train_batch_size"], group_size=fields["num_generations"],
+                      concurrency=fields["per_device_train_batch_size"] * fields["steps_per_generation"],
+                      trainer=opts.trainer, rewards=opts.rewards)  # fmt: skip
+    return LaunchPlan(
+        argv=[sys.executable, SCRIPT],
+        env=env,
+        files={SCRIPT: text, **handoff_files(handoff)},
+        timeout_s=spec.timeout_s,
+        description=f"TRL GRPO: {fields['max_steps']} steps, {opts.model_path or opts.model.arch}"
+        f", steps_per_generation {fields['steps_per_generation']}, num_iterations {fields['num_iterations']}",
+    )

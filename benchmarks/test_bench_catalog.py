@@ -1,0 +1,97 @@
+"""The store catalog (benchbed.catalog) against reading every record.json, as `ls` and `history` did before it.
+
+Targets (issue 22): `ls` and `history` on 100,000 records under 1 s; a nightly's baseline lookup independent of the
+store's size (one machine's series in a store of 10 machines against the same series alone in its own store)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from ratios import baseline_median, median_of, ratio
+from workloads import write_store
+
+from benchbed.history import build_series, load_points
+from benchbed.store import Store, read_record
+
+TARGET_S = 1.0
+ROUNDS = 3
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory, quick: bool) -> dict[str, tuple[Path, int]]:
+    """small: 1 machine × 10 entries × 100 nights × 3; big: 10 machines of the same (100,000 records)."""
+    nights = 10 if quick else 100
+    out = {}
+    for name, machines in (("small", 1), ("big", 10)):
+        root = tmp_path_factory.mktemp(name)
+        start = time.monotonic()
+        count = write_store(root, machines=machines, entries=10, nights=nights)
+        print(f"\n{name} store: {count:,} records written in {time.monotonic() - start:.0f} s")
+        out[name] = (root, count)
+    return out
+
+
+def read_every_record(root: Path) -> pd.DataFrame:
+    """The baseline: what `ls` did before the catalog (every record read and validated, then tabulated)."""
+    records = [read_record(p) for p in sorted(root.glob("*/*/*/*/record.json"))]
+    return pd.DataFrame([{"run_id": r.run_id, "status": r.status, "machine": r.machine.name} for r in records])
+
+
+def test_baseline_reading_every_record(benchmark, stores, medians: dict[str, float]) -> None:
+    root, count = stores["small"]
+    frame = benchmark.pedantic(read_every_record, args=(root,), rounds=1, iterations=1)
+    assert len(frame) == count
+    medians["read every record (small)"] = median_of(benchmark)
+
+
+def test_ls_from_the_catalog(benchmark, stores, medians: dict[str, float]) -> None:
+    root, count = stores["small"]
+    frame, _ = benchmark.pedantic(lambda: Store(root).table(), rounds=ROUNDS, iterations=1)
+    assert len(frame) == count
+    baseline = baseline_median(medians, "read every record (small)")
+    ratio(f"ls from the catalog, {count:,} records", median_of(benchmark), "read every record", baseline, 0.2)
+
+
+def test_ls_on_the_big_store(benchmark, stores) -> None:
+    root, count = stores["big"]
+    frame, _ = benchmark.pedantic(lambda: Store(root).table(), rounds=ROUNDS, iterations=1)
+    assert len(frame) == count
+    assert median_of(benchmark) < TARGET_S, f"ls on {count:,} records: {median_of(benchmark):.2f} s"
+
+
+def test_history_points_on_the_big_store(benchmark, stores, medians: dict[str, float]) -> None:
+    """`history`'s query: every suite run's metrics across the store, from the catalog."""
+    root, count = stores["big"]
+    points, _ = benchmark.pedantic(lambda: load_points(Store(root)), rounds=ROUNDS, iterations=1)
+    assert len(points) == count * 6
+    medians["history points (big)"] = median_of(benchmark)
+    assert median_of(benchmark) < TARGET_S, f"history's query on {count:,} records: {median_of(benchmark):.2f} s"
+
+
+def test_history_series_on_the_big_store(benchmark, stores, medians: dict[str, float]) -> None:
+    """`history`'s analysis of those points (nights, change points, last verdicts), reported beside its query."""
+    root, count = stores["big"]
+    points, _ = load_points(Store(root))
+    build_series(points[points["machine"] == "machine0"])  # scipy and ruptures imported outside the timing
+    assert len(benchmark.pedantic(build_series, args=(points,), rounds=1, iterations=1)) == 10 * 10 * 2
+    ratio(f"history series, {count:,} records", median_of(benchmark), "history's catalog query",
+          baseline_median(medians, "history points (big)"), None)  # fmt: skip
+
+
+def test_nightly_baseline_lookup_alone(benchmark, stores, medians: dict[str, float]) -> None:
+    root, _ = stores["small"]
+    points, _ = benchmark.pedantic(lambda: load_points(Store(root), machine="machine0"), rounds=ROUNDS, iterations=1)
+    medians["baseline lookup, 1 machine"] = median_of(benchmark)
+    assert points["machine"].unique().tolist() == ["machine0"]
+
+
+def test_nightly_baseline_lookup_in_a_store_ten_times_larger(benchmark, stores, medians: dict[str, float]) -> None:
+    root, count = stores["big"]
+    points, _ = benchmark.pedantic(lambda: load_points(Store(root), machine="machine0"), rounds=ROUNDS, iterations=1)
+    assert points["machine"].unique().tolist() == ["machine0"]
+    alone = baseline_median(medians, "baseline lookup, 1 machine")
+    ratio(f"nightly baseline lookup, store of {count:,}", median_of(benchmark), "same series, store of 1/10",
+          alone, 1.5)  # fmt: skip

@@ -1,0 +1,111 @@
+"""Make docs/img/report-annotated.png: the quickstart's report in headless Chromium, with numbered outlines on
+the parts that docs/get-started/report.md explains.
+
+    .venv/bin/python docs/gen/screenshot.py [--out docs/img/report-annotated.png]
+
+It runs `benchbed demo` into a temporary store (the report a new user sees), opens the report, draws the outlines
+in the page and takes the screenshot. Each annotated part is found by a CSS selector of the report's template;
+a part that is missing is an error, so a changed report cannot leave the picture silently wrong
+(tests/docs/test_screenshot.py runs this)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "docs" / "img" / "report-annotated.png"
+WIDTH = 1280
+# (number, selector of the part, what the page calls it): the order of docs/get-started/report.md
+PARTS = (
+    (1, "#runs", "the runs and their status"),
+    (2, "#metrics", "the metric table, by family"),
+    (3, 'tr[data-metric="trainer_idle_ratio"]', "trainer idle"),
+    (4, "div.status", "the run's status line"),
+    (5, 'section.plot[data-section="breakdown"]', "the trainer step breakdown"),
+    (6, 'section.plot[data-section="staleness"]', "staleness"),
+    (7, 'section.plot[data-section="utilisation"]', "generator utilisation"),
+    (8, 'section.plot[data-section="zero_adv"]', "zero-advantage groups"),
+    (9, 'section.plot[data-section="timeline"]', "the timeline"),
+)
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+)  # fmt: skip
+# Outline each part and put its number in a badge at its top-left corner; returns the selectors not found.
+ANNOTATE = """
+const parts = arguments[0], missing = [];
+for (const [n, selector] of parts) {
+  const el = document.querySelector(selector);
+  if (!el) { missing.push(selector); continue; }
+  const r = el.getBoundingClientRect(), x = r.left + window.scrollX, y = r.top + window.scrollY;
+  const box = document.createElement('div');
+  box.style.cssText = `position:absolute;left:${x - 4}px;top:${y - 4}px;width:${r.width + 8}px;` +
+    `height:${r.height + 8}px;border:3px solid #d62728;border-radius:6px;pointer-events:none;z-index:1000`;
+  const badge = document.createElement('div');
+  badge.textContent = n;
+  badge.style.cssText = `position:absolute;left:${x - 18}px;top:${y - 18}px;width:28px;height:28px;` +
+    `border-radius:14px;background:#d62728;color:#fff;font:bold 16px/28px sans-serif;text-align:center;z-index:1001`;
+  document.body.append(box, badge);
+}
+return missing;
+"""
+
+
+def quickstart_report(store: Path) -> Path:
+    """Run `benchbed demo` into `store` and return the report it wrote."""
+    benchbed = Path(sys.executable).with_name("benchbed")
+    subprocess.run([str(benchbed), "demo", "--store", str(store)], check=True, capture_output=True, timeout=600)
+    reports = sorted(store.rglob("report.html"))
+    if not reports:
+        raise SystemExit(f"benchbed demo wrote no report under {store}")
+    return reports[-1]
+
+
+def screenshot(report: Path, out: Path, parts: tuple[tuple[int, str, str], ...] = PARTS) -> list[str]:
+    """Annotate `report` in headless Chromium and save the page as a PNG; returns the selectors not found."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    browser = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    driver_path = shutil.which("chromedriver")
+    if not browser or not driver_path:
+        raise SystemExit("needs chromium and chromedriver (apt-get install -y chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="benchbed-docs-chromium-")
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument(f"--window-size={WIDTH},1000")
+    driver = webdriver.Chrome(options=options, service=Service(driver_path))
+    try:
+        driver.get(report.as_uri())
+        missing = driver.execute_script(ANNOTATE, [[n, selector] for n, selector, _ in parts])
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(WIDTH, height)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(out))
+        return missing
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"PNG to write (default: {OUT.relative_to(ROOT)})")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="benchbed-docs-") as tmp:
+        missing = screenshot(quickstart_report(Path(tmp)), args.out)
+    if missing:
+        raise SystemExit(f"the report has no {', '.join(missing)}: update PARTS and docs/get-started/report.md")
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main()

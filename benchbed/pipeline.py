@@ -99,7 +99,7 @@ def execute(
     suite: SuiteInfo | None = None,
     launcher: str | Launcher = "local",
 ) -> RunOutcome:
-    """Launch one spec (its `repeat`-th run) with `launcher` (a name from LAUNCHERS or a built Launcher), keep its
+    """Launch one spec (its `repeat`-th run) with `launcher` (a registered launcher name or a built Launcher), keep its
     artifacts in a fresh run directory, and record the result."""
     launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)

@@ -57,7 +57,8 @@ def unknown_arguments(argv: list[str], version: str) -> list[str]:
     names = argument_names()
     known = set(names["slime"][version]) | set(names["megatron"])
     prefixes = tuple(names["forwarded_prefixes"])
-    return [t for t in argv if t.startswith("--") and t not in known and not t.startswith(prefixes)]
+    names = [t.partition("=")[0] for t in argv if t.startswith("--")]  # `--flag=value` is the option --flag
+    return [t for t in names if t not in known and not t.startswith(prefixes)]
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:

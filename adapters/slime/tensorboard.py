@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-INSTALL_HINT = "pip install 'benchbed[local]' (the optional extra with tensorboard and torch)"
+INSTALL_HINT = "pip install 'benchbed[tensorboard]' (the optional extra with the event-file reader)"
 
 
 class TensorboardUnavailable(RuntimeError):

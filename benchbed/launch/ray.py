@@ -21,6 +21,7 @@ from benchbed.launch.local import write_plan_files
 from benchbed.launch.ray_submission import RaySubmission, entrypoint, unwrap, with_env
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, redact_env, secret_values
+from benchbed.shell import comment
 from benchbed.spec import ExperimentSpec, RaySpec
 
 POLL_S = 0.5
@@ -134,7 +135,7 @@ class RayLauncher(Launcher):
         if "env_vars" in runtime_env:
             runtime_env["env_vars"] = redact_env(runtime_env["env_vars"])
         shown = {k: v for k, v in request.items() if v is not None and k != "cwd"}
-        return [f"# Ray job (submit_job arguments): {json.dumps({**shown, 'runtime_env': runtime_env}, indent=1)}"]
+        return [comment(f"Ray job (submit_job arguments): {json.dumps({**shown, 'runtime_env': runtime_env})}")]
 
     def preflight(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> None:
         """Before anything is stored: the cluster address must be known (a usage error, not a failed run)."""

@@ -14,6 +14,7 @@ from benchbed.launch.sbatch import SCRIPT_NAME, STDERR_LOG, STDOUT_LOG, render_s
 from benchbed.launch.slurm_jobs import follow, slurm_info, submit
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, secret_values
+from benchbed.shell import comment, heredoc
 from benchbed.spec import ExperimentSpec
 
 
@@ -56,7 +57,11 @@ class SlurmLauncher(Launcher):
         """The sbatch script --dry-run shows (none when the framework submits its own job)."""
         if plan.submits_job is not None:
             return []
-        return [f"# file {SCRIPT_NAME} (submitted with sbatch --parsable):", render_script(spec, plan, run_dir)]
+        script = render_script(spec, plan, run_dir)
+        return [
+            comment(f"file {SCRIPT_NAME} (submitted with sbatch --parsable):"),
+            heredoc(run_dir / SCRIPT_NAME, script),
+        ]
 
     def launch(
         self,

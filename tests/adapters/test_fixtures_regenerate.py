@@ -53,7 +53,7 @@ def test_prime_rl_fixtures_regenerate_byte_for_byte(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_slime_fixtures_regenerate(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch", reason="the `local` extra is not installed: pip install 'benchbed[local]'")
-    pytest.importorskip("tensorboard", reason="the `local` extra is not installed: pip install 'benchbed[local]'")
+    pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not installed: benchbed[tensorboard]")
     from benchbed.adapters.slime.tensorboard import read_event_file
 
     load_generator("slime").main(tmp_path)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from benchbed.adapters.slime.tensorboard import INSTALL_HINT, read_event_file, scalar_dicts, split_axes
 
-pytest.importorskip("tensorboard", reason=f"the `local` extra is not installed: {INSTALL_HINT}")
+pytest.importorskip("tensorboard", reason=f"the `tensorboard` extra is not installed: {INSTALL_HINT}")
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402

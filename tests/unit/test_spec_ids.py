@@ -42,6 +42,8 @@ PINNED = {
         "verl-case-study-3-9896138c",
     ],
     "experiments/verl-qwen3-30b-a3b-grpo.toml": ["verl-qwen3-30b-a3b-grpo-889d4de8"],
+    "experiments/trl-grpo-cpu.toml": ["trl-grpo-cpu-b8fa6b5d"],
+    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-98aa822f"],
 }
 # suite file#entry -> the spec ids of the entry's spec with the entry's `set` overrides (computed at be09333)
 PINNED_SUITE_ENTRIES = {
@@ -58,6 +60,7 @@ PINNED_SUITE_ENTRIES = {
     "experiments/nightly-cpu.toml#quickstart-sync": ["quickstart-13fddcf3"],
     "experiments/nightly-cpu.toml#sandbox-local": ["sandbox-nightly-local-40f089b6"],
     "experiments/nightly-cpu.toml#ref-async": ["ref-async-e7dd4655"],
+    "experiments/nightly-cpu.toml#trl-grpo": ["trl-grpo-cpu-b8fa6b5d"],
 }
 
 

@@ -2,9 +2,10 @@
 
 A page asks for generated content with a marker comment, `<!-- benchbed:NAME [ARG] -->`, replaced when the site is
 built: `cli`, `metrics`, `trace-keys`, `rollout-statuses`, `sandbox-failure-reasons`, `spec`, `adapters`,
-`keymap ADAPTER`, `readme`. The build fails (strict or not) when a marker is unknown, a CLI option or metric is
-undocumented, a registered adapter has no page under frameworks/ (or its page does not show its key map), or a
-built page loads an asset from the network (the site must work offline)."""
+`keymap ADAPTER`, `api module:Class` (a class's contract: docstring and method signatures), `readme`. The build
+fails (strict or not) when a marker is unknown, a CLI option or metric is undocumented, a registered adapter has
+no page under frameworks/ (or its page does not show its key map), or a built page loads an asset from the
+network (the site must work offline)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gen_api import api_markdown
 from gen_cli import cli_markdown
 from gen_common import DocsError
 from gen_keys import keymap_markdown, trace_keys_markdown, vocabulary_markdown
@@ -62,6 +64,10 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
         if keymap is None:
             return f"`{arg}` has no key map: it writes the canonical trace itself, so there is nothing to translate.\n"
         return keymap_markdown(keymap)
+    if name == "api":
+        if not arg:
+            raise DocsError(f"{page_path}: `benchbed:api` needs a class, `module:Class`")
+        return api_markdown(arg)
     if name == "readme":
         return readme_markdown()
     raise DocsError(f"{page_path}: unknown marker `benchbed:{name}`")

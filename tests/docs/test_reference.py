@@ -152,3 +152,19 @@ def test_the_offline_check_refuses_network_assets_but_not_page_links() -> None:
         '<a href="https://ui.perfetto.dev">',
     ]
     assert [bool(EXTERNAL_ASSET.search(tag)) for tag in refused + allowed] == [True] * 5 + [False] * 4
+
+
+def test_the_extending_pages_show_each_contract_as_the_code_defines_it() -> None:
+    from gen_api import api_markdown
+
+    page = api_markdown("benchbed.sandbox.base:SandboxBackend")
+    assert page.startswith("`benchbed.sandbox.base.SandboxBackend`: create -> exec* -> close;")
+    assert (
+        "    async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle: ..."
+        in page
+    )
+    assert "    async def sweep(self, *, final: bool = False) -> int: ..." in page
+    adapter = api_markdown("benchbed.adapter:Adapter")
+    assert "- `parse`: Read a run directory (or a single native file) into the canonical trace." in adapter
+    with pytest.raises(DocsError, match="cannot import it"):
+        api_markdown("benchbed.launch.base:NoSuchLauncher")

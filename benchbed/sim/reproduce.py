@@ -151,7 +151,7 @@ def slowest_sandbox_start_s(trace: Trace) -> float:
 
 
 def rows_case3(runs: list[CaseRun]) -> list[Row]:
-    by_c = {run.spec.sim["concurrency"]: run for run in runs}
+    by_c = {run.spec.adapter_table("sim")["concurrency"]: run for run in runs}
     rows = []
     for c in (96, 256, 360):
         rows.append(
@@ -217,7 +217,7 @@ def rows_case4(runs: list[CaseRun]) -> list[Row]:
     (run,) = runs
     m = run.metrics
     buffered = run.trace.of(K.SAMPLES_PARTIAL_BUFFERED).set_index("step")["value"]
-    interval = int(run.spec.sim["update_weights_interval"])
+    interval = int(run.spec.adapter_table("sim")["update_weights_interval"])
     steady = buffered[buffered.index > run.spec.warmup_steps]
     after_push = steady[steady.index % interval == 1]
     rise = float(after_push.mean() / max(steady[steady.index % interval != 1].mean(), 1e-9))

@@ -38,7 +38,7 @@ def test_case_specs_match_the_published_configuration():
     (case1,) = case_specs("case1")
     assert case1.workload.samples_per_step == 512 and case1.workload.max_staleness == 16
     assert case1.sim["train_step_time"] == round(512 / 2.75, 1)
-    levels = sorted(spec.sim["concurrency"] for spec in case_specs("case3"))
+    levels = sorted(spec.adapter_table("sim")["concurrency"] for spec in case_specs("case3"))
     assert levels == [96, 256, 360, 960]
 
 

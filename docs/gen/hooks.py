@@ -2,10 +2,10 @@
 
 A page asks for generated content with a marker comment, `<!-- benchbed:NAME [ARG] -->`, replaced when the site is
 built: `cli`, `metrics`, `trace-keys`, `rollout-statuses`, `sandbox-failure-reasons`, `spec`, `adapters`,
-`keymap ADAPTER`, `api module:Class` (a class's contract: docstring and method signatures), `readme`. The build
-fails (strict or not) when a marker is unknown, a CLI option or metric is undocumented, a registered adapter has
-no page under frameworks/ (or its page does not show its key map), or a built page loads an asset from the
-network (the site must work offline)."""
+`keymap ADAPTER`, `api module:Class` (a class's contract: docstring and method signatures), `plugins GROUP` (the
+entry points registered in a group), `readme`. The build fails (strict or not) when a marker is unknown, a CLI
+option or metric is undocumented, a registered adapter has no page under frameworks/ (or its page does not show
+its key map), or a built page loads an asset from the network (the site must work offline)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from gen_keys import keymap_markdown, trace_keys_markdown, vocabulary_markdown
 from gen_metrics import metrics_markdown
 from gen_spec import spec_markdown
 from mkdocs.exceptions import PluginError
-from registry import adapter_pages, adapters, keymap_of, readme_markdown
+from registry import adapter_pages, adapters, keymap_of, plugins_markdown, readme_markdown
 
 MARKER = re.compile(r"<!--\s*benchbed:([a-z-]+)(?:[ \t]+([^\s>]+))?\s*-->")
 # A script, image or frame from another host, or a stylesheet, icon or font link (preload, preconnect) to one; a
@@ -68,6 +68,10 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
         if not arg:
             raise DocsError(f"{page_path}: `benchbed:api` needs a class, `module:Class`")
         return api_markdown(arg)
+    if name == "plugins":
+        if not arg:
+            raise DocsError(f"{page_path}: `benchbed:plugins` needs an entry-point group")
+        return plugins_markdown(arg)
     if name == "readme":
         return readme_markdown()
     raise DocsError(f"{page_path}: unknown marker `benchbed:{name}`")

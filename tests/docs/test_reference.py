@@ -31,7 +31,7 @@ def test_every_cli_command_and_option_is_in_the_reference() -> None:
     for name in ("run", "simulate", "ingest", "report", "nightly", "compare", "history", "plan", "sandbox run"):
         assert f"\n## benchbed {name}\n" in page or f"\n### benchbed {name}\n" in page, name
     run = page.split("\n## benchbed run\n", 1)[1].split("\n## ", 1)[0]
-    assert "| `--launcher [local|ray|slurm]` | where to launch:" in run
+    assert "| `--launcher NAME` | where to launch:" in run
     nightly = page.split("\n## benchbed nightly\n", 1)[1].split("\n## ", 1)[0]
     for option in cli.get_command(click.Context(cli), "nightly").params:
         if isinstance(option, click.Option):
@@ -168,3 +168,13 @@ def test_the_extending_pages_show_each_contract_as_the_code_defines_it() -> None
     assert "- `parse`: Read a run directory (or a single native file) into the canonical trace." in adapter
     with pytest.raises(DocsError, match="cannot import it"):
         api_markdown("benchbed.launch.base:NoSuchLauncher")
+
+
+def test_plug_in_groups_are_listed_from_their_entry_points() -> None:
+    from registry import plugins_markdown
+
+    launchers = plugins_markdown("benchbed.launchers")
+    assert "| `slurm` | `benchbed.launch.slurm:SlurmLauncher` |" in launchers
+    assert "| `local` | `benchbed.sandbox.local:LocalBackend` |" in plugins_markdown("benchbed.sandbox_backends")
+    with pytest.raises(DocsError, match="no entry points registered in 'benchbed.nothing'"):
+        plugins_markdown("benchbed.nothing")

@@ -126,7 +126,7 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
                 outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info, launcher=chosen)
             outcomes.append(outcome)
             if not as_json:
-                err_console.print(f"{label}: {outcomes[-1].record.status}", highlight=False)
+                err_console.print(f"{label}: {outcomes[-1].record.status}", highlight=False, markup=False)
     points, errors = load_points(store, machine=machine)
     for error in errors:
         err_console.print(f"[yellow]warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
@@ -18,7 +19,7 @@ from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError, SpecError
 from benchbed.outputs import check_output
 from benchbed.pipeline import RunOutcome, execute, preflight
-from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
+from benchbed.record import Gate, RunRecord, SuiteInfo, machine_info, utc_now
 from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
 from benchbed.spec import repeated
 from benchbed.store import DEFAULT_STORE, Store, read_record
@@ -80,6 +81,16 @@ def _exit_status(verdicts: list[EntryVerdict], failed: list[RunRecord], fail_on:
     return 0
 
 
+def gate_options(alpha: float, min_effect: float) -> Gate:
+    """--alpha and --min-effect checked as the suite's [gate] is: 0 < alpha < 1, min_effect >= 0, both finite."""
+    try:
+        return Gate.model_validate({"alpha": alpha, "min_effect": min_effect})
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        option = "--alpha" if problem["loc"][0] == "alpha" else "--min-effect"
+        raise click.BadParameter(f"{problem['msg']} (got {problem['input']!r})", param_hint=option) from None
+
+
 def _night_id() -> str:
     """Names one `benchbed nightly` invocation; sorts by time."""
     return f"{utc_now().strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
@@ -137,7 +148,10 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
         verdicts += night_verdicts(points, machine, entry.name, night, metrics, entry.gate)
     failed = [o.record for o in outcomes if o.record.status == "failed"]
     entry_names = {e.name for e in planned}
-    series = build_series(points[points["entry"].isin(entry_names)])
+    warnings: list[str] = []
+    series = build_series(points[points["entry"].isin(entry_names)], warnings=warnings)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     series_verdicts = {(s.entry, s.metric): s for s in series}
     for v in verdicts:  # the page shows tonight's verdicts even where tonight's value is missing
         if (v.entry, v.metric) in series_verdicts:
@@ -199,6 +213,7 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
     for name in metrics:
         if metric_direction(name) is None:
             raise SpecError(f"--metric {name}: not a metric with a better direction (README: Metric definitions)")
+    gate_options(alpha, min_effect)
     if junit_path is not None:
         check_output(junit_path)
     baseline = [read_record(d) for d in baseline_dirs]
@@ -236,15 +251,20 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
             nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
-    from benchbed.history import build_series, load_points
+    from benchbed.history import build_series, is_known_metric, load_points
     from benchbed.report.nightly import render_history_html, write_text
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
+    if metric is not None and not is_known_metric(metric):
+        raise SpecError(f"--metric {metric}: not a metric this benchbed computes (README: Metric definitions)")
     if output is not None:
         check_output(output)
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
-    series = build_series(points, [metric] if metric else None, nights)
+    warnings: list[str] = []
+    series = build_series(points, [metric] if metric else None, nights, warnings)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if output:
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:

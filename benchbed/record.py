@@ -68,7 +68,7 @@ class ErrorInfo(_Model):
 
 
 class Gate(_Model):
-    """How a night of a suite entry is judged against the nights before it (benchbed.regress)."""
+    """How a night of a suite entry is judged against the nights before it (benchbed.nightly.stats)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # nan/inf is no significance level or effect
 
@@ -80,7 +80,7 @@ class Gate(_Model):
 class LaunchInfo(_Model):
     """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
 
-    scheduler: Literal["ray", "slurm"]
+    scheduler: str = Field(description="ray, slurm, or the name a site launcher gives its scheduler")
     submitted_by: str = Field("benchbed", description="benchbed, or the framework that submitted its own job")
     job_id: str = ""
     address: str = Field("", description="Ray dashboard URL or Slurm cluster name")

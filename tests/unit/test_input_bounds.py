@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from benchbed.cli.main import cli
 from benchbed.errors import SpecError
+from benchbed.nightly.suite import load_suite
 from benchbed.sim import BYTES_PER_SAMPLE, BYTES_PER_SLOT, memory_needed
 from benchbed.spec import load_spec
-from benchbed.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"

@@ -79,7 +79,9 @@ def test_steps_that_cannot_fit_are_refused_saying_why(steps):
 
 
 def test_memory_refusal_names_the_need():
-    refused(spec_with(workload__steps=9_000_000, workload__group_size=64), "keeps every event and slot in memory", "GiB")
+    refused(
+        spec_with(workload__steps=9_000_000, workload__group_size=64), "keeps every event and slot in memory", "GiB"
+    )
 
 
 def test_warmup_at_or_beyond_the_run_is_refused():

@@ -200,14 +200,17 @@ def record_batches(trainer: Any) -> None:
 
 
 def write_header(trainer: Any) -> None:
-    """TRL's resolved arguments (training_args.json) and the batch log's header: package versions, reward names."""
+    """TRL's resolved arguments (training_args.json) and the batch log's header: when the process started (the
+    trace's origin), package versions, reward function names and weights."""
     from importlib.metadata import version
 
+    import psutil
     from trl.trainer.utils import get_callable_name
 
     out = Path(trainer.args.output_dir)
     (out / ARGS_FILE).write_text(trainer.args.to_json_string())
-    header = {"format": "benchbed-trl-batches", "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
+    header = {"format": "benchbed-trl-batches", "process_start": psutil.Process().create_time(),
+              "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
               "reward_funcs": [get_callable_name(f) for f in trainer.reward_funcs],
               "reward_weights": getattr(trainer, "reward_weights", None)}  # fmt: skip
     if header["reward_weights"] is not None:

@@ -68,7 +68,7 @@ def parse_path(path: Path) -> Trace:
 
         return parse_async(run)
     builder = TraceBuilder()
-    timeline = read_timeline(run.path, run.warnings)
+    timeline = read_timeline(run.path, run.warnings, origin=run.header.get("process_start"))
     schedule = schedule_of(run)
     steps = [int(e["step"]) for e in run.log]
     last = max(steps, default=0)
@@ -82,7 +82,7 @@ def parse_path(path: Path) -> Trace:
             if isinstance(e.get("step_time"), int | float):
                 builder.agg(K.TRAINER_STEP, int(e["step"]), float(e["step_time"]), actor="trainer")
     emit_framework(builder, run)
-    origin = timeline.origin if timeline is not None else math.nan
+    origin = timeline.origin if timeline is not None else run.header.get("process_start", math.nan)
     emit_samples(builder, run, schedule, last, timeline)
     sandbox_spans = emit_sandboxes(builder, run, origin)
     if not run.finished:

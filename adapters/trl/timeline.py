@@ -1,8 +1,9 @@
 """TRL's profiling timers from a W&B offline history, laid on a timeline.
 
 TRL logs each timed block as its own W&B row, `profiling/Time taken: <Trainer>.<method>` = seconds, at the moment
-the block ends; the Trainer's W&B callback logs a row with `train/global_step` = k when step k ends. So a block's
-span is [row time − seconds, row time], and it belongs to the first step logged after it."""
+the block ends; the Trainer's W&B callback logs the step's figures (`train/loss`, …, with `train/global_step` = k)
+when step k ends (W&B also stamps the latest `train/global_step` on every other row). So a block's span is
+[row time − seconds, row time], and it belongs to the first step logged after it."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ def phase_of(method: str) -> str:
     return "weight_sync" if method.endswith("sync_weights") else "generation"
 
 
-def read_timeline(run_dir: Path, warnings: list[str]) -> Timeline | None:
-    """The run's W&B offline history as a timeline; None (with a warning when there is one) if it cannot be read."""
+def read_timeline(run_dir: Path, warnings: list[str], origin: float | None = None) -> Timeline | None:
+    """The run's W&B offline history as a timeline, in seconds since `origin` (epoch; default: W&B's run start, else
+    the first step's start); None (with a warning when there is one) if it cannot be read."""
     try:
         from benchbed.adapterkit.histories.wandb_file import find_wandb_file, read_wandb_file, run_dirs_under
     except ImportError:
@@ -60,12 +62,12 @@ def read_timeline(run_dir: Path, warnings: list[str]) -> Timeline | None:
     except Exception as exc:  # a damaged history loses the timeline, never the run
         warnings.append(f"{wandb_file}: W&B history unreadable ({str(exc).splitlines()[0]}); no timeline")
         return None
-    timeline = timeline_from(history.frame, warnings, release=KEYMAP.nearest("")[0])
+    timeline = timeline_from(history.frame, warnings, release=KEYMAP.nearest("")[0], origin=origin)
     timeline.sources.append(str(wandb_file))
     return timeline
 
 
-def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str) -> Timeline:
+def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str, origin: float | None = None) -> Timeline:
     """Pure: a history frame (`step`, `wall_time`, key columns) -> the timeline."""
     components = KEYMAP.at(release, "component", "sync")
     natives = KEYMAP.at(release, "native", "sync")
@@ -73,10 +75,13 @@ def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str) -> Tim
     profiled = [c for c in frame.columns if isinstance(c, str) and c.startswith(PROFILING)]
     runtime = frame["_runtime"] if "_runtime" in frame.columns else None
     walls = frame["wall_time"].to_numpy(dtype=float)
-    origin = float(pd.Series(walls - runtime.to_numpy(dtype=float)).min()) if runtime is not None else math.nan
+    if origin is None:
+        origin = float(pd.Series(walls - runtime.to_numpy(dtype=float)).min()) if runtime is not None else math.nan
     timeline = Timeline(origin=origin)
     pending: list[tuple[str, float, float]] = []  # native key, start, end (epoch)
     steps = frame[GLOBAL_STEP].to_numpy(dtype=float) if GLOBAL_STEP in frame.columns else [math.nan] * len(frame)
+    logged = [c for c in frame.columns if isinstance(c, str) and c.startswith("train/") and c != GLOBAL_STEP]
+    step_end = frame[logged].notna().any(axis=1).to_numpy() if logged else [False] * len(frame)
     values = {c: frame[c].to_numpy(dtype=float) for c in profiled}
     previous_end: float | None = None
     for row, wall in enumerate(walls):
@@ -87,7 +92,7 @@ def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str) -> Tim
                 method = c[len(PROFILING) :]
                 timeline.calls[method] = timeline.calls.get(method, 0) + 1
         step = steps[row]
-        if not math.isfinite(step) or int(step) in timeline.step_bounds:
+        if not step_end[row] or not math.isfinite(step) or int(step) in timeline.step_bounds:
             continue
         k = int(step)
         start = previous_end if previous_end is not None else min((s for _, s, _ in pending), default=wall)

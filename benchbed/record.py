@@ -68,7 +68,7 @@ class ErrorInfo(_Model):
 
 
 class Gate(_Model):
-    """How a night of a suite entry is judged against the nights before it (benchbed.regress)."""
+    """How a night of a suite entry is judged against the nights before it (benchbed.nightly.stats)."""
 
     nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
     alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the two-sided rank test")

@@ -85,7 +85,7 @@ def verdict_table(groups: Sequence[RunGroup]) -> tuple[TextTable, str] | tuple[N
     """Each group against the first: the regression gate's verdict (exact rank test) per headline metric."""
     if len(groups) < 2:
         return None, ""
-    from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
+    from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
 
     values = [[metric_values(r) for r in g.records] for g in groups]
     rows = []

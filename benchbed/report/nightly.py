@@ -3,6 +3,7 @@ night's verdict; plus the same verdicts as a Markdown message and as JUnit XML f
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -15,11 +16,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from benchbed.history import Series
 from benchbed.logtext import strip_ansi
+from benchbed.nightly.history import Series
+from benchbed.nightly.run import Night
+from benchbed.nightly.stats import VERDICTS, EntryVerdict
 from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
-from benchbed.regress import VERDICTS, EntryVerdict
 from benchbed.report.plots import to_svg
 from benchbed.report.render import TEMPLATES
 
@@ -175,6 +177,23 @@ def render_history_html(title: str, series: Sequence[Series], failed: Sequence[R
         summary=counts_line(verdicts, failed), number=_number, change=_change,
         generated_at=utc_now().strftime("%Y-%m-%d %H:%M:%S UTC"),
     )  # fmt: skip
+
+
+def write_night(night: Night, page: Path | None = None, junit: Path | None = None) -> Path:
+    """Keep a night's page, Markdown summary and verdicts in its folder (the page at `page` when given), plus
+    JUnit XML at `junit`; returns the page's path."""
+    written = write_text(page or night.folder / "nightly.html", render_history_html(night.title, night.series,
+                                                                                   night.failed))  # fmt: skip
+    write_text(night.folder / "summary.md", night_summary(night))
+    write_text(night.folder / "verdicts.json", json.dumps([v.to_json() for v in night.verdicts], indent=2))
+    if junit is not None:
+        write_text(junit, junit_xml(night.suite.name, night.verdicts, night.failed))
+    return written
+
+
+def night_summary(night: Night) -> str:
+    """The night's Markdown summary (what `benchbed nightly` prints)."""
+    return markdown_summary(night.title, night.verdicts, night.failed, night.series)
 
 
 def write_text(path: Path, text: str) -> Path:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.slime.tensorboard import INSTALL_HINT, read_event_file, scalar_dicts, split_axes
+from benchbed.adapters.slime.tensorboard import split_axes
+
+from benchbed.adapterkit.histories.tensorboard import INSTALL_HINT, read_event_file, scalar_dicts
 
 pytest.importorskip("tensorboard", reason=f"the `tensorboard` extra is not installed: {INSTALL_HINT}")
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402

@@ -78,7 +78,7 @@ class Gate(_Model):
 class LaunchInfo(_Model):
     """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
 
-    scheduler: Literal["ray", "slurm"]
+    scheduler: str = Field(description="ray, slurm, or the name a site launcher gives its scheduler")
     submitted_by: str = Field("benchbed", description="benchbed, or the framework that submitted its own job")
     job_id: str = ""
     address: str = Field("", description="Ray dashboard URL or Slurm cluster name")

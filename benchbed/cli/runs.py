@@ -19,7 +19,7 @@ from rich.table import Table
 from benchbed.adapter import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
-from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
+from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
@@ -111,7 +111,7 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
         lines.append(f"cd {shlex.quote(str(plan.cwd or run_dir))}")
         lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
         lines.append(shlex.join(plan.argv))
-        lines += describe_launch(launcher, spec, plan, run_dir)
+        lines += launcher.describe(spec, plan, run_dir)
         click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
 
 

@@ -125,6 +125,11 @@ class Simulation:
             self.lookahead = 1
         else:
             self.lookahead = params.max_staleness if cfg.staleness_policy == "count" else math.inf
+        # verl's staleness_threshold: admission counted from the version last pushed to the generator, a push's
+        # worth of samples (interval steps) plus the threshold's fraction of one more.
+        self.push_counted = cfg.staleness_threshold is not None
+        if cfg.staleness_threshold is not None:
+            self.lookahead = (1 + cfg.staleness_threshold) * cfg.update_weights_interval - 1
         self.drop_stale = cfg.mode == "async" and cfg.staleness_policy == "drop"
         self.max_staleness = params.max_staleness
         self.interval = cfg.update_weights_interval
@@ -211,7 +216,8 @@ class Simulation:
             return self.dispatch_round <= self.version + self.lookahead
         # Filtered or dropped groups do not count against admission: they are replaced (dynamic sampling).
         counted = self.started - self.discarded
-        if counted + self.G > (self.lookahead + self.version + 1) * self.B:
+        version = self.gen_version if self.push_counted else self.version
+        if counted + self.G > (self.lookahead + version + 1) * self.B:
             return False
         # Batch modes: a new batch starts only after every sample of the previous one has finished.
         return not (self.batch_mode and counted % self.B == 0 and self.finished < self.started)

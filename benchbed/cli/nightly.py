@@ -39,13 +39,16 @@ junit_option = click.option(
 )  # fmt: skip
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help='print {"runs": [...], "verdicts": [...]} on stdout, nothing else'
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='print {"runs": [...], "verdicts": [...]} (nightly: and "diagnosis": [...]) on stdout, nothing else',
 )
 
 
-def _json_document(records: list[RunRecord], verdicts: list[EntryVerdict]) -> str:
+def _json_document(records: list[RunRecord], verdicts: list[EntryVerdict], **extra: object) -> str:
     return json.dumps({"runs": [r.model_dump(mode="json") for r in records],
-                       "verdicts": [v.to_json() for v in verdicts]}, indent=2)  # fmt: skip
+                       "verdicts": [v.to_json() for v in verdicts], **extra}, indent=2)  # fmt: skip
 
 
 def _verdict_table(title: str, verdicts: list[EntryVerdict]) -> Table:
@@ -120,7 +123,8 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
     for error in night.skipped:
         err_console.print(f"[yellow]warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
     page = write_night(night, output, junit_path)
-    click.echo(_json_document(night.records, night.verdicts) if as_json else night_summary(night))
+    regimes = [r.to_json() for r in night.regimes]
+    click.echo(_json_document(night.records, night.verdicts, diagnosis=regimes) if as_json else night_summary(night))
     err_console.print(f"{counts_line(night.verdicts, night.failed)}\nnightly page: {page.resolve()}",
                       highlight=False, soft_wrap=True)  # fmt: skip
     sys.exit(_exit_status(night.verdicts, night.failed, fail_on))

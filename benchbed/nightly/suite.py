@@ -12,16 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from benchbed.errors import SpecError
 from benchbed.metrics import METRICS
+from benchbed.metrics.registry import headline_metrics
 from benchbed.nightly.stats import metric_direction
 from benchbed.record import Gate
 from benchbed.spec import ExperimentSpec, expand, format_validation_error, load_spec, load_spec_data
 
-# Watched when an entry names none: the headline metrics that have a better direction.
-DEFAULT_WATCH = (
-    "trainer_throughput_sps", "trainer_idle_ratio", "generator_utilization", "staleness_mean",
-    "wasted_generation_fraction", "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s",
-    "sandbox_start_p99_s",
-)  # fmt: skip
+# Watched when an entry names none: the registry's headline metrics that have a better direction.
+DEFAULT_WATCH = headline_metrics(directed=True)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from benchbed.errors import OutputError, StoreError
+from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import open_output, write_output
 from benchbed.record import FORMAT_VERSION, RunRecord
 
@@ -35,7 +36,7 @@ CATALOG_VERSION = 1
 RECORD_FILENAME = "record.json"
 _PENDING = "pending"
 _META_KEY = b"benchbed.catalog"
-FLAT_METRICS = ("trainer_idle_ratio", "staleness_mean", "trainer_throughput_sps")  # also as columns, for `ls`
+FLAT_METRICS = tuple(listed_columns())  # metrics also kept as columns, for `ls` (the registry names them)
 
 _METRIC = pa.struct([("name", pa.string()), ("value", pa.float64()), ("unit", pa.string())])
 SCHEMA = pa.schema([

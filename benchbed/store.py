@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from benchbed.catalog import RECORD_FILENAME, Catalog, read_record
 from benchbed.errors import StoreError
+from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
 
@@ -102,10 +103,7 @@ class Store:
         return result, errors
 
 
-_TABLE_COLUMNS = (
-    "run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine",
-    "trainer_idle_ratio", "staleness_mean", "trainer_throughput_sps", "path",
-)  # fmt: skip
+_TABLE_COLUMNS = ("run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine", *listed_columns(), "path")
 
 
 def _quoted(text: str) -> str:

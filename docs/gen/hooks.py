@@ -39,8 +39,9 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
         return cli_markdown(cli)
     if name == "metrics":
         from benchbed.metrics import METRICS
+        from benchbed.metrics.registry import PRESENTATION
 
-        return metrics_markdown(METRICS)
+        return metrics_markdown(METRICS, PRESENTATION)
     if name == "trace-keys":
         from benchbed.keys import AGG_PREFIXES, KEYS
 

@@ -19,7 +19,7 @@ from registry import adapters, keymap_of, readme_markdown
 from benchbed.cli.main import cli
 from benchbed.keys import AGG_PREFIXES, KEYS
 from benchbed.metrics import METRICS
-from benchbed.metrics.registry import MetricDef
+from benchbed.metrics.registry import FAMILIES, PRESENTATION, MetricDef, Presentation
 from benchbed.spec import ExperimentSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,23 +62,32 @@ def test_a_new_option_appears_and_one_without_help_fails_the_build() -> None:
 
 
 def test_every_metric_is_in_the_metric_reference_with_its_unit_direction_and_definition() -> None:
-    page = metrics_markdown(METRICS)
+    page = metrics_markdown(METRICS, PRESENTATION)
     direction = {True: "higher", False: "lower", None: "—"}
     for name, metric in METRICS.items():
+        headline = "yes" if PRESENTATION[name].headline else ""
         row = f'| <span id="{name}">`{name}`</span> | {cell(metric.unit)} | {direction[metric.higher_is_better]} |'
-        assert f"{row} {cell(metric.description)} |" in page, name
+        assert f"{row} {headline} | {cell(metric.description)} |" in page, name
+    families = re.findall(r"^### (.+)$", page, re.M)
+    assert [f.lower() for f in families] == list(FAMILIES)
 
 
 def test_a_new_metric_changes_the_page_and_one_without_definition_fails() -> None:
     metrics = dict(METRICS)
+    presentation = {**PRESENTATION, "queue_depth_mean": Presentation("staleness", headline=True)}
     metrics["queue_depth_mean"] = MetricDef("queue_depth_mean", "samples", False, "mean finished, untrained", len)
-    page = metrics_markdown(metrics)
+    page = metrics_markdown(metrics, presentation)
+    staleness = page.split("### Staleness", 1)[1].split("###", 1)[0]
     assert (
-        '| <span id="queue_depth_mean">`queue_depth_mean`</span> | samples | lower | mean finished, untrained |' in page
+        '| <span id="queue_depth_mean">`queue_depth_mean`</span> | samples | lower | yes | mean finished' in staleness
     )
     metrics["mystery"] = MetricDef("mystery", "ratio", None, " ", len)
     with pytest.raises(DocsError, match="mystery"):
-        metrics_markdown(metrics)
+        metrics_markdown(metrics, {**presentation, "mystery": Presentation("other")})
+    del metrics["mystery"]
+    metrics["unshown"] = MetricDef("unshown", "ratio", None, "a metric with no presentation entry", len)
+    with pytest.raises(DocsError, match="unshown"):
+        metrics_markdown(metrics, presentation)
 
 
 class _Inner(BaseModel):

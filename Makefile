@@ -28,7 +28,7 @@ $(VENV)/.test-installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,local,verl,modal,prime,ref,nightly,ray,fixtures,docs,trl]'
+	$(BIN)/python -m pip install -q -e '.[dev,local,tensorboard,verl,modal,prime,ref,nightly,ray,fixtures,docs,trl,wandb,mlflow]'
 	touch $(VENV)/.core-installed $@
 
 system-packages:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 
-ANSI_RE = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
+# OSC (hyperlinks, window titles: ESC ] ... ended by BEL or ESC backslash) first, whole; then CSI (colours,
+# cursor moves) and the two-byte escapes.
+ANSI_RE = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
 _RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[^)\s]+))?\)\s?")
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
 
 def strip_ansi(text: str) -> str:
-    """The text without ANSI escape sequences (colours, cursor moves)."""
+    """The text without ANSI escape sequences (colours, cursor moves, hyperlinks and titles)."""
     return ANSI_RE.sub("", text) if "\x1b" in text else text
 
 

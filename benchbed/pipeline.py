@@ -106,14 +106,12 @@ def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
 
 def preflight(specs: list[ExperimentSpec], store: Store, launcher: Launcher | None = None) -> None:
     """Render every spec (each matrix point) before the first launches, and let the launcher check what it needs
-    (a launcher's optional `preflight(spec, plan, run_dir)`), so a bad point fails now, not hours into a sweep;
-    nothing is created."""
-    check = getattr(launcher, "preflight", None)
+    (`Launcher.preflight`), so a bad point fails now, not hours into a sweep; nothing is created."""
     for spec in specs:
         run_dir = store.propose_run_dir("preflight", spec.adapter, spec.spec_id, "")
         _, plan = render(spec, run_dir)
-        if check is not None:
-            check(spec, plan, run_dir)
+        if launcher is not None:
+            launcher.preflight(spec, plan, run_dir)
 
 
 def execute(
@@ -124,7 +122,7 @@ def execute(
     suite: SuiteInfo | None = None,
     launcher: str | Launcher = "local",
 ) -> RunOutcome:
-    """Launch one spec (its `repeat`-th run) with `launcher` (a name from LAUNCHERS or a built Launcher), keep its
+    """Launch one spec (its `repeat`-th run) with `launcher` (a registered launcher name or a built Launcher), keep its
     artifacts in a fresh run directory, and record the result."""
     launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)
@@ -222,12 +220,10 @@ MAX_LISTED = 20  # candidates named in a SeveralRunsError message
 
 
 def find_runs(path: Path, adapter_name: str) -> list[Path]:
-    """The runs of this adapter at `path`: what the adapter's optional `find_runs` discovers under a directory,
-    else `path` itself."""
+    """The runs of this adapter at `path`: what the adapter's `find_runs` discovers under a directory, else `path`."""
     path = Path(path)
     check_readable_input(path)
-    finder = getattr(get_adapter(adapter_name), "find_runs", None)
-    runs = finder(path) if finder is not None and path.is_dir() else [path]
+    runs = get_adapter(adapter_name).find_runs(path) if path.is_dir() else [path]
     return runs or [path]  # nothing marked a run: the adapter's parse says why
 
 

@@ -71,17 +71,17 @@ class ErrorInfo(_Model):
 
 
 class Gate(_Model):
-    """How a night of a suite entry is judged against the nights before it (benchbed.regress)."""
+    """How a night of a suite entry is judged against the nights before it (benchbed.nightly.stats)."""
 
     nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
-    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the Mann-Whitney U test")
+    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the two-sided rank test")
     min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")
 
 
 class LaunchInfo(_Model):
     """The scheduler job a run became (absent for a plain local subprocess): id, version, nodes, final state."""
 
-    scheduler: Literal["ray", "slurm"]
+    scheduler: str = Field(description="ray, slurm, or the name a site launcher gives its scheduler")
     submitted_by: str = Field("benchbed", description="benchbed, or the framework that submitted its own job")
     job_id: str = ""
     address: str = Field("", description="Ray dashboard URL or Slurm cluster name")

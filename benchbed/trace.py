@@ -31,6 +31,10 @@ COLUMNS: tuple[str, ...] = (
     "v_start", "v_end", "v_train", "status", "attrs", "prompt_tokens", "response_tokens",
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
+# Parquet encodings: dictionaries where values repeat (categories, mostly-empty attrs), none for unique ids;
+# statistics for numbers only (min/max of a million distinct id strings cost a third of the write).
+_DICTIONARY_COLUMNS = [*_CATEGORICAL, "attrs"]
+_STATS_COLUMNS = [*FLOAT_COLUMNS, *INT_COLUMNS]
 _NON_NEGATIVE_AGG = [k for k in KEYS if k.startswith(("trainer.", "samples.", "groups."))]
 _DEFAULTS: dict[str, Any] = {
     "step": -1, "t0": math.nan, "t1": math.nan, "value": math.nan, "actor": "", "sample": "",
@@ -86,7 +90,9 @@ class Trace:
         metadata[_META_KEY] = self.meta.model_dump_json().encode()
         table = table.replace_schema_metadata(metadata)
         with open_output(path) as fh:
-            pq.write_table(table, fh, compression="zstd")
+            pq.write_table(
+                table, fh, compression="zstd", use_dictionary=_DICTIONARY_COLUMNS, write_statistics=_STATS_COLUMNS
+            )
         return path
 
 
@@ -95,6 +101,8 @@ def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
     if "key" not in df.columns or "kind" not in df.columns:
         missing = [c for c in ("key", "kind") if c not in df.columns]
         raise TraceError(f"trace is missing required column(s) {missing}; expected columns {list(COLUMNS)}")
+    if _in_schema(df):
+        return df.copy(deep=False)  # already normal (a simulated trace): no second copy of a million rows
     out = {}
     n = len(df)
     for col in COLUMNS:
@@ -104,6 +112,25 @@ def normalize_events(df: pd.DataFrame) -> pd.DataFrame:
             series = pd.Series(np.full(n, _DEFAULTS[col], dtype=object) if n else [], dtype=object)
         out[col] = _coerce(col, series.reset_index(drop=True))
     return pd.DataFrame(out)
+
+
+def _in_schema(df: pd.DataFrame) -> bool:
+    """Columns exactly COLUMNS, a default index, and every column already of the dtype _coerce would give it."""
+    if tuple(df.columns) != COLUMNS or not isinstance(df.index, pd.RangeIndex) or df.index.start != 0:
+        return False
+    for col in COLUMNS:
+        dtype = df[col].dtype
+        if col in _CATEGORICAL:
+            ok = isinstance(dtype, pd.CategoricalDtype)
+        elif col in FLOAT_COLUMNS:
+            ok = dtype == np.float64
+        elif col in INT_COLUMNS:
+            ok = dtype == np.int64
+        else:
+            ok = pd.api.types.is_string_dtype(dtype) and dtype.kind != "O" and not df[col].hasnans
+        if not ok:
+            return False
+    return True
 
 
 def _coerce(col: str, series: pd.Series) -> pd.Series:

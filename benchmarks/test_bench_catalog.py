@@ -13,7 +13,7 @@ import pytest
 from ratios import baseline_median, median_of, ratio
 from workloads import write_store
 
-from benchbed.history import build_series, load_points
+from benchbed.nightly.history import build_series, load_points
 from benchbed.store import Store, read_record
 
 TARGET_S = 1.0

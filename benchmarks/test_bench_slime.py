@@ -11,7 +11,7 @@ from benchbed.adapters.slime import SlimeAdapter
 from ratios import baseline_median, median_of, ratio
 from workloads import write_slime_run
 
-pytest.importorskip("tensorboard", reason="the slime TensorBoard reader needs the `local` extra (tensorboard)")
+pytest.importorskip("tensorboard", reason="the slime TensorBoard reader needs the `tensorboard` extra")
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader  # noqa: E402
 
 ROUNDS = 3

@@ -14,9 +14,11 @@ from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime.console import ConsoleLog, SandboxLine, TimerLine, is_trainer_perf, parse_console
 from benchbed.adapters.slime.dumps import Dump, TorchUnavailable, load_dump
 from benchbed.adapters.slime.runargs import RunArgs, from_argv, from_megatron_block
-from benchbed.adapters.slime.tensorboard import TensorboardUnavailable, scalar_dicts, split_axes
+from benchbed.adapters.slime.tensorboard import split_axes
 from benchbed.adapters.slime.timers import perf_from_timers
 from benchbed.adapters.slime.trainer import Perf
+
+from benchbed.adapterkit.histories.tensorboard import TensorboardUnavailable, scalar_dicts
 
 T = TypeVar("T")
 

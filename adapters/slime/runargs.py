@@ -60,14 +60,12 @@ def from_argv(argv: list[str], source: str) -> RunArgs:
         name = Path(token).name
         if name in ("train.py", "train_async.py"):
             args.train_script = name
+    options = split_options(argv)
     if args.train_script is not None:  # a whole command line: an absent flag is off
         for key in _BOOL:
-            setattr(args, key, f"--{key.replace('_', '-')}" in argv)
-    for i, token in enumerate(argv):
-        if not token.startswith("--"):
-            continue
-        key = token[2:].replace("-", "_")
-        nxt = argv[i + 1] if i + 1 < len(argv) else None
+            setattr(args, key, any(name == f"--{key.replace('_', '-')}" for name, _ in options))
+    for name, nxt in options:
+        key = name[2:].replace("-", "_")
         if key in _BOOL:
             setattr(args, key, True)
         elif key in _INT and nxt is not None:
@@ -78,6 +76,18 @@ def from_argv(argv: list[str], source: str) -> RunArgs:
         elif key in _STR and nxt is not None:
             setattr(args, key, nxt)
     return args
+
+
+def split_options(argv: list[str]) -> list[tuple[str, str | None]]:
+    """(option, value) for each `--option` of argv, as argparse reads them: `--flag=value` carries its value,
+    `--flag value` takes the next token (None at the end; a flag's next token may be another option)."""
+    out: list[tuple[str, str | None]] = []
+    for i, token in enumerate(argv):
+        if not token.startswith("--"):
+            continue
+        name, eq, value = token.partition("=")
+        out.append((name, value) if eq else (name, argv[i + 1] if i + 1 < len(argv) else None))
+    return out
 
 
 def from_megatron_block(values: dict[str, str], source: str) -> RunArgs:

@@ -76,7 +76,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "compare": Lazy(
         "benchbed.cli.nightly:compare",
-        "Compare two sets of stored runs with the nightly gate (Mann-Whitney U plus a minimum relative effect).",
+        "Compare two sets of stored runs with the nightly gate (exact rank test plus a minimum relative effect).",
     ),
     "history": Lazy(
         "benchbed.cli.nightly:history",
@@ -84,8 +84,8 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "reproduce": Lazy(
         "benchbed.cli.simtools:reproduce_command",
-        "Simulate the study's case studies from experiments/reproduce/*.toml and compare each reproduced "
-        "quantity with the published figure.",
+        "Simulate published studies (SemiAnalysis, verl fully_async) from experiments/reproduce/STUDY/*.toml and "
+        "compare each reproduced quantity with the published figure.",
     ),
     "calibrate": Lazy(
         "benchbed.cli.simtools:calibrate_command",

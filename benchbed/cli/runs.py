@@ -19,12 +19,13 @@ from rich.table import Table
 from benchbed.adapter import available_adapters
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
-from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
+from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
+from benchbed.shell import comment, exports, heredoc
 from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec, repeated
 from benchbed.store import DEFAULT_STORE, Store
 
@@ -104,13 +105,13 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
     for spec in specs:
         run_dir = store.propose_run_dir(machine_info().name, spec.adapter, spec.spec_id, benchbed_info().commit)
         _, plan = render(spec, run_dir)
-        lines = [f"# {spec.spec_id}" + (f"  {spec.variant}" if spec.variant else "")]
-        lines += [f"export {name}={json.dumps(value)}" for name, value in redact_env(plan.env).items()]
-        lines.append(f"cd {plan.cwd or run_dir}")
+        lines = [comment(f"{spec.spec_id}" + (f"  {spec.variant}" if spec.variant else ""))]
+        lines += exports(redact_env(plan.env))
+        lines += [comment(f"file {rel}:") + "\n" + heredoc(run_dir / rel, text) for rel, text in plan.files.items()]
+        lines.append(f"cd {shlex.quote(str(plan.cwd or run_dir))}")
         lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
         lines.append(shlex.join(plan.argv))
-        lines += [f"# file {rel}:\n{text}" for rel, text in plan.files.items()]
-        lines += describe_launch(launcher, spec, plan, run_dir)
+        lines += launcher.describe(spec, plan, run_dir)
         click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
 
 

@@ -13,8 +13,9 @@ from typing import IO
 
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
-from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
+from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.signals import signal_name
+from benchbed.launch.slurm_jobs import follow_framework_job
 from benchbed.launch.watchdog import Watchdog, die_with_parent
 from benchbed.secrets import redact, secret_values
 from benchbed.spec import ExperimentSpec
@@ -158,7 +159,7 @@ def run_plan(
     )
 
 
-class LocalLauncher:
+class LocalLauncher(Launcher):
     """The default: the plan as a subprocess of benchbed on this machine."""
 
     name = "local"
@@ -174,7 +175,5 @@ class LocalLauncher:
         with sigterm_as_interrupt():
             result = run_plan(plan, run_dir, timeout_s=timeout_s, on_line=on_line)
         if plan.submits_job == "slurm":
-            from benchbed.launch.slurm import follow_framework_job
-
             return follow_framework_job(spec, result, timeout_s=timeout_s)
         return result

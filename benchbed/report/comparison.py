@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS, series
 from benchbed.record import RunRecord
 from benchbed.report import compare_plots
@@ -69,7 +68,7 @@ class Comparison:
 
 VERDICT_METRICS = (
     "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "trainer_throughput_per_gpu",
-    "staleness_mean", "zero_adv_group_fraction", "wasted_generation_fraction", "step_time_mean_s",
+    "staleness_mean", "staleness_max", "zero_adv_group_fraction", "wasted_generation_fraction", "step_time_mean_s",
     "sandbox_init_failure_rate", "sandbox_start_p50_s",
 )  # fmt: skip
 
@@ -82,30 +81,28 @@ def _verdict_cell(comparison: Any) -> str:
     return f"{comparison.verdict}{change}{p}"
 
 
-def verdict_table(groups: Sequence[RunGroup]) -> tuple[TextTable | None, str]:
-    """Each group against the first: the regression gate's Mann-Whitney verdict per headline metric."""
+def verdict_table(groups: Sequence[RunGroup]) -> tuple[TextTable, str] | tuple[None, str]:
+    """Each group against the first: the regression gate's verdict (exact rank test) per headline metric."""
     if len(groups) < 2:
         return None, ""
-    from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
+    from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
 
     values = [[metric_values(r) for r in g.records] for g in groups]
     rows = []
-    try:
-        for name in VERDICT_METRICS:
-            direction = metric_direction(name.replace(PER_GPU_SUFFIX, "_sps"))
-            base = [v[name] for v in values[0] if name in v]
-            if direction is None or not base or not any(name in v for runs in values[1:] for v in runs):
-                continue
-            cells = []
-            for runs in values[1:]:
-                candidate = [v[name] for v in runs if name in v]
-                cells.append(_verdict_cell(compare_values(base, candidate, direction)) if candidate else "—")
-            rows.append((name, *cells))
-    except BenchbedError as exc:  # scipy (the nightly extra) is missing
-        return None, str(exc)
-    note = (f"Two-sided Mann-Whitney U test of each group's runs against those of {groups[0].label}, as in "
-            f"`benchbed compare`: a regression or improvement needs p < {DEFAULT_ALPHA:g} and a median change of at "
-            f"least {DEFAULT_MIN_EFFECT:.0%}; with few repeats no difference can be significant.")  # fmt: skip
+    for name in VERDICT_METRICS:
+        direction = metric_direction(name.replace(PER_GPU_SUFFIX, "_sps"))
+        base = [v[name] for v in values[0] if name in v]
+        if direction is None or not base or not any(name in v for runs in values[1:] for v in runs):
+            continue
+        cells = []
+        for runs in values[1:]:
+            candidate = [v[name] for v in runs if name in v]
+            cells.append(_verdict_cell(compare_values(base, candidate, direction)) if candidate else "—")
+        rows.append((name, *cells))
+    note = (f"Two-sided rank test (exact permutation p-value with average ranks for ties) of each group's runs "
+            f"against those of {groups[0].label}, as in `benchbed compare`: a regression or improvement needs "
+            f"p < {DEFAULT_ALPHA:g} and a median change of at least {DEFAULT_MIN_EFFECT:.0%}; 'too few runs' where "
+            "the two sample sizes cannot reach that p at all.")  # fmt: skip
     header = ("metric", *(f"{g.label} vs {groups[0].label}" for g in groups[1:]))
     return TextTable(header, tuple(rows)), note
 

@@ -3,7 +3,9 @@ night's verdict; plus the same verdicts as a Markdown message and as JUnit XML f
 
 from __future__ import annotations
 
+import json
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
@@ -14,10 +16,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from benchbed.history import Series
+from benchbed.logtext import strip_ansi
+from benchbed.nightly.history import Series
+from benchbed.nightly.run import Night
+from benchbed.nightly.stats import VERDICTS, EntryVerdict
 from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
-from benchbed.regress import VERDICTS, EntryVerdict
 from benchbed.report.plots import to_svg
 from benchbed.report.render import TEMPLATES
 
@@ -75,29 +79,38 @@ def markdown_summary(
     return "\n".join(lines).rstrip() + "\n"
 
 
+# Characters XML 1.0 cannot hold at all (control characters other than tab and line breaks, lone surrogates,
+# U+FFFE/U+FFFF): a parser refuses the whole file over one of them.
+_XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` as XML can hold it: ANSI colours and links removed, other illegal characters as U+FFFD."""
+    return _XML_ILLEGAL.sub("\ufffd", strip_ansi(text))
+
+
 def junit_xml(suite: str, verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = ()) -> str:
     """JUnit XML: one test case per (entry, metric); a regression is a failure, a failed run an error, and
-    insufficient data is skipped (shown, never passed)."""
-    root = ET.Element("testsuites", name=f"benchbed nightly {suite}")
-    cases = ET.SubElement(root, "testsuite", name=suite, tests=str(len(verdicts) + len(failed)),
+    insufficient data is skipped (shown, never passed). Every text is made XML-safe (a log tail's colours)."""
+    root = ET.Element("testsuites", name=xml_text(f"benchbed nightly {suite}"))
+    cases = ET.SubElement(root, "testsuite", name=xml_text(suite), tests=str(len(verdicts) + len(failed)),
                           failures=str(sum(v.verdict == "regression" for v in verdicts)), errors=str(len(failed)),
                           skipped=str(sum(v.verdict == "insufficient_data" for v in verdicts)))  # fmt: skip
     for v in verdicts:
-        case = ET.SubElement(cases, "testcase", classname=f"{suite}.{v.entry}", name=v.metric)
-        detail = "\n".join([v.comparison.reason, *v.changes])
+        case = ET.SubElement(cases, "testcase", classname=xml_text(f"{suite}.{v.entry}"), name=xml_text(v.metric))
+        detail = xml_text("\n".join([v.comparison.reason, *v.changes]))
+        reason = xml_text(v.comparison.reason)
         if v.verdict == "regression":
-            ET.SubElement(
-                case, "failure", message=f"regression: {v.comparison.reason}", type="regression"
-            ).text = detail
+            ET.SubElement(case, "failure", message=f"regression: {reason}", type="regression").text = detail
         elif v.verdict == "insufficient_data":
-            ET.SubElement(case, "skipped", message=f"insufficient data: {v.comparison.reason}")
+            ET.SubElement(case, "skipped", message=f"insufficient data: {reason}")
         else:
             ET.SubElement(case, "system-out").text = f"{v.verdict}: {detail}"
     for record in failed:
         entry = record.suite.entry if record.suite else record.spec_id
-        case = ET.SubElement(cases, "testcase", classname=f"{suite}.{entry}", name=f"run {record.run_id}")
+        case = ET.SubElement(cases, "testcase", classname=xml_text(f"{suite}.{entry}"), name=f"run {record.run_id}")
         message = record.error.message if record.error else f"run {record.status}"
-        ET.SubElement(case, "error", message=message, type=record.status).text = (
+        ET.SubElement(case, "error", message=xml_text(message), type=record.status).text = xml_text(
             record.error.log_tail if record.error else ""
         )
     ET.indent(root)
@@ -164,6 +177,23 @@ def render_history_html(title: str, series: Sequence[Series], failed: Sequence[R
         summary=counts_line(verdicts, failed), number=_number, change=_change,
         generated_at=utc_now().strftime("%Y-%m-%d %H:%M:%S UTC"),
     )  # fmt: skip
+
+
+def write_night(night: Night, page: Path | None = None, junit: Path | None = None) -> Path:
+    """Keep a night's page, Markdown summary and verdicts in its folder (the page at `page` when given), plus
+    JUnit XML at `junit`; returns the page's path."""
+    written = write_text(page or night.folder / "nightly.html", render_history_html(night.title, night.series,
+                                                                                   night.failed))  # fmt: skip
+    write_text(night.folder / "summary.md", night_summary(night))
+    write_text(night.folder / "verdicts.json", json.dumps([v.to_json() for v in night.verdicts], indent=2))
+    if junit is not None:
+        write_text(junit, junit_xml(night.suite.name, night.verdicts, night.failed))
+    return written
+
+
+def night_summary(night: Night) -> str:
+    """The night's Markdown summary (what `benchbed nightly` prints)."""
+    return markdown_summary(night.title, night.verdicts, night.failed, night.series)
 
 
 def write_text(path: Path, text: str) -> Path:

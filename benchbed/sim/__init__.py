@@ -6,24 +6,18 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from benchbed.errors import SpecError
 from benchbed.sim.config import SimConfig
 from benchbed.sim.engine import SimParams, simulate
 from benchbed.sim.to_trace import outcome_to_trace
-from benchbed.spec import ExperimentSpec, format_validation_error
+from benchbed.spec import ExperimentSpec
 from benchbed.trace import Trace
 
 
 def sim_params(spec: ExperimentSpec) -> SimParams:
     """Validate the spec's [sim] table against the workload; errors name the file and the dotted field."""
     source = spec.source
-    try:
-        config = SimConfig.model_validate(spec.sim)
-    except ValidationError as exc:
-        message = format_validation_error(exc, source)
-        raise SpecError(message.replace("field '", "field 'sim.")) from None
+    config: SimConfig = spec.adapter_options("sim")  # validated when the spec was built
     workload = spec.workload
     if config.concurrency < workload.group_size:
         raise SpecError(

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import tomlkit
 
 from benchbed import keys as K
 from benchbed.errors import BenchbedError
@@ -64,52 +65,61 @@ class Calibration:
         return data
 
     def to_toml(self) -> str:
-        """The spec as TOML with one comment per parameter saying where it came from."""
-        lines = [f"# Simulator spec calibrated by `benchbed calibrate` from {self.name}.",
-                 "# Every parameter says where it came from; ASSUMED ones were not in the trace."]  # fmt: skip
+        """The spec as TOML (tomlkit: every string, key and newline escaped) with one comment per parameter
+        saying where it came from."""
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment(f"Simulator spec calibrated by `benchbed calibrate` from {_one_line(self.name)}."))
+        doc.add(tomlkit.comment("Every parameter says where it came from; ASSUMED ones were not in the trace."))
         if self.lognormal:
             fit = self.lognormal
-            lines.append(
-                f"# Rollout latency lognormal fit: mean {fit['mean']:.4g} s, cv {fit['cv']:.3g}, "
+            doc.add(tomlkit.comment(
+                f"Rollout latency lognormal fit: mean {fit['mean']:.4g} s, cv {fit['cv']:.3g}, "
                 f"Kolmogorov-Smirnov distance {fit['ks']:.3f} over {int(fit['n'])} samples "
                 f"(the spec keeps the empirical distribution)."
-            )
-        lines += [f"name = {_toml_value(self.name)}", 'adapter = "sim"']
-        subtables = []
+            ))  # fmt: skip
+        doc.add("name", self.name)
+        doc.add("adapter", "sim")
         for table in ("", "workload", "resources", "sim"):
             entries = [(key, p) for (t, key), p in self.params.items() if t == table]
             if not entries:
                 continue
-            if table:
-                lines.append(f"\n[{table}]")
+            node = doc if table == "" else tomlkit.table()
+            subtables = []
             for key, param in entries:
                 if isinstance(param.value, dict) and "values" in param.value:
-                    subtables.append((f"{table}.{key}", param))  # a long list: its own table, wrapped
+                    subtables.append((key, param))  # a long list: its own table, one value a line
                     continue
-                lines.append(f"{key} = {_toml_value(param.value)}  # {param.source}")
-        for name, param in subtables:
-            lines.append(f"\n[{name}]  # {param.source}")
-            for key, value in param.value.items():
-                if key != "values":
-                    lines.append(f"{key} = {_toml_value(value)}")
-            values = [_toml_value(v) for v in param.value["values"]]
-            rows = [", ".join(values[i : i + 10]) for i in range(0, len(values), 10)]
-            lines.append("values = [\n    " + ",\n    ".join(rows) + ",\n]")
-        return "\n".join(lines) + "\n"
+                node.add(key, _commented(_item(param.value), param.source))
+            for key, param in subtables:
+                sub = _commented(tomlkit.table(), param.source)
+                for name, value in param.value.items():
+                    sub.add(name, _item(value))
+                sub["values"].multiline(True)
+                node.add(key, sub)
+            if table:
+                doc.add(table, node)
+        return tomlkit.dumps(doc)
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+def _one_line(text: str) -> str:
+    """A comment holds one line: line breaks become spaces."""
+    return " ".join(str(text).splitlines())
+
+
+def _item(value: Any) -> Any:
+    """A tomlkit item; a table value (a distribution) is written inline, beside its comment."""
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot write {value!r} as TOML")
+        inline = tomlkit.inline_table()
+        inline.update({k: _item(v) for k, v in value.items()})
+        return inline
+    return tomlkit.item(value)
+
+
+def _commented(item: Any, source: str) -> Any:
+    """`item` with `  # source` after it."""
+    item.comment(_one_line(source))
+    item.trivia.comment_ws = "  "
+    return item
 
 
 def lognormal_fit(values: np.ndarray) -> dict[str, float]:

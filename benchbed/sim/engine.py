@@ -28,13 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from benchbed.sim.config import Latency, PassRate, SimConfig, Spread
+from benchbed.sim.config import SimConfig
+from benchbed.sim.draws import Draws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
+from benchbed.sim.sandbox_starts import SandboxStarts
 
 OK, DROPPED_STALE, FILTERED_ZERO_ADV, ABORTED, DISCARDED = 0, 1, 2, 3, 4
 STATUS_NAMES = ("ok", "dropped_stale", "filtered_zero_adv", "aborted", "discarded")
-SANDBOX_STATUSES = ("ok", "start_timeout", "no_capacity", "internal")
-SANDBOX_QUEUE_ROW, SANDBOX_START_ROW = 0, 1
-_BLOCK = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -76,537 +75,506 @@ class SimOutcome:
     sandbox_rows: np.ndarray | None = None  # (n, 5): row kind, sample, t0, t1, status index
 
 
-class _Draws:
-    """Random numbers pre-drawn in blocks and handed out as Python floats (fast in the event loop)."""
+class Simulation:
+    """One run: its state, and one method per event or decision of the generator and the trainer.
 
-    def __init__(self, draw_block: Callable[[int], np.ndarray]) -> None:
-        self._draw_block = draw_block
-        self._buffer: list[float] = []
-        self._pos = 0
+    Events: a sample finishes (`on_sample_done`, which may complete its group: `on_group_done`), the trainer's
+    compute ends (`on_compute_done`) and its weight sync ends (`on_step_done`). Decisions: `dispatch` (resume
+    buffered partial groups, then start new groups while `admitted`), `take_batch` (the trainer starts a step),
+    `abort` (partial rollouts into the buffer), `filled_round` (the batch-filling generator's round is full)."""
 
-    def take(self, n: int) -> list[float]:
-        if self._pos + n > len(self._buffer):
-            self._buffer = self._buffer[self._pos :] + self._draw_block(max(_BLOCK, n)).tolist()
-            self._pos = 0
-        out = self._buffer[self._pos : self._pos + n]
-        self._pos += n
-        return out
+    def __init__(self, params: SimParams, progress: Callable[[int], None] | None = None) -> None:
+        cfg = params.config
+        G, B = params.group_size, params.samples_per_step
+        if B % G:
+            raise ValueError(f"samples per step ({B}) must be a multiple of group_size ({G})")
+        if cfg.concurrency < G:
+            raise ValueError(f"sim.concurrency ({cfg.concurrency}) is below group_size ({G}): no group could start")
+        self.params, self.cfg, self.progress = params, cfg, progress
+        self.G, self.B, self.steps = G, B, params.steps
+        self._draws(cfg, params.max_response_tokens)
+        self._rules(cfg, params)
+        self._state(cfg)
 
+    def _draws(self, cfg: SimConfig, cap: int) -> None:
+        """Random streams, created in a fixed order from one generator (the order is part of the seed's trace)."""
+        rng = np.random.default_rng(cfg.seed)
+        self.extras = cfg.tokens is not None or cfg.turns is not None or cfg.sandbox is not None
+        if self.extras:
+            self.pairs = PairDraws(sample_block(cfg, cap, rng))
+        if cfg.saturation is None:
+            self.latencies = latency_draws(cfg.latency, rng)
+        else:
+            saturated = sample_block(cfg, cap, rng)
+            self.latencies = Draws(lambda n: saturated(n)[0])
+        self.pass_rates = pass_rate_draws(cfg.pass_rate, rng)
+        self.uniforms = Draws(rng.random)
+        sandbox = cfg.sandbox
+        self.sandboxes = (
+            SandboxStarts(sandbox, Draws(lambda n: spread_draw(sandbox.start_s, rng, n)), self.uniforms)
+            if sandbox is not None
+            else None
+        )
 
-def latency_draws(latency: Latency, rng: np.random.Generator) -> _Draws:
-    if latency.dist == "lognormal":
-        sigma2 = math.log1p(latency.cv**2)
-        mu = math.log(latency.mean) - sigma2 / 2
-        return _Draws(lambda n: rng.lognormal(mu, math.sqrt(sigma2), n))
-    if latency.dist == "empirical":
-        values = np.asarray(latency.values, dtype=float)
-        return _Draws(lambda n: rng.choice(values, n))
-    return _Draws(lambda n: np.full(n, latency.mean))
+    def _rules(self, cfg: SimConfig, params: SimParams) -> None:
+        """What the mode and the optional mechanisms decide: admission lookahead, rejections, rounds, aborts."""
+        self.batch_mode = cfg.mode in ("sync", "one_step_off")
+        if cfg.mode == "sync":
+            self.lookahead: float = 0
+        elif cfg.mode == "one_step_off":
+            self.lookahead = 1
+        else:
+            self.lookahead = params.max_staleness if cfg.staleness_policy == "count" else math.inf
+        # verl's staleness_threshold: admission counted from the version last pushed to the generator, a push's
+        # worth of samples (interval steps) plus the threshold's fraction of one more.
+        self.push_counted = cfg.staleness_threshold is not None
+        if cfg.staleness_threshold is not None:
+            self.lookahead = (1 + cfg.staleness_threshold) * cfg.update_weights_interval - 1
+        self.drop_stale = cfg.mode == "async" and cfg.staleness_policy == "drop"
+        self.max_staleness = params.max_staleness
+        self.interval = cfg.update_weights_interval
+        self.rounds = cfg.oversample is not None
+        self.need = self.B // self.G
+        self.quota = math.ceil(cfg.oversample.factor * self.need - 1e-9) if cfg.oversample is not None else 0
+        self.surplus_policy = cfg.oversample.policy if cfg.oversample is not None else ""
+        self.partial = cfg.abort_on_weight_push or self.surplus_policy == "partial"
+        self.track_live = self.partial or self.surplus_policy == "carry"
+        self.batch_versions = self.batch_mode and not self.rounds  # samples carry their batch's version
+        self.max_discarded_per_step = 1000 * self.B
+        self.nans, self.unknowns = [math.nan] * self.G, [-1] * self.G  # a new group's end times and versions
 
+    def _state(self, cfg: SimConfig) -> None:
+        # Per-sample and per-group columns, grown as groups are dispatched.
+        self.s_t1: list[float] = []
+        self.s_v_end: list[int] = []
+        self.s_slot: list[int] = []
+        self.s_uniform: list[float] = []  # the sample is rewarded when its uniform is below its group's pass rate
+        self.s_tokens: list[float] = []
+        self.s_end: list[float] = []  # scheduled end of the running segment (partial rollout); inf while buffered
+        self.s_began: list[float] = []
+        self.s_work: list[float] = []
+        self.s_left: list[float] = []
+        self.s_resumes: dict[int, list[int]] = {}  # sample -> [resumes, v_start, v_resume]
+        self.masked: set[int] = set()
+        self.g_t0: list[float] = []
+        self.g_done: list[float] = []
+        self.g_v_start: list[int] = []
+        self.g_v_train: list[int] = []
+        self.g_step: list[int] = []
+        self.g_status: list[int] = []
+        self.g_pass: list[float] = []
+        self.g_remaining: list[int] = []
+        self.g_round: list[int] = []
+        self.st_start: list[float] = []
+        self.st_ready: list[float] = []
+        self.st_compute_end: list[float] = []
+        self.st_end: list[float] = []
+        self.st_aborted: list[int] = []
+        self.paused: list[tuple[float, float]] = []
+        # Generator and queue.
+        self.free_slots = list(range(cfg.concurrency - 1, -1, -1))
+        self.heap: list[tuple[float, int]] = []  # (end time, sample) of running samples
+        self.queue: deque[int] = deque()
+        self.queued_samples = 0
+        self.version = self.gen_version = self.batch_version = 0
+        self.started = self.finished = self.discarded = self.discarded_since_step = 0
+        self.paused_since = -1.0
+        # Count admission refused a group and nothing it reads (version, discards) has changed since; kept only
+        # where admission has no side effect and does not read `finished` (async without rounds).
+        self.blocked = False
+        self.can_block = not (self.batch_mode or self.rounds)
+        # Trainer.
+        self.steps_done = 0
+        self.trainer_waiting = True
+        self.step_started_at = 0.0
+        self.trainer_event_t = math.inf
+        self.trainer_phase = 0  # 1 = compute, 2 = weight sync
+        self.purged_at_version = 0
+        self.now = 0.0
+        # Batch-filling generator (oversampling / partial rollout) and the partial-rollout buffer.
+        self.dispatch_round = self.round_dispatched = self.fill_round = self.fill_count = 0
+        self.early: dict[int, list[int]] = {}
+        self.live_groups: set[int] = set()
+        self.buffered: deque[int] = deque()
+        self.aborted_in_step = 0
+        self.carried = 0  # surplus groups kept (carry, partial) not yet counted against a round's quota
+        self.credited: set[int] = set()  # surplus groups already counted once
 
-def mean_latency(latency: Latency) -> float:
-    return float(np.mean(latency.values)) if latency.dist == "empirical" and latency.values else latency.mean
+    # Admission.
 
-
-def spread_draw(spread: Spread, rng: np.random.Generator, n: int) -> np.ndarray:
-    """n lognormal draws with the spread's mean and cv (all equal to the mean when cv = 0)."""
-    if spread.cv == 0:
-        return np.full(n, spread.mean)
-    sigma2 = math.log1p(spread.cv**2)
-    return rng.lognormal(math.log(spread.mean) - sigma2 / 2, math.sqrt(sigma2), n)
-
-
-def saturation_factor(cfg: SimConfig) -> float:
-    """LLM time multiplier of throughput-bound engines: max(1, concurrency / (engines × seqs_per_engine))."""
-    sat = cfg.saturation
-    return 1.0 if sat is None else max(1.0, cfg.concurrency / (sat.engines * sat.seqs_per_engine))
-
-
-def sample_block(cfg: SimConfig, cap: int, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
-    """Draws of (latency, response tokens) per sample as a (2, n) array: LLM time (saturated, truncated at the
-    response cap when tokens are modelled) plus environment time over the sample's tool calls."""
-    llm = latency_draws(cfg.latency, rng)._draw_block
-    factor = saturation_factor(cfg)
-    mean_llm = mean_latency(cfg.latency) * factor
-
-    def block(n: int) -> np.ndarray:
-        time = llm(n) * factor
-        tokens = np.full(n, -1.0)
-        if cfg.tokens is not None:
-            tokens = cfg.tokens.response_mean * time / mean_llm
-            over = tokens > cap
-            tokens[over] = cap
-            time[over] = cap / cfg.tokens.response_mean * mean_llm
-            tokens = np.maximum(1.0, np.round(tokens))
-        if cfg.turns is not None:
-            turns = cfg.turns
-            counts = rng.poisson(turns.count, n) if turns.dist == "poisson" else np.full(n, round(turns.count))
-            per_call = spread_draw(turns.env_s, rng, int(counts.sum()))
-            time = time + np.bincount(np.repeat(np.arange(n), counts), weights=per_call, minlength=n)
-        return np.stack([time, tokens])
-
-    return block
-
-
-class _PairDraws:
-    """Like _Draws, for (latency, tokens) pairs."""
-
-    def __init__(self, draw_block: Callable[[int], np.ndarray]) -> None:
-        self._draw_block = draw_block
-        self._buffer: list[tuple[float, float]] = []
-        self._pos = 0
-
-    def take(self, n: int) -> list[tuple[float, float]]:
-        if self._pos + n > len(self._buffer):
-            block = self._draw_block(max(_BLOCK, n))
-            self._buffer = self._buffer[self._pos :] + list(zip(block[0].tolist(), block[1].tolist(), strict=True))
-            self._pos = 0
-        out = self._buffer[self._pos : self._pos + n]
-        self._pos += n
-        return out
-
-
-def pass_rate_draws(pass_rate: PassRate, rng: np.random.Generator) -> _Draws:
-    if pass_rate.dist == "beta":
-        return _Draws(lambda n: rng.beta(pass_rate.a, pass_rate.b, n))
-    if pass_rate.dist == "mixture":
-
-        def mixture(n: int) -> np.ndarray:
-            u = rng.random(n)
-            p = rng.beta(pass_rate.a, pass_rate.b, n)
-            p[u < pass_rate.always + pass_rate.never] = 0.0
-            p[u < pass_rate.always] = 1.0
-            return p
-
-        return _Draws(mixture)
-    return _Draws(lambda n: np.full(n, pass_rate.p))
-
-
-def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -> SimOutcome:
-    """Run the event loop until `steps` training steps have finished."""
-    cfg = params.config
-    G, B, steps = params.group_size, params.samples_per_step, params.steps
-    if B % G:
-        raise ValueError(f"samples per step ({B}) must be a multiple of group_size ({G})")
-    if cfg.concurrency < G:
-        raise ValueError(f"sim.concurrency ({cfg.concurrency}) is below group_size ({G}): no group could start")
-    rng = np.random.default_rng(cfg.seed)
-    extras = cfg.tokens is not None or cfg.turns is not None or cfg.sandbox is not None
-    if extras:
-        pairs = _PairDraws(sample_block(cfg, params.max_response_tokens, rng))
-    if cfg.saturation is None:
-        latencies = latency_draws(cfg.latency, rng)
-    else:
-        saturated = sample_block(cfg, params.max_response_tokens, rng)
-        latencies = _Draws(lambda n: saturated(n)[0])
-    pass_rates = pass_rate_draws(cfg.pass_rate, rng)
-    uniforms = _Draws(rng.random)
-    sandbox = cfg.sandbox
-    sandbox_starts = _Draws(lambda n: spread_draw(sandbox.start_s, rng, n)) if sandbox is not None else None
-
-    batch_mode = cfg.mode in ("sync", "one_step_off")
-    if cfg.mode == "sync":
-        lookahead = 0
-    elif cfg.mode == "one_step_off":
-        lookahead = 1
-    else:
-        lookahead = params.max_staleness if cfg.staleness_policy == "count" else math.inf
-    drop_stale = cfg.mode == "async" and cfg.staleness_policy == "drop"
-    filter_zero_adv = cfg.filter_zero_adv
-    train_time, sync_time, max_staleness = cfg.train_step_time, cfg.weight_sync_time, params.max_staleness
-    interval = cfg.update_weights_interval
-    rounds = cfg.oversample is not None
-    need = B // G
-    quota = math.ceil(cfg.oversample.factor * need - 1e-9) if rounds else 0
-    surplus_policy = cfg.oversample.policy if rounds else ""
-    partial = cfg.abort_on_weight_push or surplus_policy == "partial"
-    track_live = partial or surplus_policy == "carry"
-    reprefill = cfg.reprefill_fraction
-
-    # Per-sample and per-group state, grown as groups are dispatched.
-    s_t1: list[float] = []
-    s_v_end: list[int] = []
-    s_slot: list[int] = []
-    s_reward: list[float] = []
-    s_tokens: list[float] = []
-    s_end: list[float] = []  # scheduled end of the running segment (partial rollout); inf while buffered
-    s_began: list[float] = []
-    s_work: list[float] = []
-    s_left: list[float] = []
-    s_resumes: dict[int, list[int]] = {}  # sample -> [resumes, v_start, v_resume]
-    masked: set[int] = set()
-    sandbox_rows: list[tuple[int, int, float, float, int]] = []
-    g_t0: list[float] = []
-    g_done: list[float] = []
-    g_v_start: list[int] = []
-    g_v_train: list[int] = []
-    g_step: list[int] = []
-    g_status: list[int] = []
-    g_std: list[float] = []
-    g_remaining: list[int] = []
-    g_round: list[int] = []
-    st_start: list[float] = []
-    st_ready: list[float] = []
-    st_compute_end: list[float] = []
-    st_end: list[float] = []
-    st_aborted: list[int] = []
-    paused: list[tuple[float, float]] = []
-
-    free_slots = list(range(cfg.concurrency - 1, -1, -1))
-    heap: list[tuple[float, int]] = []
-    queue: deque[int] = deque()
-    queued_samples = 0
-    version = gen_version = 0
-    batch_version = 0
-    started = finished = discarded = 0
-    discarded_since_step = 0
-    max_discarded_per_step = 1000 * B
-    steps_done = 0
-    paused_since = -1.0
-    trainer_waiting = True
-    step_started_at = 0.0
-    trainer_event_t = math.inf
-    trainer_phase = 0  # 1 = compute, 2 = weight sync
-    purged_at_version = 0
-    # Batch-filling generator (oversampling / partial rollout) and the partial-rollout buffer.
-    dispatch_round = round_dispatched = fill_round = fill_count = 0
-    early: dict[int, list[int]] = {}
-    live_groups: set[int] = set()
-    buffered: deque[int] = deque()
-    aborted_in_step = 0
-    carried = 0  # surplus groups kept (carry, partial) that have not yet been counted against a round's quota
-    credited: set[int] = set()  # surplus groups already counted once
-    # Sandbox provider state: next create slot (rate limit) and ends of starts in progress (max_starting).
-    next_create = 0.0
-    starting: list[float] = []
-
-    def start_round(index: int) -> None:
+    def start_round(self, index: int) -> None:
         """Begin dispatching round `index`; carried or buffered surplus groups fill part of its quota."""
-        nonlocal dispatch_round, round_dispatched, carried
-        dispatch_round = index
-        round_dispatched = min(carried, quota)
-        carried -= round_dispatched
+        self.dispatch_round = index
+        self.round_dispatched = min(self.carried, self.quota)
+        self.carried -= self.round_dispatched
 
-    def admitted() -> bool:
-        if rounds:
-            if round_dispatched >= quota:
-                start_round(dispatch_round + 1)
-            return dispatch_round <= version + lookahead
+    def admitted(self) -> bool:
+        """May one more group start now?"""
+        if self.rounds:
+            if self.round_dispatched >= self.quota:
+                self.start_round(self.dispatch_round + 1)
+            return self.dispatch_round <= self.version + self.lookahead
         # Filtered or dropped groups do not count against admission: they are replaced (dynamic sampling).
-        counted = started - discarded
-        if counted + G > (lookahead + version + 1) * B:
+        counted = self.started - self.discarded
+        version = self.gen_version if self.push_counted else self.version
+        if counted + self.G > (self.lookahead + version + 1) * self.B:
             return False
         # Batch modes: a new batch starts only after every sample of the previous one has finished.
-        return not (batch_mode and counted % B == 0 and finished < started)
+        return not (self.batch_mode and counted % self.B == 0 and self.finished < self.started)
 
-    def start_sandbox(now: float, sample: int, live: int) -> tuple[float, bool]:
-        """Start the sample's sandbox (with retries): when it is ready, or when the last attempt failed."""
-        nonlocal next_create
-        assert sandbox is not None and sandbox_starts is not None
-        t = now
-        attempts = sandbox.max_retries + 1 if sandbox.policy == "retry" else 1
-        for attempt in range(attempts):
-            created = t
-            if sandbox.create_rate is not None:
-                created = max(created, next_create)
-                next_create = created + 1.0 / sandbox.create_rate
-            if sandbox.max_starting is not None:
-                while starting and starting[0] <= created:
-                    heapq.heappop(starting)
-                if len(starting) >= sandbox.max_starting:
-                    created = max(created, heapq.heappop(starting))
-            deadline = t + sandbox.start_timeout_s
-            ready = created + sandbox_starts.take(1)[0]
-            if sandbox.account_limit is not None and live >= sandbox.account_limit:
-                status, end = 2, deadline  # no capacity: the start hangs until the timeout (init dead)
-            elif ready > deadline:
-                status, end = 1, deadline
-            elif sandbox.fail_p > 0 and uniforms.take(1)[0] < sandbox.fail_p:
-                status, end = 3, ready
-            else:
-                status, end = 0, ready
-            created = min(created, end)
-            if sandbox.max_starting is not None:
-                heapq.heappush(starting, end)
-            if created > t:
-                sandbox_rows.append((SANDBOX_QUEUE_ROW, sample, t, created, 0))
-            sandbox_rows.append((SANDBOX_START_ROW, sample, created, end, status))
-            if status == 0:
-                return end, True
-            t = end + sandbox.backoff_s * 2**attempt
-        return end, False
+    # Generator.
 
-    def new_group(now: float) -> None:
+    def dispatch(self, now: float) -> None:
+        """Resume buffered partial groups first, then start new groups while slots are free and admission allows."""
+        if self.buffered:
+            self.resume(now)
+            if self.buffered:
+                return
+        G, free_slots = self.G, self.free_slots
+        while len(free_slots) >= G:
+            if not self.admitted():
+                if self.paused_since < 0:
+                    self.paused_since = now
+                self.blocked = self.can_block
+                return
+            if self.paused_since >= 0:
+                if now > self.paused_since:
+                    self.paused.append((self.paused_since, now))
+                self.paused_since = -1.0
+            self.new_group(now)
+
+    def new_group(self, now: float) -> None:
         """Dispatch one new group into free slots."""
-        nonlocal started, batch_version, round_dispatched
-        if batch_mode and (started - discarded) % B == 0:
-            batch_version = version
-        group = len(g_t0)
-        g_t0.append(now)
-        g_done.append(math.nan)
-        g_v_start.append(batch_version if batch_mode and not rounds else gen_version)
-        g_v_train.append(-1)
-        g_step.append(-1)
-        g_status.append(OK)
-        g_remaining.append(G)
-        p = pass_rates.take(1)[0]
-        rewards = [1.0 if u < p else 0.0 for u in uniforms.take(G)]
+        G = self.G
+        if self.batch_mode and (self.started - self.discarded) % self.B == 0:
+            self.batch_version = self.version
+        group = len(self.g_t0)
+        self.g_t0.append(now)
+        self.g_done.append(math.nan)
+        self.g_v_start.append(self.batch_version if self.batch_versions else self.gen_version)
+        self.g_v_train.append(-1)
+        self.g_step.append(-1)
+        self.g_status.append(OK)
+        self.g_remaining.append(G)
+        self.g_pass.append(self.pass_rates.take(1)[0])
+        self.s_uniform.extend(self.uniforms.take(G))
         first = group * G
-        if not extras:
-            for j, latency in enumerate(latencies.take(G)):
-                slot = free_slots.pop()
-                s_slot.append(slot)
-                s_t1.append(math.nan)
-                s_v_end.append(-1)
-                if partial:
-                    s_end.append(now + latency)
-                    s_began.append(now)
-                    s_work.append(0.0)
-                    s_left.append(0.0)
-                heapq.heappush(heap, (now + latency, first + j))
+        if self.extras:
+            latencies, tokens = self._extra_latencies(now, first)
+            self.s_tokens.extend(tokens)
         else:
-            for j, (latency, tokens) in enumerate(pairs.take(G)):
-                sample = first + j
-                if sandbox is not None:
-                    ready, ok = start_sandbox(now, sample, cfg.concurrency - len(free_slots))
-                    if not ok:  # init failed for good: a reward-0 masked sample at the failure time
-                        masked.add(sample)
-                        rewards[j] = 0.0
-                        latency, tokens = ready - now, 0.0
-                    else:
-                        latency += ready - now
-                slot = free_slots.pop()
-                s_slot.append(slot)
-                s_t1.append(math.nan)
-                s_v_end.append(-1)
-                s_tokens.append(tokens)
-                if partial:
-                    s_end.append(now + latency)
-                    s_began.append(now)
-                    s_work.append(0.0)
-                    s_left.append(0.0)
-                heapq.heappush(heap, (now + latency, sample))
-        mean = sum(rewards) / G
-        g_std.append(math.sqrt(max(0.0, mean - mean * mean)))
-        s_reward.extend(rewards)
-        started += G
-        if rounds:
-            g_round.append(dispatch_round)
-            round_dispatched += 1
-        if track_live:
-            live_groups.add(group)
+            latencies = self.latencies.take(G)
+        free_slots, heap = self.free_slots, self.heap
+        self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
+        del free_slots[-G:]
+        self.s_t1.extend(self.nans)
+        self.s_v_end.extend(self.unknowns)
+        if self.partial:
+            self.s_end.extend([now + latency for latency in latencies])
+            self.s_began.extend([now] * G)
+            self.s_work.extend([0.0] * G)
+            self.s_left.extend([0.0] * G)
+        push = heapq.heappush
+        for j, latency in enumerate(latencies, first):
+            push(heap, (now + latency, j))
+        self.started += G
+        if self.rounds:
+            self.g_round.append(self.dispatch_round)
+            self.round_dispatched += 1
+        if self.track_live:
+            self.live_groups.add(group)
 
-    def unfinished(group: int) -> list[int]:
-        return [s for s in range(group * G, group * G + G) if s_t1[s] != s_t1[s]]
+    def _extra_latencies(self, now: float, first: int) -> tuple[list[float], list[float]]:
+        """Latencies and response tokens of a new group's samples with tokens, turns or sandboxes modelled;
+        a sandbox that never starts makes its sample a reward-0 masked one that ends at the failure."""
+        latencies, tokens = [], []
+        sandboxes, live = self.sandboxes, self.cfg.concurrency - len(self.free_slots)
+        for j, (latency, count) in enumerate(self.pairs.take(self.G)):
+            if sandboxes is not None:
+                ready, ok = sandboxes.start(now, first + j, live + j)
+                if not ok:
+                    self.masked.add(first + j)
+                    latency, count = ready - now, 0.0
+                else:
+                    latency += ready - now
+            latencies.append(latency)
+            tokens.append(count)
+        return latencies, tokens
 
-    def resume(now: float) -> None:
+    def unfinished(self, group: int) -> list[int]:
+        """The group's samples that have not finished (NaN end time)."""
+        s_t1 = self.s_t1
+        return [s for s in range(group * self.G, group * self.G + self.G) if s_t1[s] != s_t1[s]]
+
+    def resume(self, now: float) -> None:
         """Resume buffered partial groups first: their sandbox state is kept, the prefix is prefilled again."""
+        buffered, free_slots = self.buffered, self.free_slots
         while buffered:
-            samples = unfinished(buffered[0])
+            samples = self.unfinished(buffered[0])
             if len(free_slots) < len(samples):
                 return
             group = buffered.popleft()
             for sample in samples:
-                s_slot[sample] = free_slots.pop()
-                s_began[sample] = now
-                s_end[sample] = now + s_left[sample]
-                info = s_resumes.setdefault(sample, [0, g_v_start[group], gen_version])
+                self.s_slot[sample] = free_slots.pop()
+                self.s_began[sample] = now
+                self.s_end[sample] = now + self.s_left[sample]
+                info = self.s_resumes.setdefault(sample, [0, self.g_v_start[group], self.gen_version])
                 info[0] += 1
-                info[2] = gen_version
-                heapq.heappush(heap, (s_end[sample], sample))
-            live_groups.add(group)
+                info[2] = self.gen_version
+                heapq.heappush(self.heap, (self.s_end[sample], sample))
+            self.live_groups.add(group)
 
-    def abort(now: float, groups: list[int], next_round: int) -> None:
+    def abort(self, now: float, groups: list[int], next_round: int) -> None:
         """Abort the groups' running samples into the buffer (slots freed; remaining work plus re-prefill kept)."""
-        nonlocal aborted_in_step
+        s_end, s_work = self.s_end, self.s_work
         for group in groups:
-            live_groups.discard(group)
-            for sample in unfinished(group):
+            self.live_groups.discard(group)
+            for sample in self.unfinished(group):
                 if s_end[sample] == math.inf:
                     continue
-                s_work[sample] += now - s_began[sample]
-                s_left[sample] = s_end[sample] - now + reprefill * s_work[sample]
+                s_work[sample] += now - self.s_began[sample]
+                self.s_left[sample] = s_end[sample] - now + self.cfg.reprefill_fraction * s_work[sample]
                 s_end[sample] = math.inf
-                free_slots.append(s_slot[sample])
-                aborted_in_step += 1
-            if rounds:
-                g_round[group] = max(g_round[group], next_round)
-            buffered.append(group)
+                self.free_slots.append(self.s_slot[sample])
+                self.aborted_in_step += 1
+            if self.rounds:
+                self.g_round[group] = max(self.g_round[group], next_round)
+            self.buffered.append(group)
 
-    def dispatch(now: float) -> None:
-        nonlocal paused_since
-        if buffered:
-            resume(now)
-            if buffered:
-                return
-        while len(free_slots) >= G:
-            if not admitted():
-                if paused_since < 0:
-                    paused_since = now
-                return
-            if paused_since >= 0:
-                if now > paused_since:
-                    paused.append((paused_since, now))
-                paused_since = -1.0
-            new_group(now)
+    # Completions.
 
-    def accept(group: int, now: float) -> None:
-        nonlocal queued_samples, fill_count
-        queue.append(group)
-        queued_samples += G
-        if not rounds:
+    def finish_samples(self) -> None:
+        """Samples finishing before the trainer's next event, in time order: each frees its slot and is stamped
+        with its end time and the generator's weights version; a group's last sample goes to `on_group_done`;
+        freed slots go to `dispatch`. The hot path (one pass per sample), so it keeps state in locals and reads
+        again what those two handlers may change (the trainer's next event, admission, the version stamp)."""
+        heap, pop = self.heap, heapq.heappop
+        s_t1, s_v_end, s_slot, s_end = self.s_t1, self.s_v_end, self.s_slot, self.s_end
+        free_slots, remaining, buffered, G = self.free_slots, self.g_remaining, self.buffered, self.G
+        partial, batch_versions = self.partial, self.batch_versions
+        until, blocked = self.trainer_event_t, self.blocked
+        stamp = self.batch_version if batch_versions else self.gen_version
+        finished = 0
+        while heap and heap[0][0] < until:
+            now, sample = pop(heap)
+            if partial and now != s_end[sample]:
+                continue  # the segment was aborted; its event is stale
+            s_t1[sample] = now
+            s_v_end[sample] = stamp
+            free_slots.append(s_slot[sample])
+            finished += 1
+            group = sample // G
+            remaining[group] -= 1
+            done = not remaining[group]
+            more = buffered or (len(free_slots) >= G and not blocked)
+            if done or more:
+                self.now, self.finished, finished = now, self.finished + finished, 0
+                if done:
+                    self.on_group_done(now, group)
+                if more or self.buffered or (len(free_slots) >= G and not self.blocked):
+                    self.dispatch(now)
+                until, blocked = self.trainer_event_t, self.blocked
+                stamp = self.batch_version if batch_versions else self.gen_version
+        if finished:
+            self.now, self.finished = now, self.finished + finished
+
+    def reward_std(self, group: int) -> float:
+        """Standard deviation of the group's binary rewards (0: every sample passed or every one failed)."""
+        p, G, masked = self.g_pass[group], self.G, self.masked
+        first = group * G
+        mean = sum(1.0 for s in range(first, first + G) if self.s_uniform[s] < p and s not in masked) / G
+        return math.sqrt(max(0.0, mean - mean * mean))
+
+    def rewards(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every sample's reward and every group's reward standard deviation (as reward_std), as arrays."""
+        G = self.G
+        rewards = (np.asarray(self.s_uniform).reshape(-1, G) < np.asarray(self.g_pass)[:, None]).astype(float)
+        rewards.reshape(-1)[list(self.masked)] = 0.0
+        mean = rewards.sum(axis=1) / G
+        return rewards.reshape(-1), np.sqrt(np.maximum(0.0, mean - mean * mean))
+
+    def rejection(self, group: int) -> int:
+        """Why a finished group is not trained (FILTERED_ZERO_ADV, DROPPED_STALE, DISCARDED), or -1."""
+        if self.cfg.filter_zero_adv and self.reward_std(group) == 0.0:
+            return FILTERED_ZERO_ADV
+        if self.drop_stale and self.version - self.g_v_start[group] > self.max_staleness:
+            return DROPPED_STALE
+        if self.rounds and self.g_round[group] < self.fill_round and self.surplus_policy == "discard":
+            return DISCARDED
+        return -1
+
+    def on_group_done(self, now: float, group: int) -> None:
+        """The group's last sample finished: reject it, hold it for a later round, or queue it for the trainer."""
+        self.g_done[group] = now
+        if self.track_live:
+            self.live_groups.discard(group)
+        rejected = self.rejection(group)
+        if rejected >= 0:
+            self.g_status[group] = rejected
+            self.g_step[group] = self.steps_done + 1
+            self.discarded += self.G
+            self.discarded_since_step += self.G
+            self.blocked = False
+            if self.discarded_since_step > self.max_discarded_per_step:
+                raise ValueError(
+                    f"no trainable groups: {self.discarded_since_step} samples in a row were filtered or dropped "
+                    "before one training step; check sim.pass_rate, filter_zero_adv and max_staleness"
+                )
+        elif self.rounds and self.g_round[group] > self.fill_round:
+            self.early.setdefault(self.g_round[group], []).append(group)
+        else:
+            self.accept(group, now)
+            if self.trainer_waiting:
+                self.take_batch(now)
+
+    def accept(self, group: int, now: float) -> None:
+        """Queue a finished group for the trainer; with rounds, count it towards the round's batch."""
+        self.queue.append(group)
+        self.queued_samples += self.G
+        if not self.rounds:
             return
-        fill_count += 1
-        if fill_count >= need:
-            filled_round(now)
+        self.fill_count += 1
+        if self.fill_count >= self.need:
+            self.filled_round(now)
 
-    def filled_round(now: float) -> None:
+    def filled_round(self, now: float) -> None:
         """The batch of `fill_round` is full: deal with its surplus, move on to the next round."""
-        nonlocal fill_round, fill_count, carried
-        filled = fill_round
-        fill_round += 1
-        fill_count = 0
-        surplus = [g for g in live_groups if g_round[g] <= filled] if surplus_policy != "discard" else []
-        if surplus_policy == "partial":
-            abort(now, surplus, fill_round)
-        fresh = [g for g in surplus if g not in credited]
-        credited.update(fresh)
-        carried += len(fresh)
-        if dispatch_round < fill_round:
-            start_round(fill_round)
-        for group in early.pop(fill_round, []):
-            accept(group, now)
+        filled = self.fill_round
+        self.fill_round += 1
+        self.fill_count = 0
+        surplus = [g for g in self.live_groups if self.g_round[g] <= filled] if self.surplus_policy != "discard" else []
+        if self.surplus_policy == "partial":
+            self.abort(now, surplus, self.fill_round)
+        fresh = [g for g in surplus if g not in self.credited]
+        self.credited.update(fresh)
+        self.carried += len(fresh)
+        if self.dispatch_round < self.fill_round:
+            self.start_round(self.fill_round)
+        for group in self.early.pop(self.fill_round, []):
+            self.accept(group, now)
 
-    def take_batch(now: float) -> None:
-        nonlocal queued_samples, trainer_waiting, trainer_event_t, trainer_phase
-        nonlocal purged_at_version, discarded
-        if drop_stale and purged_at_version != version:
-            # Staleness only grows when the version does: purge the whole queue once per version.
-            purged_at_version = version
-            kept = [g for g in queue if version - g_v_start[g] <= max_staleness]
-            for dropped in set(queue).difference(kept):
-                g_status[dropped] = DROPPED_STALE
-                g_step[dropped] = steps_done + 1
-                discarded += G
-            queued_samples = len(kept) * G
-            queue.clear()
-            queue.extend(kept)
-        if queued_samples < B:
+    # Trainer.
+
+    def purge_stale(self) -> None:
+        """Drop policy: staleness only grows when the version does, so purge the whole queue once per version."""
+        self.purged_at_version = version = self.version
+        kept = [g for g in self.queue if version - self.g_v_start[g] <= self.max_staleness]
+        for dropped in set(self.queue).difference(kept):
+            self.g_status[dropped] = DROPPED_STALE
+            self.g_step[dropped] = self.steps_done + 1
+            self.discarded += self.G
+            self.blocked = False
+        self.queued_samples = len(kept) * self.G
+        self.queue.clear()
+        self.queue.extend(kept)
+
+    def take_batch(self, now: float) -> None:
+        """Start a training step if B samples are queued."""
+        if self.drop_stale and self.purged_at_version != self.version:
+            self.purge_stale()
+        if self.queued_samples < self.B:
             return
-        for _ in range(B // G):
-            group = queue.popleft()
-            g_v_train[group] = version
-            g_step[group] = steps_done + 1
-        queued_samples -= B
-        trainer_waiting = False
-        st_start.append(step_started_at)
-        st_ready.append(now)
-        trainer_phase = 1
-        trainer_event_t = now + train_time
+        for _ in range(self.need):
+            group = self.queue.popleft()
+            self.g_v_train[group] = self.version
+            self.g_step[group] = self.steps_done + 1
+        self.queued_samples -= self.B
+        self.trainer_waiting = False
+        self.st_start.append(self.step_started_at)
+        self.st_ready.append(now)
+        self.trainer_phase = 1
+        self.trainer_event_t = now + self.cfg.train_step_time
 
-    dispatch(0.0)
-    now = 0.0
-    while steps_done < steps:
-        next_sample_t = heap[0][0] if heap else math.inf
-        if trainer_event_t <= next_sample_t:
-            if trainer_event_t == math.inf:
+    def on_compute_done(self, now: float) -> None:
+        """The step's compute ended: sync weights when this step pushes them, else the step ends now."""
+        self.st_compute_end.append(now)
+        sync_time = self.cfg.weight_sync_time
+        if sync_time > 0 and (self.steps_done + 1) % self.interval == 0:
+            self.trainer_phase = 2
+            self.trainer_event_t = now + sync_time
+        else:
+            self.on_step_done(now)
+
+    def on_step_done(self, now: float) -> None:
+        """The step ended: the version advances, pushed weights reach the generator (aborting in-flight samples
+        when configured), and the trainer takes the next batch."""
+        self.st_end.append(now)
+        self.blocked = False
+        self.discarded_since_step = 0
+        self.steps_done += 1
+        self.version += 1
+        if self.partial:
+            self.st_aborted.append(self.aborted_in_step)
+            self.aborted_in_step = 0
+        if self.steps_done % self.interval == 0:
+            self.gen_version = self.version
+            if self.cfg.abort_on_weight_push:
+                self.abort(now, sorted(self.live_groups), self.fill_round)
+        if self.progress is not None:
+            self.progress(self.steps_done)
+        self.trainer_waiting = True
+        self.trainer_event_t = math.inf
+        self.trainer_phase = 0
+        self.step_started_at = now
+        if self.steps_done < self.steps:
+            self.take_batch(now)
+        self.dispatch(now)
+
+    # The loop.
+
+    def run(self) -> SimOutcome:
+        """Process events in time order (the trainer first on ties) until `steps` training steps have finished."""
+        self.dispatch(0.0)
+        while self.steps_done < self.steps:
+            self.finish_samples()
+            if self.trainer_event_t == math.inf:
                 raise RuntimeError("simulation stalled: no sample in flight and the trainer is waiting")
-            now = trainer_event_t
-            if trainer_phase == 1:
-                st_compute_end.append(now)
-                if sync_time > 0 and (steps_done + 1) % interval == 0:
-                    trainer_phase = 2
-                    trainer_event_t = now + sync_time
-                    continue
-            st_end.append(now)
-            discarded_since_step = 0
-            steps_done += 1
-            version += 1
-            if partial:
-                st_aborted.append(aborted_in_step)
-                aborted_in_step = 0
-            if steps_done % interval == 0:
-                gen_version = version
-                if cfg.abort_on_weight_push:
-                    abort(now, sorted(live_groups), fill_round)
-            if progress is not None:
-                progress(steps_done)
-            trainer_waiting = True
-            trainer_event_t = math.inf
-            trainer_phase = 0
-            step_started_at = now
-            if steps_done < steps:
-                take_batch(now)
-            dispatch(now)
-            continue
-        now, sample = heapq.heappop(heap)
-        if partial and now != s_end[sample]:
-            continue  # the segment was aborted; its event is stale
-        s_t1[sample] = now
-        s_v_end[sample] = batch_version if batch_mode and not rounds else gen_version
-        free_slots.append(s_slot[sample])
-        finished += 1
-        group = sample // G
-        g_remaining[group] -= 1
-        if g_remaining[group] == 0:
-            g_done[group] = now
-            if track_live:
-                live_groups.discard(group)
-            rejected = -1
-            if filter_zero_adv and g_std[group] == 0.0:
-                rejected = FILTERED_ZERO_ADV
-            elif drop_stale and version - g_v_start[group] > max_staleness:
-                rejected = DROPPED_STALE
-            elif rounds and g_round[group] < fill_round and surplus_policy == "discard":
-                rejected = DISCARDED
-            if rejected >= 0:
-                g_status[group] = rejected
-                g_step[group] = steps_done + 1
-                discarded += G
-                discarded_since_step += G
-                if discarded_since_step > max_discarded_per_step:
-                    raise ValueError(
-                        f"no trainable groups: {discarded_since_step} samples in a row were filtered or dropped "
-                        "before one training step; check sim.pass_rate, filter_zero_adv and max_staleness"
-                    )
-            elif rounds and g_round[group] > fill_round:
-                early.setdefault(g_round[group], []).append(group)
+            self.now = self.trainer_event_t
+            if self.trainer_phase == 1:
+                self.on_compute_done(self.now)
             else:
-                accept(group, now)
-                if trainer_waiting:
-                    take_batch(now)
-        dispatch(now)
+                self.on_step_done(self.now)
+        return self.outcome()
 
-    if paused_since >= 0 and now > paused_since:
-        paused.append((paused_since, now))
-    sample_t1 = np.asarray(s_t1, dtype=float)
-    group_status = np.asarray(g_status, dtype=np.int8)
-    attrs: dict[int, str] = {}
-    for sample, (resumes, v_start, v_resume) in s_resumes.items():
-        attrs[sample] = f'{{"resumes":{resumes},"staleness_env":{max(0, v_resume - v_start)}}}'
-    for sample in masked:
-        attrs[sample] = '{"masked":"sandbox_init"}'
-    return SimOutcome(
-        end_time=now,
-        sample_t1=sample_t1,
-        sample_v_end=np.asarray(s_v_end, dtype=np.int64),
-        sample_slot=np.asarray(s_slot, dtype=np.int32),
-        sample_reward=np.asarray(s_reward, dtype=float),
-        group_t0=np.asarray(g_t0, dtype=float),
-        group_done_t=np.asarray(g_done, dtype=float),
-        group_v_start=np.asarray(g_v_start, dtype=np.int64),
-        group_v_train=np.asarray(g_v_train, dtype=np.int64),
-        group_step=np.asarray(g_step, dtype=np.int64),
-        group_status=group_status,
-        group_reward_std=np.asarray(g_std, dtype=float),
-        step_start=np.asarray(st_start, dtype=float),
-        step_batch_ready=np.asarray(st_ready, dtype=float),
-        step_compute_end=np.asarray(st_compute_end, dtype=float),
-        step_end=np.asarray(st_end, dtype=float),
-        paused=paused,
-        step_aborted=np.asarray(st_aborted, dtype=np.int64) if partial else None,
-        sample_response_tokens=np.asarray(s_tokens, dtype=np.int64) if cfg.tokens is not None else None,
-        prompt_tokens=cfg.tokens.prompt if cfg.tokens is not None else None,
-        sample_attrs=attrs or None,
-        sandbox_rows=np.asarray(sandbox_rows, dtype=float).reshape(-1, 5) if sandbox is not None else None,
-    )
+    def outcome(self) -> SimOutcome:
+        """The run's columns as arrays."""
+        now, cfg = self.now, self.cfg
+        if self.paused_since >= 0 and now > self.paused_since:
+            self.paused.append((self.paused_since, now))
+        rewards, reward_std = self.rewards()
+        attrs: dict[int, str] = {}
+        for sample, (resumes, v_start, v_resume) in self.s_resumes.items():
+            attrs[sample] = f'{{"resumes":{resumes},"staleness_env":{max(0, v_resume - v_start)}}}'
+        for sample in self.masked:
+            attrs[sample] = '{"masked":"sandbox_init"}'
+        return SimOutcome(
+            end_time=now,
+            sample_t1=np.asarray(self.s_t1, dtype=float),
+            sample_v_end=np.asarray(self.s_v_end, dtype=np.int64),
+            sample_slot=np.asarray(self.s_slot, dtype=np.int32),
+            sample_reward=rewards,
+            group_t0=np.asarray(self.g_t0, dtype=float),
+            group_done_t=np.asarray(self.g_done, dtype=float),
+            group_v_start=np.asarray(self.g_v_start, dtype=np.int64),
+            group_v_train=np.asarray(self.g_v_train, dtype=np.int64),
+            group_step=np.asarray(self.g_step, dtype=np.int64),
+            group_status=np.asarray(self.g_status, dtype=np.int8),
+            group_reward_std=reward_std,
+            step_start=np.asarray(self.st_start, dtype=float),
+            step_batch_ready=np.asarray(self.st_ready, dtype=float),
+            step_compute_end=np.asarray(self.st_compute_end, dtype=float),
+            step_end=np.asarray(self.st_end, dtype=float),
+            paused=self.paused,
+            step_aborted=np.asarray(self.st_aborted, dtype=np.int64) if self.partial else None,
+            sample_response_tokens=np.asarray(self.s_tokens, dtype=np.int64) if cfg.tokens is not None else None,
+            prompt_tokens=cfg.tokens.prompt if cfg.tokens is not None else None,
+            sample_attrs=attrs or None,
+            sandbox_rows=(
+                np.asarray(self.sandboxes.rows, dtype=float).reshape(-1, 5) if self.sandboxes is not None else None
+            ),
+        )
+
+
+def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -> SimOutcome:
+    """Run the event loop until `steps` training steps have finished."""
+    return Simulation(params, progress).run()

@@ -1,26 +1,22 @@
 """Turn a SimOutcome into the canonical trace, column-wise (no per-row Python work).
 
-Categorical columns share one category list per column across all blocks, and string columns are built as
-Arrow strings, so concatenating a million-sample trace costs no conversions."""
+Every block of events (trainer phases, pauses, groups, rollouts, sandbox starts, the partial-rollout buffer) gives
+its columns as arrays; each trace column is then one concatenation, categorical columns as codes into one
+category list, string ids as one Arrow cast, so a million-sample trace is built without per-row conversions."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import benchbed
 from benchbed import keys as K
-from benchbed.sim.engine import (
-    ABORTED,
-    OK,
-    SANDBOX_QUEUE_ROW,
-    SANDBOX_START_ROW,
-    SANDBOX_STATUSES,
-    STATUS_NAMES,
-    SimOutcome,
-    SimParams,
-)  # fmt: skip
+from benchbed.sim.engine import ABORTED, OK, STATUS_NAMES, SimOutcome, SimParams
+from benchbed.sim.sandbox_starts import SANDBOX_QUEUE_ROW, SANDBOX_START_ROW, SANDBOX_STATUSES
 from benchbed.trace import COLUMNS, Trace, TraceMeta
 
 _KEYS = [K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_STEP, K.GENERATOR_PAUSED,
@@ -28,49 +24,63 @@ _KEYS = [K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_STE
 _KINDS = ["span", "point", "agg"]
 _STATUSES = ["", *STATUS_NAMES, *SANDBOX_STATUSES[1:]]
 _SANDBOX_STATUS_CODES = np.array([STATUS_NAMES.index("ok"), *range(len(STATUS_NAMES), len(_STATUSES) - 1)])
+_DEFAULTS = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start": -1, "v_end": -1, "v_train": -1,
+             "prompt_tokens": -1, "response_tokens": -1, "sample": -1, "group": -1}  # fmt: skip
+_ID_COLUMNS = ("sample", "group")  # integer ids, written as strings ("" for -1)
 
 
+@dataclass
 class _Blocks:
-    """Builds event blocks whose categorical columns all use the same categories."""
+    """Event blocks in trace order; each gives some columns as arrays (or one value), the rest take defaults."""
 
-    def __init__(self, concurrency: int) -> None:
-        self.actors = ["trainer", "generator", "sandboxes", *(f"slot/{i}" for i in range(concurrency))]
+    actors: list[str]
+    blocks: list[tuple[int, dict[str, object]]] = field(default_factory=list)
 
-    def frame(self, n: int, key: str, kind: str, actor: str | np.ndarray, status: np.ndarray | None = None,
-              **columns: np.ndarray) -> pd.DataFrame:  # fmt: skip
-        """A block of n events; `actor` is a name or an array of codes into self.actors."""
-        actor_codes = np.full(n, self.actors.index(actor), dtype=np.int32) if isinstance(actor, str) else actor
-        data: dict[str, object] = {
-            "key": pd.Categorical.from_codes(np.full(n, _KEYS.index(key), dtype=np.int8), _KEYS),
-            "kind": pd.Categorical.from_codes(np.full(n, _KINDS.index(kind), dtype=np.int8), _KINDS),
-            "actor": pd.Categorical.from_codes(actor_codes, self.actors),
-            "status": pd.Categorical.from_codes(
-                np.zeros(n, dtype=np.int8) if status is None else status + 1, _STATUSES
-            ),
-        }
-        defaults = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start": -1, "v_end": -1, "v_train": -1,
-                    "prompt_tokens": -1, "response_tokens": -1}  # fmt: skip
+    def add(self, n: int, key: str, kind: str, actor: str | np.ndarray, status: np.ndarray | None = None,
+            **columns: object) -> None:  # fmt: skip
+        """A block of n events; `actor` is a name or an array of codes into self.actors, `status` codes of
+        _STATUSES less one (absent: no status)."""
+        columns["key"] = _KEYS.index(key)
+        columns["kind"] = _KINDS.index(kind)
+        columns["actor"] = self.actors.index(actor) if isinstance(actor, str) else actor
+        columns["status"] = 0 if status is None else status + 1
+        self.blocks.append((n, columns))
+
+    def column(self, name: str, dtype: type, default: object) -> np.ndarray:
+        """One column over every block: the blocks' arrays, a block's single value repeated, or the default."""
+        parts = [np.asarray(cols.get(name, default), dtype=dtype) for _, cols in self.blocks]
+        sized = [np.broadcast_to(p, n) if p.ndim == 0 else p for p, (n, _) in zip(parts, self.blocks, strict=True)]
+        return np.concatenate(sized)
+
+    def frame(self) -> pd.DataFrame:
+        data: dict[str, object] = {}
+        categories = {"key": _KEYS, "kind": _KINDS, "actor": self.actors, "status": _STATUSES}
         for col in COLUMNS:
-            if col in data:
-                continue
-            if col in columns:
-                data[col] = columns[col]
-            elif col in defaults:
-                data[col] = np.full(n, defaults[col])
+            if col in categories:
+                data[col] = pd.Categorical.from_codes(self.column(col, np.int32, 0), categories[col])
+            elif col in _ID_COLUMNS:
+                data[col] = _ids(self.column(col, np.int64, -1))
+            elif col == "attrs":
+                data[col] = self._attrs()
             else:
-                data[col] = _strings(pa.nulls(n, pa.string()).fill_null(""))
+                data[col] = self.column(col, np.float64 if col in ("t0", "t1", "value") else np.int64, _DEFAULTS[col])
         return pd.DataFrame(data)
 
-
-def _strings(array: pa.Array) -> pd.api.extensions.ExtensionArray:
-    return pd.array(array, dtype="str")
+    def _attrs(self) -> pd.api.extensions.ExtensionArray:
+        parts = [cols.get("attrs") for _, cols in self.blocks]
+        arrays = [pa.array(p, pa.large_string()) if p is not None else pa.repeat("", n).cast(pa.large_string())
+                  for p, (n, _) in zip(parts, self.blocks, strict=True)]  # fmt: skip
+        return pd.array(pa.concat_arrays(arrays), dtype="str")
 
 
 def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    return _strings(pa.array(values).cast(pa.string()))
+    """Integer ids as strings, "" where -1."""
+    ids = pa.array(values)
+    strings = pc.if_else(pc.less(ids, 0), pa.scalar("", pa.large_string()), pc.cast(ids, pa.large_string()))
+    return pd.array(strings, dtype="str")
 
 
-def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFrame:
+def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
     n = len(out.sample_t1)
     group = np.arange(n) // params.group_size
     in_flight = np.isnan(out.sample_t1)
@@ -79,12 +89,12 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFra
     extra: dict[str, object] = {}
     if out.sample_response_tokens is not None:
         extra["response_tokens"] = out.sample_response_tokens
-        extra["prompt_tokens"] = np.full(n, out.prompt_tokens or -1)
+        extra["prompt_tokens"] = out.prompt_tokens or -1
     if out.sample_attrs:
         attrs = np.full(n, "", dtype=object)
         attrs[list(out.sample_attrs)] = list(out.sample_attrs.values())
-        extra["attrs"] = _strings(pa.array(attrs, pa.string()))
-    return blocks.frame(
+        extra["attrs"] = attrs
+    blocks.add(
         n, K.ROLLOUT, "span",
         actor=out.sample_slot + 3,  # slot i is actor "slot/i", after "trainer", "generator" and "sandboxes"
         status=status,
@@ -92,8 +102,8 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFra
         t0=out.group_t0[group],
         t1=np.where(in_flight, out.end_time, out.sample_t1),
         value=out.sample_reward,
-        sample=_ids(np.arange(n)),
-        group=_ids(group),
+        sample=np.arange(n),
+        group=group,
         v_start=out.group_v_start[group],
         v_end=np.where(in_flight, -1, out.sample_v_end),
         v_train=v_train,
@@ -101,39 +111,35 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> pd.DataFra
     )  # fmt: skip
 
 
-def _sandboxes(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
+def _sandboxes(out: SimOutcome, blocks: _Blocks) -> None:
     """sandbox.queue and sandbox.start spans of every start attempt, tied to their sample."""
     rows = out.sandbox_rows
     if rows is None:
-        return []
-    frames = []
+        return
     for row_kind, key in ((SANDBOX_QUEUE_ROW, K.SANDBOX_QUEUE), (SANDBOX_START_ROW, K.SANDBOX_START)):
         part = rows[rows[:, 0] == row_kind]
-        frames.append(blocks.frame(
-            len(part), key, "span", actor="sandboxes", status=_SANDBOX_STATUS_CODES[part[:, 4].astype(int)],
-            t0=part[:, 2], t1=part[:, 3], sample=_ids(part[:, 1].astype(np.int64)),
-        ))  # fmt: skip
-    return frames
+        blocks.add(len(part), key, "span", actor="sandboxes", status=_SANDBOX_STATUS_CODES[part[:, 4].astype(int)],
+                   t0=part[:, 2], t1=part[:, 3], sample=part[:, 1].astype(np.int64))  # fmt: skip
 
 
-def _buffered(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
+def _buffered(out: SimOutcome, blocks: _Blocks) -> None:
     if out.step_aborted is None:
-        return []
+        return
     n = len(out.step_aborted)
-    return [blocks.frame(n, K.SAMPLES_PARTIAL_BUFFERED, "agg", actor="generator", step=np.arange(1, n + 1),
-                         value=out.step_aborted.astype(float))]  # fmt: skip
+    blocks.add(n, K.SAMPLES_PARTIAL_BUFFERED, "agg", actor="generator", step=np.arange(1, n + 1),
+               value=out.step_aborted.astype(float))  # fmt: skip
 
 
-def _groups(out: SimOutcome, blocks: _Blocks) -> pd.DataFrame:
+def _groups(out: SimOutcome, blocks: _Blocks) -> None:
     done = np.flatnonzero(~np.isnan(out.group_done_t))
-    return blocks.frame(
+    blocks.add(
         len(done), K.ROLLOUT_GROUP, "point", actor="generator", status=out.group_status[done],
-        step=out.group_step[done], t0=out.group_done_t[done], value=out.group_reward_std[done], group=_ids(done),
+        step=out.group_step[done], t0=out.group_done_t[done], value=out.group_reward_std[done], group=done,
         v_start=out.group_v_start[done], v_train=out.group_v_train[done],
     )  # fmt: skip
 
 
-def _trainer(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
+def _trainer(out: SimOutcome, blocks: _Blocks) -> None:
     n = len(out.step_end)
     steps = np.arange(1, n + 1)
     phases = [
@@ -142,19 +148,24 @@ def _trainer(out: SimOutcome, blocks: _Blocks) -> list[pd.DataFrame]:
         (K.TRAINER_WEIGHT_SYNC, out.step_compute_end, out.step_end),
         (K.TRAINER_STEP, out.step_start, out.step_end),
     ]
-    return [blocks.frame(n, key, "span", actor="trainer", step=steps, t0=t0, t1=t1) for key, t0, t1 in phases]
+    for key, t0, t1 in phases:
+        blocks.add(n, key, "span", actor="trainer", step=steps, t0=t0, t1=t1)
 
 
-def _paused(out: SimOutcome, blocks: _Blocks) -> pd.DataFrame:
+def _paused(out: SimOutcome, blocks: _Blocks) -> None:
     spans = np.asarray(out.paused, dtype=float).reshape(-1, 2)
-    return blocks.frame(len(spans), K.GENERATOR_PAUSED, "span", actor="generator", t0=spans[:, 0], t1=spans[:, 1])
+    blocks.add(len(spans), K.GENERATOR_PAUSED, "span", actor="generator", t0=spans[:, 0], t1=spans[:, 1])
 
 
 def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
     cfg = params.config
-    blocks = _Blocks(cfg.concurrency)
-    frames = [*_trainer(out, blocks), _paused(out, blocks), _groups(out, blocks), _rollouts(out, params, blocks),
-              *_sandboxes(out, blocks), *_buffered(out, blocks)]  # fmt: skip
+    blocks = _Blocks(["trainer", "generator", "sandboxes", *(f"slot/{i}" for i in range(cfg.concurrency))])
+    _trainer(out, blocks)
+    _paused(out, blocks)
+    _groups(out, blocks)
+    _rollouts(out, params, blocks)
+    _sandboxes(out, blocks)
+    _buffered(out, blocks)
     meta = TraceMeta(
         adapter="sim",
         framework="benchbed-sim",
@@ -170,4 +181,4 @@ def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
             **({"resources": params.resources} if params.resources else {}),
         },  # fmt: skip
     )
-    return Trace(pd.concat(frames, ignore_index=True), meta)
+    return Trace(blocks.frame(), meta)

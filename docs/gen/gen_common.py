@@ -12,10 +12,10 @@ class DocsError(Exception):
 
 
 def cell(text: object) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped outside code spans (inside one, a pipe
-    does not split the cell and a backslash would show)."""
+    """Text safe inside a Markdown table cell: one line, pipes escaped and `<` written as an entity outside code
+    spans (inside one, a pipe does not split the cell and a backslash would show)."""
     parts = _CODE_SPAN.split(" ".join(str(text).split()))
-    return "".join(part if i % 2 else part.replace("|", "\\|") for i, part in enumerate(parts))
+    return "".join(part if i % 2 else part.replace("|", "\\|").replace("<", "&lt;") for i, part in enumerate(parts))
 
 
 def code(text: object) -> str:

@@ -21,7 +21,12 @@ from mkdocs.exceptions import PluginError
 from registry import adapter_pages, adapters, keymap_of, readme_markdown
 
 MARKER = re.compile(r"<!--\s*benchbed:([a-z-]+)(?:[ \t]+([^\s>]+))?\s*-->")
-EXTERNAL_ASSET = re.compile(r"<(?:script|img|iframe)[^>]*\ssrc=\"(?:https?:)?//|<link[^>]*\shref=\"(?:https?:)?//")
+# A script, image or frame from another host, or a stylesheet, icon or font link (preload, preconnect) to one; a
+# canonical or alternate link only names a page (mkdocs serve writes the canonical URL with its 127.0.0.1 address).
+EXTERNAL_ASSET = re.compile(
+    r"<(?:script|img|iframe)[^>]*\ssrc=\"(?:https?:)?//"
+    r"|<link(?![^>]*\srel=\"(?:canonical|alternate|prev|next)\")[^>]*\shref=\"(?:https?:)?//"
+)
 
 
 def _generated(name: str, arg: str | None, page_path: str) -> str:

@@ -16,12 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def adapters() -> list[tuple[str, str, Any]]:
     """(adapter name, its spec table, its options model or None) for every registered adapter, by name."""
-    from benchbed.adapter import available_adapters, get_adapter, options_model, spec_table
+    from benchbed.adapter import available_adapters, get_adapter
 
     out = []
     for name in available_adapters():
         adapter = get_adapter(name)
-        out.append((name, spec_table(adapter), options_model(adapter)))
+        out.append((name, adapter.table, adapter.options_model))
     return out
 
 

@@ -22,15 +22,16 @@ OUT = ROOT / "docs" / "img" / "report-annotated.png"
 WIDTH = 1280
 # (number, selector of the part, what the page calls it): the order of docs/get-started/report.md
 PARTS = (
-    (1, "#runs", "the runs and their status"),
-    (2, "#metrics", "the metric table, by family"),
-    (3, 'tr[data-metric="trainer_idle_ratio"]', "trainer idle"),
-    (4, "div.status", "the run's status line"),
-    (5, 'section.plot[data-section="breakdown"]', "the trainer step breakdown"),
-    (6, 'section.plot[data-section="staleness"]', "staleness"),
-    (7, 'section.plot[data-section="utilisation"]', "generator utilisation"),
-    (8, 'section.plot[data-section="zero_adv"]', "zero-advantage groups"),
-    (9, 'section.plot[data-section="timeline"]', "the timeline"),
+    (1, "#diagnosis-1", "the diagnosis"),
+    (2, "#runs", "the runs and their status"),
+    (3, "#metrics", "the metric table, by family"),
+    (4, 'tr[data-metric="trainer_idle_ratio"]', "trainer idle"),
+    (5, "div.status", "the run's status line"),
+    (6, 'section.plot[data-section="breakdown"]', "the trainer step breakdown"),
+    (7, 'section.plot[data-section="staleness"]', "staleness"),
+    (8, 'section.plot[data-section="utilisation"]', "generator utilisation"),
+    (9, 'section.plot[data-section="zero_adv"]', "zero-advantage groups"),
+    (10, 'section.plot[data-section="timeline"]', "the timeline"),
 )
 CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

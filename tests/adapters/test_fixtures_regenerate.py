@@ -53,8 +53,8 @@ def test_prime_rl_fixtures_regenerate_byte_for_byte(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_slime_fixtures_regenerate(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch", reason="the `local` extra is not installed: pip install 'benchbed[local]'")
-    pytest.importorskip("tensorboard", reason="the `local` extra is not installed: pip install 'benchbed[local]'")
-    from benchbed.adapters.slime.tensorboard import read_event_file
+    pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not installed: benchbed[tensorboard]")
+    from benchbed.adapterkit.histories.tensorboard import read_event_file
 
     load_generator("slime").main(tmp_path)
     committed, regenerated = files_under(FIXTURES / "slime"), files_under(tmp_path)

@@ -133,3 +133,22 @@ def test_the_front_page_is_the_readme_with_links_into_the_site() -> None:
     page = readme_markdown()
     assert "](docs/" not in page
     assert not page.startswith("# ")
+
+
+def test_the_offline_check_refuses_network_assets_but_not_page_links() -> None:
+    from hooks import EXTERNAL_ASSET
+
+    refused = [
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
+        '<link rel="preconnect" href="https://fonts.gstatic.com" crossorigin>',
+        '<link href="//cdn.example/x.css" rel="stylesheet">',
+        '<script src="https://unpkg.com/mermaid.min.js"></script>',
+        '<img alt="" src="https://example.org/a.png">',
+    ]
+    allowed = [
+        '<link rel="canonical" href="http://127.0.0.1:8000/index.html">',
+        '<script src="assets/javascripts/bundle.min.js"></script>',
+        '<img alt="" src="../img/report-annotated.png">',
+        '<a href="https://ui.perfetto.dev">',
+    ]
+    assert [bool(EXTERNAL_ASSET.search(tag)) for tag in refused + allowed] == [True] * 5 + [False] * 4

@@ -33,6 +33,14 @@ def record(spec_id: str = "a-1", adapter: str = "sim", mode: str = "async", vers
     )  # fmt: skip
 
 
+def test_the_tie_case_of_issue_26_is_unchanged_at_p_0_0606_in_the_report() -> None:
+    from benchbed.report.comparison import verdict_table
+
+    base = [record("a-1", staleness_max=v) for v in (1, 1, 1, 1, 1, 2, 2)]
+    table, _ = verdict_table(group_runs(base + [record("b-2", staleness_max=2) for _ in range(4)]))
+    assert dict((row[0], row[1]) for row in table.rows)["staleness_max"] == "unchanged +100.0%, p=0.061"
+
+
 def test_median_interval_uses_order_statistics_and_states_weak_coverage() -> None:
     assert median_interval([]) is None
     one = median_interval([3.0])
@@ -121,4 +129,4 @@ def test_verdicts_compare_each_group_with_the_first_by_the_regression_gate() -> 
     # 4 vs 4 runs: exact Mann-Whitney p = 2/70; medians 0.215 → 0.415 of a lower-is-better metric: a regression
     assert rows["trainer_idle_ratio"] == ("regression +93.0%, p=0.029", "too few runs (n=4 vs 1)")
     assert rows["staleness_mean"] == ("unchanged +0.0%, p=1", "—")
-    assert "Mann-Whitney" in note
+    assert "exact permutation p-value with average ranks" in note

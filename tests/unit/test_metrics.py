@@ -279,6 +279,8 @@ def test_every_design_metric_is_registered():
         "gpu_hours_per_step",
         "cost_per_step",
         "cost_per_mtok",
+        # issue 27: the diagnosis's oversampling-discard flag (README deliberate additions)
+        "discarded_fraction",
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from benchbed.cli.main import cli
 from benchbed.errors import SpecError
-from benchbed.regress import compare_records
+from benchbed.nightly.stats import compare_records
+from benchbed.nightly.suite import load_suite
 from benchbed.spec import load_spec, repeated
-from benchbed.store import read_record
-from benchbed.suite import load_suite
+from benchbed.store import read_record, write_record
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"
@@ -188,8 +188,10 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
 
 def test_example_suites_load_with_every_spec():
     suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
-    assert [e.name for e in planned] == ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async"]
+    names = ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async", "trl-grpo"]
+    assert [e.name for e in planned] == names
     assert planned[3].spec.adapter == "ref" and planned[3].spec.workload.steps == 10
+    assert planned[4].spec.adapter == "trl" and planned[4].spec.repeats == 3
     assert planned[0].spec.repeats == 5 and planned[0].spec.workload.steps == 100
     cluster, entries = load_suite(REPO / "experiments" / "nightly-cluster.toml")
     names = [e.name for e in entries]
@@ -275,3 +277,58 @@ def test_six_equal_nights_then_a_slower_trainer_places_the_change_point_on_the_c
     assert series["levels"] == [{"from_night": nights[6], "median_before": medians[0], "median_after": medians[6]}]
     assert f"- trainer-bound trainer_throughput_sps: night {nights[6]}, {medians[0]:.4g} → {medians[6]:.4g}" in summary
     assert f'data-change-points="{nights[6]}"' in page and f"new level from night {nights[6]}" in page
+
+
+def test_the_tie_case_is_unchanged_at_p_0_0606_in_compare_and_in_the_nightly_gate(nights, tmp_path):
+    """Issue 26: seven runs with staleness_max [1,1,1,1,1,2,2] against four at [2,2,2,2]. The exact permutation
+    p-value with average ranks is 20/330 = 0.0606 (scipy's default, the normal approximation, said 0.038)."""
+    store, results = nights
+    template = read_record(_run_dirs(store, results[0][1])[0])
+    tie_store = tmp_path / "store"
+    dirs = []
+    for i, value in enumerate([1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]):
+        night = ("20260101T020000Z-a", "20260102T020000Z-b", "20260103T020000Z-c")[min(i // 4, 2) if i < 7 else 2]
+        metric = template.metrics["trainer_idle_ratio"].model_copy(update={"value": float(value), "unit": "versions"})
+        suite = template.suite.model_copy(update={"night": night, "watch": ["staleness_max"]})
+        started = f"2026-01-0{1 + i // 4}T02:00:{i:02d}Z"
+        update = {"run_id": f"tie{i:02d}", "metrics": {"staleness_max": metric}, "suite": suite, "started_at": started}
+        record = template.model_copy(update=update)
+        dirs.append(tmp_path / "store" / "m" / "sim" / "s" / f"run{i:02d}")
+        write_record(dirs[-1], record)
+    result = invoke("compare", *dirs[:7], "--vs", *dirs[7:], "--metric", "staleness_max", "--json")
+    assert result.exit_code == 0, result.stderr
+    (verdict,) = json.loads(result.stdout)["verdicts"]
+    assert verdict["verdict"] == "unchanged" and verdict["p_value"] == pytest.approx(20 / 330, abs=1e-15)
+    history = invoke("history", "--store", tie_store, "--json")
+    (series,) = json.loads(history.stdout)["series"]
+    assert [len(n["values"]) for n in series["nights"]] == [4, 3, 4]
+    gate = series["last_verdict"]  # the nightly gate: the last night against the nights before it
+    assert gate["verdict"] == "unchanged" and gate["p_value"] == pytest.approx(20 / 330, abs=1e-15)
+    assert (gate["n_baseline"], gate["n_candidate"]) == (7, 4)
+
+
+def test_run_night_is_a_library_call_that_runs_records_and_judges(tmp_path, monkeypatch):
+    """`run_night` without the CLI: each repeat launched and recorded, tonight's verdicts and the entry's series
+    returned; the night's files appear only when `write_night` keeps them."""
+    from benchbed.nightly.run import run_night
+    from benchbed.report.nightly import write_night
+    from benchbed.store import Store
+
+    monkeypatch.setenv("BENCHBED_MACHINE", "lib-box")
+    (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
+    (tmp_path / "suite.toml").write_text(TRAINER_BOUND.replace("repeats = 1", "repeats = 2"))
+    suite, planned = load_suite(tmp_path / "suite.toml")
+    heard = []
+    night = run_night(suite, planned, Store(tmp_path / "store"), on_run=lambda label, r: heard.append(label))
+    assert heard == ["trainer-bound (1/2)", "trainer-bound (2/2)"]
+    assert [r.status for r in night.records] == ["succeeded"] * 2 and night.failed == []
+    assert night.machine == "lib-box" and night.title.startswith("steps on lib-box, night ")
+    (verdict,) = night.verdicts
+    assert (verdict.metric, verdict.verdict, verdict.comparison.n_candidate) == ("trainer_throughput_sps",
+                                                                                 "insufficient_data", 2)  # fmt: skip
+    (series,) = night.series
+    assert [n.night for n in series.nights] == [night.night] and series.verdict is verdict
+    assert not night.folder.exists()
+    page = write_night(night)
+    assert page == night.folder / "nightly.html"
+    assert sorted(p.name for p in night.folder.iterdir()) == ["nightly.html", "summary.md", "verdicts.json"]

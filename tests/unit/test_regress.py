@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 
 from benchbed.metrics import compute_metrics
-from benchbed.regress import change_points, compare_values, metric_direction, min_p_value
+from benchbed.nightly.stats import (
+    EXACT_LIMIT,
+    change_points,
+    compare_values,
+    metric_direction,
+    min_p_value,
+    rank_test_p_value,
+)
 from benchbed.sim import simulate_spec
 from benchbed.spec import build_spec
 
@@ -57,6 +65,53 @@ def test_a_significant_but_small_change_is_unchanged():
 def test_zero_baseline_has_no_relative_change_but_a_real_shift_counts():
     result = compare_values([0.0] * 10, [0.2, 0.3, 0.25, 0.2], higher_is_better=False)
     assert result.relative_change is None and result.verdict == "regression"
+
+
+def _exhaustive_p(baseline: list[int], candidate: list[int]) -> float:
+    """Two-sided permutation p-value by listing every split: average ranks, |rank sum − its mean| as extreme."""
+    pooled = sorted([*baseline, *candidate])
+    rank = {v: (pooled.index(v) + 1 + len(pooled) - pooled[::-1].index(v)) / 2 for v in pooled}
+    ranks = [rank[v] for v in [*baseline, *candidate]]
+    m = len(candidate)
+    mean = m * (len(pooled) + 1) / 2
+    observed = abs(sum(ranks[len(baseline) :]) - mean)
+    splits = list(itertools.combinations(ranks, m))
+    return sum(abs(sum(split) - mean) >= observed - 1e-9 for split in splits) / len(splits)
+
+
+def test_rank_test_p_value_equals_the_exhaustive_permutation_test_on_small_integer_samples():
+    """400 random pairs of samples of 1 to 8 values drawn from 0..3 (ties everywhere), as an exhaustive test."""
+    rng = np.random.default_rng(26)
+    for _ in range(400):
+        baseline = rng.integers(0, 4, int(rng.integers(1, 9))).tolist()
+        candidate = rng.integers(0, 4, int(rng.integers(1, 6))).tolist()
+        assert rank_test_p_value(baseline, candidate) == pytest.approx(_exhaustive_p(baseline, candidate), rel=1e-12)
+
+
+def test_the_tie_case_of_issue_26_is_unchanged_at_p_0_0606():
+    """staleness_max [1,1,1,1,1,2,2] against [2,2,2,2]: 20 of the C(11, 4) = 330 splits are as extreme."""
+    result = compare_values([1, 1, 1, 1, 1, 2, 2], [2, 2, 2, 2], higher_is_better=False)
+    assert result.verdict == "unchanged" and result.p_value == pytest.approx(20 / 330, abs=1e-15)
+    assert result.reason == "p = 0.0606 ≥ 0.05"
+    seven_against_three = compare_values([1, 2, 3, 4, 5, 6, 7], [11, 12, 13], higher_is_better=False)
+    assert seven_against_three.p_value == pytest.approx(2 / 120) and seven_against_three.verdict == "regression"
+
+
+def test_beyond_the_exact_limit_the_normal_approximation_with_tie_correction_is_used():
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(5)
+    for baseline, candidate in (
+        (rng.normal(0, 1, 60), rng.normal(0.3, 1, 60)),
+        (rng.integers(0, 5, 70), rng.integers(0, 5, 40)),
+    ):
+        assert len(baseline) + len(candidate) > EXACT_LIMIT
+        asymptotic = mannwhitneyu(candidate, baseline, method="asymptotic").pvalue
+        assert rank_test_p_value(baseline, candidate) == pytest.approx(asymptotic, rel=1e-9)
+    baseline, candidate = rng.normal(0, 1, 50), rng.normal(0.3, 1, 50)  # at the limit: still exact
+    assert rank_test_p_value(baseline, candidate) == pytest.approx(
+        mannwhitneyu(candidate, baseline, method="exact").pvalue
+    )
 
 
 def test_change_points_find_a_level_shift_and_nothing_in_noise():

@@ -203,7 +203,7 @@ def test_without_torch_dumps_are_reported_and_the_rest_is_ingested(
 
 def test_without_tensorboard_a_tensorboard_only_run_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     _without(monkeypatch, "tensorboard")
-    with pytest.raises(AdapterError, match=r"^2 TensorBoard event file\(s\) found but not read: .*benchbed\[local\]"):
+    with pytest.raises(AdapterError, match=r"^2 TensorBoard event file\(s\) found but not read: .*\[tensorboard\]"):
         parse("tb_only_sync")
 
 

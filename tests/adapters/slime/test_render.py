@@ -170,3 +170,12 @@ def test_case_study_4_spec(tmp_path: Path) -> None:
     assert (option(argv, "--global-batch-size"), option(argv, "--n-samples-per-prompt")) == ("64", "8")
     assert option(argv, "--rollout-max-context-len") == "32768" and "--partial-rollout" in argv
     assert option(argv, "--update-weights-interval") == "5" and option(argv, "--num-layers") == "94"
+
+
+def test_the_flag_equals_value_form_is_read_and_checked_like_argparse() -> None:
+    argv = ["python3", "train_async.py", "--rollout-batch-size=32", "--n-samples-per-prompt", "8", "--colocate",
+            "--rollout-function-path=pkg.mod.fn", "--num-rollout=-1", "--num-layers=4", "--colocat=1"]  # fmt: skip
+    parsed = from_argv(argv, "typed")
+    assert (parsed.rollout_batch_size, parsed.n_samples_per_prompt, parsed.num_rollout) == (32, 8, -1)
+    assert parsed.rollout_function_path == "pkg.mod.fn" and parsed.colocate is True and parsed.partial_rollout is False
+    assert unknown_arguments(argv, "624b824") == ["--colocat"]

@@ -179,3 +179,29 @@ def test_the_committed_run_parses_to_the_schedule_and_the_completions_tables() -
     assert metrics["framework_zero_adv_group_fraction"].value == pytest.approx(sum(logged) / len(logged))
     assert len(events[events["key"] == K.SANDBOX_START]) == 64
     assert not trace.meta.partial and trace.meta.framework_version == "1.16.0"
+
+
+def test_async_grpo_per_step_figures_become_trainer_components(tmp_path: Path) -> None:
+    """trainer_state.json as TRL 1.16.0's AsyncGRPOTrainer logs it (imitated: the key names of
+    trl/experimental/async_grpo/async_grpo_trainer.py `_log_perf_metrics`, `_on_weight_sync`; it needs a GPU and a
+    vLLM server, see test_trl_async_gpu.py for the real run). Step 1 has no `perf/step_s` (nothing before it)."""
+    log = [
+        {"step": 1, "perf/fwd_bwd_s": 0.5, "perf/optimizer_s": 0.1, "perf/rollout_wait_s": 2.0,
+         "batch/samples_per_step": 8.0, "batch/trained_tokens_per_step": 96.0, "sample/staleness_mean": 0.0},
+        *({"step": k, "perf/step_s": 1.0, "perf/fwd_bwd_s": 0.5, "perf/optimizer_s": 0.1, "perf/rollout_wait_s": 0.3,
+           "perf/weight_sync_s": 0.1, "batch/samples_per_step": 8.0, "batch/trained_tokens_per_step": 96.0,
+           "sample/staleness_mean": 1.0, "sample/staleness_max": 2.0, "sample/time_in_queue_s": 0.4}
+          for k in (2, 3)),
+        {"train_runtime": 4.0, "step": 3},
+    ]  # fmt: skip
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": log, "global_step": 3, "max_steps": 3}))
+    (tmp_path / "training_args.json").write_text(json.dumps({"num_generations": 4, "per_device_train_batch_size": 8,
+                                                             "max_staleness": 2}))  # fmt: skip
+    trace = parse_path(tmp_path)
+    assert trace.meta.mode == "async" and not trace.meta.partial
+    metrics = compute_metrics(trace, warmup_steps=1)
+    assert metrics["trainer_idle_ratio"].value == pytest.approx(0.3)
+    assert metrics["trainer_compute_ratio"].value == pytest.approx(0.6)
+    assert metrics["trainer_weight_sync_ratio"].value == pytest.approx(0.1)
+    assert metrics["framework_staleness_mean"].value == pytest.approx(1.0)
+    assert metrics["trainer_throughput_sps"].value == pytest.approx(8.0)

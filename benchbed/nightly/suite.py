@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from benchbed.errors import SpecError
 from benchbed.metrics import METRICS
+from benchbed.nightly.stats import metric_direction
 from benchbed.record import Gate
-from benchbed.regress import metric_direction
 from benchbed.spec import ExperimentSpec, expand, format_validation_error, load_spec, load_spec_data
 
 # Watched when an entry names none: the headline metrics that have a better direction.
@@ -66,6 +67,12 @@ class Suite(_Strict):
         if not _NAME.match(value):
             raise ValueError("use letters, digits, '.', '_' and '-'")
         return value
+
+
+def default_watch(present: Iterable[str]) -> list[str]:
+    """The metrics an entry that names none watches: those of DEFAULT_WATCH among `present`, in that order."""
+    have = set(present)
+    return [m for m in DEFAULT_WATCH if m in have]
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.slime.tensorboard import INSTALL_HINT, read_event_file, scalar_dicts, split_axes
+from benchbed.adapters.slime.tensorboard import split_axes
 
-pytest.importorskip("tensorboard", reason=f"the `local` extra is not installed: {INSTALL_HINT}")
+from benchbed.adapterkit.histories.tensorboard import INSTALL_HINT, read_event_file, scalar_dicts
+
+pytest.importorskip("tensorboard", reason=f"the `tensorboard` extra is not installed: {INSTALL_HINT}")
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 from tensorboard.util import tensor_util  # noqa: E402

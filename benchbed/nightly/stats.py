@@ -1,22 +1,19 @@
 """Regression statistics, one implementation for `nightly`, `compare`, `history` and the reports.
 
-`compare_values` is the gate: a two-sided Mann-Whitney U test between two samples of one metric plus a minimum
-relative effect on the medians, read in the direction the metric registry gives. `change_points` finds level
-shifts in a series (one value per night) by optimal partitioning.
+`compare_values` is the gate: a two-sided rank test (`rank_test_p_value`, exact with ties) between two samples of
+one metric plus a minimum relative effect on the medians, read in the direction the metric registry gives.
+`change_points` finds level shifts in a series (one value per night) by optimal partitioning.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from types import ModuleType
 from typing import Literal
 
 import numpy as np
 
-from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS
 from benchbed.record import Gate, RunRecord
 
@@ -67,17 +64,6 @@ class EntryVerdict:
         return data
 
 
-def _require(module: str) -> ModuleType:
-    """Import an optional dependency of the statistics, or say which extra provides it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise BenchbedError(
-            f"{module} is not installed; regression statistics need the 'nightly' extra "
-            "(pip install 'benchbed[nightly]')"
-        ) from None
-
-
 def metric_direction(name: str) -> bool | None:
     """higher_is_better from the metric registry (a framework's own figure reads like ours); None if unknown."""
     definition = METRICS.get(name.removeprefix(FRAMEWORK_PREFIX))
@@ -85,10 +71,54 @@ def metric_direction(name: str) -> bool | None:
 
 
 def min_p_value(n_baseline: int, n_candidate: int) -> float:
-    """The smallest two-sided p-value an exact Mann-Whitney U test can reach with these sample sizes."""
+    """The smallest two-sided p-value the exact rank test can reach with these sample sizes (no ties)."""
     if n_baseline < 1 or n_candidate < 1:
         return 1.0
     return min(1.0, 2.0 / math.comb(n_baseline + n_candidate, n_candidate))
+
+
+EXACT_LIMIT = 100  # values in both samples together up to which the rank test's p-value is exact
+
+
+def rank_test_p_value(baseline: Sequence[float], candidate: Sequence[float]) -> float:
+    """Two-sided p-value of the Wilcoxon-Mann-Whitney rank-sum test with average ranks for ties.
+
+    Exact up to EXACT_LIMIT values together: the permutation distribution of the candidate's rank sum, counted by
+    dynamic programming over the tie groups (the same as enumerating all C(n, m) splits), and p = the share of
+    splits at least as far from the mean as the one observed. Beyond it, the normal approximation with the tie
+    correction of the variance and a continuity correction of 1/2 rank.
+    """
+    base, cand = np.asarray(baseline, dtype=float), np.asarray(candidate, dtype=float)
+    m, n_total = len(cand), len(base) + len(cand)
+    if not len(base) or not m:
+        return 1.0
+    values, counts = np.unique(np.concatenate([base, cand]), return_counts=True)
+    doubled = np.cumsum(counts) * 2 - counts + 1  # 2 × average rank of each tie group (an integer)
+    observed = int(sum(doubled[np.searchsorted(values, v)] for v in cand))
+    mean = m * (n_total + 1)  # 2 × the expected rank sum
+    if n_total > EXACT_LIMIT:
+        ties = float((counts**3 - counts).sum())
+        variance = len(base) * m / 12 * ((n_total + 1) - ties / (n_total * (n_total - 1)))
+        if variance <= 0:
+            return 1.0
+        z = max(abs(observed - mean) / 2 - 0.5, 0.0) / math.sqrt(variance)
+        return min(1.0, math.erfc(z / math.sqrt(2)))
+    # ways[j, s]: ways to pick j values with doubled rank sum s from the tie groups seen so far
+    # ways[j, s]: ways to pick j values with doubled rank sum s from the tie groups seen so far (float64 holds
+    # C(100, 50) ≈ 1e29 with 16 significant digits, plenty for a p-value)
+    ways = np.zeros((m + 1, 2 * n_total * m + 1))
+    ways[0, 0] = 1.0
+    for size, rank in zip(counts.tolist(), doubled.tolist(), strict=True):
+        if size == 1:
+            ways[1:, rank:] += ways[:-1, :-rank]  # numpy buffers the overlapping operands
+            continue
+        step = ways.copy()
+        for j in range(1, min(size, m) + 1):
+            step[j:, j * rank :] += math.comb(size, j) * ways[: m + 1 - j, : ways.shape[1] - j * rank]
+        ways = step
+    sums = np.arange(ways.shape[1])
+    extreme = float(ways[m, np.abs(sums - mean) >= abs(observed - mean)].sum())
+    return min(1.0, extreme / math.comb(n_total, m))
 
 
 def compare_values(
@@ -104,7 +134,6 @@ def compare_values(
     otherwise `regression`/`improvement` when p < alpha and the medians differ by at least `min_effect`
     relative to the baseline in the worse/better direction, else `unchanged`.
     """
-    mannwhitneyu = _require("scipy.stats").mannwhitneyu
     base = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=float)
     cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
     base_median = float(np.median(base)) if len(base) else None
@@ -127,8 +156,7 @@ def compare_values(
     assert base_median is not None and cand_median is not None
     if np.ptp(np.concatenate([base, cand])) == 0:
         return result("unchanged", 1.0, "all values are equal")
-    p = float(mannwhitneyu(cand, base, alternative="two-sided").pvalue)
-    p = 1.0 if math.isnan(p) else p
+    p = rank_test_p_value(base, cand)
     if p >= alpha:
         return result("unchanged", p, f"p = {p:.3g} ≥ {alpha:g}")
     effect = abs(relative) if relative is not None else math.inf

@@ -13,8 +13,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
-from benchbed.record import Gate
-from benchbed.regress import (
+from benchbed.nightly.stats import (
     Comparison,
     EntryVerdict,
     change_points,
@@ -23,8 +22,9 @@ from benchbed.regress import (
     framework_label,
     metric_direction,
 )
+from benchbed.nightly.suite import default_watch
+from benchbed.record import Gate
 from benchbed.store import Store
-from benchbed.suite import DEFAULT_WATCH
 
 POINT_COLUMNS = (
     "machine", "suite", "entry", "night", "run_id", "started_at", "repeat", "spec_id", "adapter", "framework",
@@ -66,7 +66,7 @@ def load_points(
 
 
 @dataclass(frozen=True)
-class Night:
+class NightValues:
     """One night of a series: its repeats' values and what ran."""
 
     night: str
@@ -88,7 +88,7 @@ class Series:
     entry: str
     metric: str
     unit: str
-    nights: list[Night]
+    nights: list[NightValues]
     change_points: list[int] = field(default_factory=list)
     marked: dict[int, str] = field(default_factory=dict)  # night index -> what changed from the night before
     verdict: EntryVerdict | None = None  # the last night against the nights before it
@@ -122,11 +122,11 @@ class Series:
         }  # fmt: skip
 
 
-def _nights(points: pd.DataFrame) -> list[Night]:
+def _nights(points: pd.DataFrame) -> list[NightValues]:
     """Group one series' points by night, in time order."""
     out = []
     for night, rows in points.groupby("night", sort=False):
-        out.append(Night(
+        out.append(NightValues(
             night=str(night), started_at=str(rows["started_at"].min()), values=tuple(rows["value"].astype(float)),
             median=float(rows["value"].median()), spec_ids=tuple(dict.fromkeys(rows["spec_id"])),
             framework_versions=tuple(dict.fromkeys(map(framework_label, rows["framework"],
@@ -137,13 +137,13 @@ def _nights(points: pd.DataFrame) -> list[Night]:
     return sorted(out, key=lambda n: n.started_at)
 
 
-def _changes(before: Night, after: Night) -> str:
+def _changes(before: NightValues, after: NightValues) -> str:
     """What differs between two nights' runs (spec, framework version), '' when nothing."""
     return "; ".join(describe_changes(before.spec_ids, after.spec_ids, before.framework_versions,
                                       after.framework_versions))  # fmt: skip
 
 
-def gate_night(nights: list[Night], index: int, metric: str, gate: Gate) -> tuple[Comparison, tuple[str, ...]]:
+def gate_night(nights: list[NightValues], index: int, metric: str, gate: Gate) -> tuple[Comparison, tuple[str, ...]]:
     """The night at `index` against the points of up to `gate.nights` nights before it."""
     baseline_nights = nights[max(0, index - gate.nights) : index]
     baseline = [v for n in baseline_nights for v in n.values]
@@ -160,7 +160,7 @@ def watched(points: pd.DataFrame) -> list[str]:
     latest = points[points["started_at"] == points["started_at"].max()]
     listed = [m for m in str(latest["watch"].iloc[0]).split(",") if m] if len(latest) else []
     present = set(points["metric"])
-    return listed or [m for m in DEFAULT_WATCH if m in present]
+    return listed or default_watch(present)
 
 
 def recorded_gate(points: pd.DataFrame) -> Gate:

@@ -1,0 +1,261 @@
+"""W&B run directories read on this machine: the `.wandb` file is wandb's record log, one `wandb_internal.Record`
+protobuf message per entry, decoded with the installed wandb package's own Record type.
+
+The entries are framed as in LevelDB's log format (documented in leveldb's doc/log_format.md, which wandb's
+writer follows): a 7-byte file header (":W&B", magic 0xBEE1, format version 0), then 32 KiB blocks of chunks
+`crc32 (4, little endian) | length (2) | type (1) | payload`, type FULL, or FIRST/MIDDLE/LAST for an entry split
+across blocks; wandb's checksum is the IEEE CRC-32 of the type byte and the payload. A chunk that is cut off or
+fails its checksum ends the reading: what came before is kept and the history is marked partial at that offset."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_columns
+
+IDENT, MAGIC, FORMAT_VERSION = b":W&B", 0xBEE1, 0
+BLOCK, CHUNK_HEADER, FILE_HEADER = 32768, 7, 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_CRC = [zlib.crc32(bytes([t])) for t in range(5)]
+RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(?P<id>[A-Za-z0-9]+)$")
+INSTALL_HINT = "pip install 'benchbed[wandb]'"
+
+
+def find_wandb_file(path: Path) -> Path | None:
+    """The `.wandb` file that `path` names: the file itself, or the one inside a run directory."""
+    if path.is_file():
+        return path if path.suffix == ".wandb" else None
+    found = sorted(p for p in path.glob("run-*.wandb") if p.is_file()) if path.is_dir() else []
+    return found[-1] if found else None
+
+
+def run_dirs_under(path: Path) -> list[Path]:
+    """W&B run directories under a `wandb/` folder (or the folder above it), the `latest-run` link left out."""
+    out = []
+    for base in (path, path / "wandb"):
+        if base.is_dir():
+            out += sorted(p for p in base.iterdir() if RUN_DIR.match(p.name) and not p.is_symlink() and p.is_dir())
+    return [p for p in out if find_wandb_file(p) is not None]
+
+
+def chunks(data: bytes | memoryview, path: Path, warnings: list[str]) -> tuple[list[bytes], int | None]:
+    """(entries, offset of the damage or None): every whole entry of the log, in order."""
+    if bytes(data[:4]) != IDENT:
+        raise HistoryError(f"{path}: not a W&B run log (it does not start with {IDENT!r}); expected a run-*.wandb file")
+    if len(data) < FILE_HEADER:
+        raise HistoryError(f"{path}: W&B run log cut off inside its 7-byte header ({len(data)} bytes)")
+    magic, version = struct.unpack_from("<HB", data, 4)
+    if magic != MAGIC or version != FORMAT_VERSION:
+        raise HistoryError(
+            f"{path}: W&B log format {version} (magic {magic:#06x}); this reader knows format {FORMAT_VERSION} "
+            f"(magic {MAGIC:#06x}), written by wandb 0.10 to at least 0.31: upgrade benchbed, or export the run "
+            "with the wandb that wrote it"
+        )
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    offset, size = FILE_HEADER, len(data)
+    while offset < size:
+        left = BLOCK - offset % BLOCK
+        if left < CHUNK_HEADER:  # a block's last bytes too few for a header are zero padding
+            offset += left
+            continue
+        if offset + CHUNK_HEADER > size:
+            return _damage(out, path, offset, "cut off inside a chunk header", warnings)
+        crc, length, kind = struct.unpack_from("<IHB", data, offset)
+        if kind == 0 and length == 0 and crc == 0:  # zero padding left by a writer that preallocated
+            return out, None
+        end = offset + CHUNK_HEADER + length
+        if end > size or length > left - CHUNK_HEADER:
+            return _damage(out, path, offset, f"a chunk of {length} bytes runs past the end", warnings)
+        payload = data[offset + CHUNK_HEADER : end]
+        if kind > LAST or zlib.crc32(payload, _CRC[kind]) != crc:
+            return _damage(out, path, offset, "checksum mismatch", warnings)
+        if kind == FULL:
+            out.append(bytes(payload))
+        elif kind == FIRST:
+            pending = [bytes(payload)]
+        elif kind == MIDDLE:
+            pending.append(bytes(payload))
+        else:
+            pending.append(bytes(payload))
+            out.append(b"".join(pending))
+            pending = []
+        offset = end
+    if pending:
+        return _damage(out, path, offset, "the last entry is incomplete", warnings)
+    return out, None
+
+
+def _damage(out: list[bytes], path: Path, offset: int, why: str, warnings: list[str]) -> tuple[list[bytes], int]:
+    warnings.append(
+        f"{path}: damaged at byte {offset} ({why}); the {len(out)} entries before it are read, the rest is lost"
+    )
+    return out, offset
+
+
+def _record_type() -> Any:
+    try:
+        from wandb.proto import wandb_internal_pb2
+    except ImportError as exc:
+        raise HistoryError(f"reading a W&B run needs the wandb package: {INSTALL_HINT}") from exc
+    return wandb_internal_pb2.Record
+
+
+def _key(item: Any) -> str:
+    """A history key: wandb 0.19+ writes it as `nested_key` (a dict logged nested is one path, joined by '.')."""
+    nested = item.nested_key
+    return nested[0] if len(nested) == 1 else (item.key or ".".join(nested))
+
+
+def _loads(texts: list[str]) -> list[Any]:
+    """Decode many JSON values at once; wandb writes NaN and Infinity as bare tokens, which only `json` reads."""
+    joined = "[" + ",".join(texts) + "]"
+    try:
+        return orjson.loads(joined)
+    except orjson.JSONDecodeError:
+        return json.loads(joined)
+
+
+def _number(value: Any) -> float:
+    """A number, a flag as 0/1, anything else NaN."""
+    return float(value) if isinstance(value, (int, float)) else math.nan
+
+
+def read_wandb_file(wandb_file: Path, uri: str | None = None) -> History:
+    """A W&B run's history (one row per history record: `_step`, `_timestamp`) with its config and summary."""
+    record_type = _record_type()
+    warnings: list[str] = []
+    entries, damaged = chunks(wandb_file.read_bytes(), wandb_file, warnings)
+    row_keys: list[tuple[str, ...]] = []
+    row_values: list[list[Any]] = []
+    config: dict[str, Any] = {}
+    summaries: list[bytes] = []
+    run: dict[str, str] = {}
+    skipped = 0
+    record = record_type()
+    for raw in entries:
+        try:
+            record.ParseFromString(raw)
+        except Exception:  # the protobuf runtime's DecodeError: a damaged entry whose checksum still matched
+            skipped += 1
+            continue
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            items = record.history.item
+            row_keys.append(tuple([_key(i) for i in items]))
+            row_values.append(_loads([i.value_json or _typed_json(i) for i in items]))
+        elif kind == "run":
+            r = record.run
+            run = {"run_id": r.run_id, "project": r.project, "name": r.display_name}
+            _apply(config, r.config.update)
+        elif kind == "config":
+            _apply(config, record.config.update)
+        elif kind == "summary":
+            summaries.append(raw)  # decoded below: the last one, or all of them when there is no history
+    summary: dict[str, Any] = {}
+    for raw in summaries if not row_keys else summaries[-1:]:
+        record.ParseFromString(raw)
+        _apply(summary, record.summary.update)
+    if skipped:
+        warnings.append(f"{wandb_file}: {skipped} entries could not be decoded as wandb Records; skipped")
+    config.pop("_wandb", None)
+    run_dir = wandb_file.parent
+    in_run_dir = RUN_DIR.match(run_dir.name)
+    run_id = run.get("run_id") or (in_run_dir.group("id") if in_run_dir else wandb_file.stem)
+    history = History(
+        source=HistorySource(
+            "wandb", run_id, uri or str(wandb_file.resolve()), project=run.get("project", ""), name=run.get("name", "")
+        ),
+        frame=_frame(row_keys, row_values),
+        config=config,
+        summary={k: v for k, v in summary.items() if not k.startswith("_")},
+        packages=_requirements(run_dir / "files" / "requirements.txt"),
+        files=[p for p in sorted(run_dir.rglob("*")) if p.is_file()] if in_run_dir else [wandb_file],
+        warnings=warnings,
+        partial=damaged is not None,
+    )
+    if not row_keys and damaged is None:
+        raise HistoryError(_no_rows(wandb_file, history.summary))
+    return history
+
+
+def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]]) -> Any:
+    """The history frame, one matrix filled row by row (wandb writes each row's keys in its own order);
+    `_step` and `_timestamp` become `step` and `wall_time`; other `_` keys and non-numbers are left out."""
+    n = len(row_keys)
+    index: dict[str, int] = {}
+    for keys in dict.fromkeys(row_keys):
+        for key in keys:
+            index.setdefault(key, len(index))
+    matrix = np.full((n, len(index)), np.nan)
+    for i, (keys, values) in enumerate(zip(row_keys, row_values, strict=True)):
+        try:
+            row = np.asarray(values, dtype=float)
+        except (TypeError, ValueError):
+            row = np.asarray([_number(v) for v in values], dtype=float)
+        matrix[i, [index[k] for k in keys]] = row
+    columns = {k: matrix[:, j] for k, j in index.items()}
+    step = columns.pop("_step", None)
+    wall = columns.pop("_timestamp", np.full(n, np.nan))
+    kept = {k: v for k, v in columns.items() if not k.startswith("_") and not np.isnan(v).all()}
+    steps = np.arange(n) if step is None else np.where(np.isnan(step), np.arange(n), step).astype(np.int64)
+    return frame_from_columns(steps, wall, kept)
+
+
+def _no_rows(path: Path, summary: dict[str, Any]) -> str:
+    if summary:
+        shown = ", ".join(sorted(summary)[:5])
+        return (
+            f"{path}: this W&B run has only summary values ({shown}{' ...' if len(summary) > 5 else ''}) and no "
+            "history rows: there are no per-step figures to measure"
+        )
+    return f"{path}: this W&B run logged no history rows"
+
+
+def _typed_json(item: Any) -> str:
+    """A history value that a newer wandb sent typed rather than as JSON text."""
+    which = item.WhichOneof("value")
+    if which in ("number", "integer"):
+        return repr(float(getattr(item, which)))
+    if which == "boolean":
+        return "true" if item.boolean else "false"
+    if which == "json":
+        return item.json
+    return "null"
+
+
+def _apply(target: dict[str, Any], updates: Any) -> None:
+    """Config/summary updates into a nested dict (`nested_key` paths, `value_json` values)."""
+    for item in updates:
+        path = list(item.nested_key) or [item.key]
+        try:
+            value = json.loads(item.value_json) if item.value_json else None
+        except ValueError:
+            value = item.value_json
+        node = target
+        for part in path[:-1]:
+            node = node.setdefault(part, {}) if isinstance(node.get(part), dict) or part not in node else {}
+        node[path[-1]] = (
+            value.get("value", value) if isinstance(value, dict) and set(value) == {"value", "desc"} else value
+        )
+
+
+_REQ = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;#]+)", re.MULTILINE)
+
+
+def _requirements(path: Path) -> dict[str, str]:
+    """name -> version from the requirements.txt wandb saves with a run (what `pip freeze` said)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return {}
+    return {m.group(1).lower().replace("_", "-"): m.group(2) for m in _REQ.finditer(text)}

@@ -1,0 +1,145 @@
+"""Ground truth with real TRL runs (GRPOTrainer on a CPU, a tiny Qwen3, seconds of compute each): what benchbed
+reads from TRL's outputs against what the runs' own probes measured (tests/adapters/trl/probe.py).
+
+Three runs, launched together through benchbed's pipeline (module-scoped, so each is made once):
+- spg1: steps_per_generation 1, a recording reward and a generation timer;
+- spg2: steps_per_generation 2, the sandboxed reward (a real sandbox start per completion);
+- spg4: steps_per_generation 4, killed (SIGKILL) by its own callback once step 3 is logged."""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from benchbed import keys as K
+from benchbed.pipeline import execute
+from benchbed.spec import build_spec
+from benchbed.store import Store, read_record
+from benchbed.trace import read_trace
+
+PROBE = Path(__file__).with_name("probe.py")
+STEPS = 4
+WORKLOAD = {"prompts_per_step": 2, "group_size": 4, "max_response_tokens": 6, "steps": STEPS}
+RUNS = {
+    "spg1": {"steps_per_generation": 1, "rewards": [f"{PROBE}:recorded"], "callbacks": [f"{PROBE}:GenerationTimer"]},
+    "spg2": {"steps_per_generation": 2, "rewards": ["arith_sandbox"]},
+    "spg4": {"steps_per_generation": 4, "rewards": [f"{PROBE}:recorded"], "callbacks": [f"{PROBE}:KillAtStep3"]},
+}
+
+
+def _available() -> None:
+    """Skip outside CI when TRL or the local sandbox is missing; in CI both must be there."""
+    import importlib.util
+
+    reason = None if importlib.util.find_spec("trl") else "TRL is not installed (pip install 'benchbed[trl]')"
+    if reason is None:
+        from benchbed.sandbox.capabilities import SandboxUnavailable, detect
+
+        try:
+            detect()
+        except SandboxUnavailable as exc:
+            reason = f"local sandbox unavailable here: {exc}"
+    if reason is not None:
+        if os.environ.get("CI"):
+            raise RuntimeError(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """name -> {record, trace, dir}: the three runs, launched at once (their imports overlap)."""
+    _available()
+    store = Store(tmp_path_factory.mktemp("trl-store"))
+
+    def launch(name: str):
+        spec = build_spec({"name": f"trl-{name}", "adapter": "trl", "timeout_s": 900, "workload": WORKLOAD,
+                           "trl": RUNS[name]})  # fmt: skip
+        return execute(spec, store)
+
+    with ThreadPoolExecutor(len(RUNS)) as pool:
+        outcomes = dict(zip(RUNS, pool.map(launch, RUNS), strict=True))
+    out = {}
+    for name, outcome in outcomes.items():
+        run_dir = outcome.run_dir
+        record = read_record(run_dir)
+        trace = read_trace(run_dir / "trace.parquet") if (run_dir / "trace.parquet").exists() else None
+        out[name] = {"record": record, "trace": trace, "dir": run_dir}
+    return out
+
+
+def _trained(trace) -> object:
+    r = trace.events[trace.events["key"] == K.ROLLOUT]
+    return r[r["v_train"] >= 0]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("name, spg", [("spg1", 1), ("spg2", 2), ("spg4", 4)])
+def test_staleness_is_the_slice_each_sample_was_trained_in(runs, name: str, spg: int) -> None:
+    run = runs[name]
+    trace = run["trace"]
+    trained = _trained(trace)
+    steps = sorted(trained["step"].unique())
+    assert steps == list(range(1, (3 if name == "spg4" else STEPS) + 1))
+    for step, rows in trained.groupby("step"):
+        assert len(rows) == 8, f"{name} step {step}: {len(rows)} samples trained"
+        # batch g is generated at the start of step g·spg + 1, with version g·spg, and slice s trains in step g·spg+s+1
+        assert set(rows["v_start"]) == {(step - 1) // spg * spg}, f"{name} step {step}"
+        assert set(rows["v_train"] - rows["v_start"]) == {(step - 1) % spg}
+    expected = [(k - 1) % spg for k in steps if k > 1]  # the metric window leaves out warm-up step 1
+    assert run["record"].metrics["staleness_mean"].value == pytest.approx(sum(expected) / len(expected))
+    assert run["record"].metrics["staleness_max"].value == max(expected)
+
+
+def test_every_sample_of_a_batch_is_trained_exactly_once(runs) -> None:
+    """The recorded permutation gives each sample its own slice: a batch of 32 fills slices 0-3 with 8 each."""
+    rows = runs["spg4"]["trace"].events
+    batch = rows[(rows["key"] == K.ROLLOUT) & (rows["v_start"] == 0)]
+    assert len(batch) == 32 and batch["sample"].nunique() == 32
+    assert batch["v_train"].value_counts().sort_index().to_dict() == {0: 8, 1: 8, 2: 8, -1: 8}  # step 4 never ran
+
+
+def test_zero_advantage_fraction_equals_the_rewards_the_reward_function_returned(runs) -> None:
+    run = runs["spg1"]
+    calls = _jsonl(run["dir"] / "probe-rewards.jsonl")
+    assert [c["global_step"] for c in calls] == [0, 1, 2, 3]  # one call per generated batch, at version k - 1
+    window = calls[1:]  # batches generated in steps 2-4: the metric window
+    groups = [c["rewards"][i : i + 4] for c in window for i in range(0, 8, 4)]
+    zero = sum(len(set(g)) == 1 for g in groups) / len(groups)
+    assert run["record"].metrics["zero_adv_group_fraction"].value == pytest.approx(zero, abs=1e-12)
+    rewards = run["trace"].events.query("key == 'rollout'").sort_values(["v_start", "sample"], key=_natural)["value"]
+    assert list(rewards) == [r for c in calls for r in c["rewards"]]
+
+
+def _natural(column):
+    return column.map(lambda s: int(s.split("-")[1]) if isinstance(s, str) and "-" in s else s)
+
+
+def test_sandbox_starts_equal_the_reward_functions_checks(runs) -> None:
+    run = runs["spg2"]
+    events = run["trace"].events
+    starts = events[events["key"] == K.SANDBOX_START]
+    completions = sorted((run["dir"] / "completions").glob("completions_*.parquet"))
+    import pandas as pd
+
+    scored = sum(len(t[t["step"] == int(p.stem.split("_")[1])]) for p in completions
+                 for t in [pd.read_parquet(p)] if int(p.stem.split("_")[1]) % 2 == 1)  # fmt: skip
+    assert scored == 32  # two batches of 16, generated in steps 1 and 3
+    assert len(starts) == scored and (starts["status"] == "ok").all()
+    assert run["record"].metrics["sandbox_init_failure_rate"].value == 0.0
+    assert run["record"].metrics["sandbox_start_p50_s"].value > 0
+
+
+def test_a_run_killed_midway_is_partial(runs) -> None:
+    run = runs["spg4"]
+    record = run["record"]
+    assert record.status == "partial"
+    assert record.error is not None and record.error.exit_code == -9
+    assert any("did not finish training" in w for w in record.warnings)
+    assert run["trace"].meta.partial

@@ -73,6 +73,8 @@ class ErrorInfo(_Model):
 class Gate(_Model):
     """How a night of a suite entry is judged against the nights before it (benchbed.nightly.stats)."""
 
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # nan/inf is no significance level or effect
+
     nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
     alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the two-sided rank test")
     min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from benchbed.catalog import RECORD_FILENAME, Catalog
+from benchbed.catalog import RECORD_FILENAME, Catalog, read_record
 from benchbed.errors import OutputError, StoreError
+from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import write_output
-from benchbed.record import FORMAT_VERSION, ErrorInfo, RunRecord, utc_now
+from benchbed.record import ErrorInfo, RunRecord, utc_now
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,35 +65,6 @@ def _overwrite_in_place(path: Path, text: str) -> bool:
     except OSError:
         return False
     return True
-
-
-def read_record(path: Path) -> RunRecord:
-    """Load a record.json (or the one in a run directory); refuse unknown format versions."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / RECORD_FILENAME
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise StoreError(f"{path}: no run record here; expected a run directory written by benchbed") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StoreError(f"{path}: record is not valid JSON ({exc})") from exc
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the run record ({exc.strerror})") from None
-    version = data.get("format_version") if isinstance(data, dict) else None
-    if version != FORMAT_VERSION:
-        newer = isinstance(version, int) and version > FORMAT_VERSION
-        action = "upgrade benchbed to read it" if newer else "it was not written by this benchbed"
-        raise StoreError(
-            f"{path}: record format_version {version!r} is not supported "
-            f"(this benchbed reads version {FORMAT_VERSION}); {action}"
-        )
-    try:
-        return RunRecord.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise StoreError(f"{path}: record field '{where}': {first['msg']}") from exc
 
 
 @dataclass
@@ -177,10 +146,7 @@ class Store:
         return result, errors
 
 
-_TABLE_COLUMNS = (
-    "run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine",
-    "trainer_idle_ratio", "staleness_mean", "trainer_throughput_sps", "path",
-)  # fmt: skip
+_TABLE_COLUMNS = ("run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine", *listed_columns(), "path")
 
 
 def _quoted(text: str) -> str:

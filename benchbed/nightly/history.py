@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
+from benchbed.metrics import METRICS
 from benchbed.nightly.stats import (
     Comparison,
     EntryVerdict,
@@ -155,12 +156,21 @@ def gate_night(nights: list[NightValues], index: int, metric: str, gate: Gate) -
     return comparison, tuple(c for c in changes if c)
 
 
-def watched(points: pd.DataFrame) -> list[str]:
-    """The metrics a series' latest run watches (its suite entry's list, else the default ones it reports)."""
+def is_known_metric(name: str) -> bool:
+    """A metric this benchbed computes (a framework's own `framework_*` figures included)."""
+    return name.removeprefix("framework_") in METRICS
+
+
+def watched(points: pd.DataFrame, unknown: list[str] | None = None) -> list[str]:
+    """The metrics a series' latest run watches (its suite entry's list, else the default ones it reports).
+    Names this benchbed does not know (a record from another version) are left out and added to `unknown`."""
     latest = points[points["started_at"] == points["started_at"].max()]
     listed = [m for m in str(latest["watch"].iloc[0]).split(",") if m] if len(latest) else []
+    known = [m for m in listed if is_known_metric(m)]
+    if unknown is not None:
+        unknown += [m for m in listed if not is_known_metric(m)]
     present = set(points["metric"])
-    return listed or default_watch(present)
+    return known or default_watch(present)
 
 
 def recorded_gate(points: pd.DataFrame) -> Gate:
@@ -168,15 +178,24 @@ def recorded_gate(points: pd.DataFrame) -> Gate:
     return Gate.model_validate_json(points.sort_values("started_at")["gate"].iloc[-1])
 
 
-def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None) -> list[Series]:
+def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None,
+                 warnings: list[str] | None = None) -> list[Series]:  # fmt: skip
     """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict,
-    judged with the gate its latest run recorded (with `nights` previous nights when given)."""
+    judged with the gate its latest run recorded (with `nights` previous nights when given). A watched metric
+    this benchbed does not know is left out with a line in `warnings`; the series' other metrics stay."""
     out = []
     for (machine, entry), rows in points.groupby(["machine", "entry"], sort=True):
         entry_gate = recorded_gate(rows)
         if nights is not None:
             entry_gate = entry_gate.model_copy(update={"nights": nights})
-        for metric in metrics or watched(rows):
+        unknown: list[str] = []
+        names = metrics or watched(rows, unknown)
+        if unknown and warnings is not None:
+            warnings.append(
+                f"{entry} on {machine}: its latest run watches {', '.join(unknown)}, unknown to this benchbed "
+                f"(written by another version?); showing {', '.join(names) or 'no metric'}"
+            )
+        for metric in names:
             metric_rows = rows[rows["metric"] == metric]
             if metric_rows.empty:
                 continue

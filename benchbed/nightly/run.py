@@ -13,6 +13,7 @@ from pathlib import Path
 
 from benchbed.launch.base import Launcher, get_launcher
 from benchbed.nightly.history import Series, build_series, load_points, night_verdicts
+from benchbed.nightly.regimes import EntryRegime, entry_regimes
 from benchbed.nightly.stats import EntryVerdict
 from benchbed.nightly.suite import PlannedEntry, Suite, default_watch
 from benchbed.pipeline import execute, preflight
@@ -35,7 +36,9 @@ class Night:
     records: list[RunRecord] = field(default_factory=list)
     verdicts: list[EntryVerdict] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
+    regimes: list[EntryRegime] = field(default_factory=list)  # each entry's diagnosis tonight and the night before
     skipped: list[str] = field(default_factory=list)  # unreadable records of the store, left out of the history
+    warnings: list[str] = field(default_factory=list)  # e.g. a series whose latest run watches an unknown metric
 
     @property
     def title(self) -> str:
@@ -83,7 +86,8 @@ def run_night(
         tonight = points[(points["entry"] == entry.name) & (points["night"] == night)]
         metrics = list(entry.watch) or default_watch(tonight["metric"])
         result.verdicts += night_verdicts(points, store_machine, entry.name, night, metrics, entry.gate)
-    result.series = build_series(points[points["entry"].isin({e.name for e in planned})])
+    result.series = build_series(points[points["entry"].isin({e.name for e in planned})], warnings=result.warnings)
+    result.regimes = entry_regimes(points, list(dict.fromkeys(e.name for e in planned)), night)
     by_key = {(s.entry, s.metric): s for s in result.series}
     for verdict in result.verdicts:  # the page shows tonight's verdicts even where tonight's value is missing
         if (verdict.entry, verdict.metric) in by_key:

@@ -20,7 +20,7 @@ from benchbed.spec import ExperimentSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "experiments" / "quickstart.toml"
-REPRODUCE = ROOT / "experiments" / "reproduce"
+REPRODUCE = ROOT / "experiments" / "reproduce" / "semianalysis"
 
 
 def _metrics(spec: ExperimentSpec) -> dict[str, float]:

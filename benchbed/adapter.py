@@ -1,24 +1,22 @@
-"""The adapter contract: render a spec into a LaunchPlan, parse a run's artifacts into a Trace; plus the registry."""
+"""The adapter contract (core): render a spec into a LaunchPlan, parse a run's artifacts into a Trace; plus the registry
+of adapters by entry point. Imports nothing from the plug-in folder (benchbed.adapters) nor from the spec."""
 
 from __future__ import annotations
 
-import difflib
-import functools
-import sys
 import threading
+from abc import ABC, abstractmethod
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchbed import plugins
 from benchbed.errors import AdapterError
 
 if TYPE_CHECKING:
     from benchbed.spec import ExperimentSpec
     from benchbed.trace import Trace
-
-ENTRY_POINT_GROUP = "benchbed.adapters"
 
 
 class LaunchPlan(BaseModel):
@@ -44,25 +42,37 @@ class LaunchPlan(BaseModel):
     description: str = ""
 
 
-@runtime_checkable
-class Adapter(Protocol):
-    """A framework integration. `render` and `parse` are pure: no framework import, no network.
+class Adapter(ABC):
+    """A framework integration, built-in or plug-in: every adapter subclasses this class and registers it in the
+    `benchbed.adapters` entry-point group. `render` and `parse` are pure: no framework import, no network.
 
-    Optional class attributes: `options_model`, a pydantic model (extra="forbid") that validates the spec's
-    table of this adapter when the spec is loaded; `spec_table`, that table's name when it is not `name`.
-    `benchbed.adapterkit.adapter.FrameworkAdapter` implements this (and `find_runs`) from declared functions."""
+    Optional, typed: `options_model`, the pydantic model (extra="forbid") that validates the spec's table of this
+    adapter once, when the spec is loaded (`spec.adapter_options()` returns it); `spec_table`, that table's name
+    when it is not `name`; `find_runs`, the runs under a directory (default: the directory is one run).
+    `benchbed.adapterkit.adapter.FrameworkAdapter` declares render, parse and find_runs as functions."""
 
-    name: str
+    name: ClassVar[str]
+    options_model: ClassVar[type[BaseModel] | None] = None
+    spec_table: ClassVar[str | None] = None
 
+    @property
+    def table(self) -> str:
+        """The name of this adapter's table in a spec: `spec_table` when declared, else the adapter's name."""
+        return self.spec_table or self.name
+
+    @abstractmethod
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         """The command that runs `spec` with its artifacts written under `run_dir`."""
-        ...
 
+    @abstractmethod
     def parse(self, path: Path) -> Trace:
         """Read a run directory (or a single native file) into the canonical trace.
 
         Raises NotThisFrameworkError when the input was written by another framework."""
-        ...
+
+    def find_runs(self, path: Path) -> list[Path]:
+        """The run directories under the directory `path`, outermost first; by default `path` is one run."""
+        return [Path(path)]
 
 
 _lock = threading.Lock()
@@ -70,50 +80,20 @@ _loaded: dict[str, Adapter] = {}
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return _entry_points_on(tuple(sys.path))
-
-
-@functools.lru_cache(maxsize=8)
-def _entry_points_on(path: tuple[str, ...]) -> dict[str, metadata.EntryPoint]:
-    """The group's entry points for this sys.path: scanning every installed distribution takes ~0.1 s, and
-    loading a spec asks several times; a package added to sys.path is seen on the next call."""
-    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return plugins.entry_points(plugins.ADAPTERS)
 
 
 def available_adapters() -> list[str]:
-    """Names registered in the entry-point group (nothing is imported)."""
-    return sorted(_entry_points())
+    """Names registered in the `benchbed.adapters` entry-point group (nothing is imported)."""
+    return plugins.names(plugins.ADAPTERS)
 
 
 def get_adapter(name: str) -> Adapter:
-    """Load an adapter by name, lazily; unknown names get a 'did you mean'."""
+    """Load an adapter by name, lazily, once; unknown names get a 'did you mean'."""
     with _lock:
-        if name in _loaded:
-            return _loaded[name]
-        eps = _entry_points()
-        if name not in eps:
-            close = difflib.get_close_matches(name, list(eps), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise AdapterError(f"unknown adapter {name!r}{hint} (available: {', '.join(sorted(eps)) or 'none'})")
-        try:
-            factory = eps[name].load()
-        except ImportError as exc:
-            raise AdapterError(f"adapter {name!r} cannot be loaded: {exc}") from exc
-        adapter = factory()
-        if not isinstance(adapter, Adapter):
-            raise AdapterError(f"entry point {name!r} does not provide render() and parse()")
-        _loaded[name] = adapter
-        return adapter
-
-
-def options_model(adapter: Adapter) -> type[BaseModel] | None:
-    """The pydantic model that validates the adapter's spec table, if it declares one."""
-    return getattr(adapter, "options_model", None)
-
-
-def spec_table(adapter: Adapter) -> str:
-    """The name of the adapter's table in a spec: `spec_table` when declared, else the adapter's name."""
-    return getattr(adapter, "spec_table", None) or adapter.name
+        if name not in _loaded:
+            _loaded[name] = plugins.load_class(plugins.ADAPTERS, name, "adapter", Adapter, AdapterError)()
+        return _loaded[name]
 
 
 def table_owner(table: str, first: str | None = None) -> Adapter | None:
@@ -125,7 +105,7 @@ def table_owner(table: str, first: str | None = None) -> Adapter | None:
             adapter = get_adapter(name)
         except AdapterError:
             continue  # an adapter that cannot load owns no table; its own spec fails on get_adapter
-        if spec_table(adapter) == table:
+        if adapter.table == table:
             return adapter
     return None
 
@@ -133,5 +113,5 @@ def table_owner(table: str, first: str | None = None) -> Adapter | None:
 def table_names() -> list[str]:
     """Every name a spec table can have: registered adapter names, plus the tables loaded adapters declare."""
     with _lock:
-        declared = {spec_table(adapter) for adapter in _loaded.values()}
+        declared = {adapter.table for adapter in _loaded.values()}
     return sorted(set(_entry_points()) | declared)

@@ -24,17 +24,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from benchbed.errors import OutputError, StoreError
+from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import open_output, write_output
-from benchbed.record import RunRecord
+from benchbed.record import FORMAT_VERSION, RunRecord
 
 CATALOG_DIRNAME = "_catalog"
 CATALOG_VERSION = 1
 RECORD_FILENAME = "record.json"
 _PENDING = "pending"
 _META_KEY = b"benchbed.catalog"
-FLAT_METRICS = ("trainer_idle_ratio", "staleness_mean", "trainer_throughput_sps")  # also as columns, for `ls`
+FLAT_METRICS = tuple(listed_columns())  # metrics also kept as columns, for `ls` (the registry names them)
 
 _METRIC = pa.struct([("name", pa.string()), ("value", pa.float64()), ("unit", pa.string())])
 SCHEMA = pa.schema([
@@ -45,6 +47,35 @@ SCHEMA = pa.schema([
     ("watch", pa.string()), ("gate", pa.string()), ("error", pa.string()), ("metrics", pa.list_(_METRIC)),
     *((name, pa.float64()) for name in FLAT_METRICS),
 ])  # fmt: skip
+
+
+def read_record(path: Path) -> RunRecord:
+    """Load a record.json (or the one in a run directory); refuse unknown format versions."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RECORD_FILENAME
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no run record here; expected a run directory written by benchbed") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: record is not valid JSON ({exc})") from exc
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the run record ({exc.strerror})") from None
+    version = data.get("format_version") if isinstance(data, dict) else None
+    if version != FORMAT_VERSION:
+        newer = isinstance(version, int) and version > FORMAT_VERSION
+        action = "upgrade benchbed to read it" if newer else "it was not written by this benchbed"
+        raise StoreError(
+            f"{path}: record format_version {version!r} is not supported "
+            f"(this benchbed reads version {FORMAT_VERSION}); {action}"
+        )
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise StoreError(f"{path}: record field '{where}': {first['msg']}") from exc
 
 
 def catalog_row(rel: str, record: RunRecord | None, error: str | None = None) -> dict[str, Any]:
@@ -112,7 +143,10 @@ class Catalog:
         A store with no index yet is left for the first reader to index."""
         rel = self._rel(run_dir)
         machine = rel.split("/")[0]
-        marker = self._mark(rel)
+        try:
+            marker: Path | None = self._mark(rel)
+        except (OSError, OutputError):  # a full disk, say: the record still goes first
+            marker = None
         path = write(run_dir, record)
         try:
             with self._locked(machine):
@@ -121,8 +155,12 @@ class Catalog:
                     index.add([catalog_row(rel, record)])
                     self._store(machine, index)
         except (OSError, OutputError):  # the record is written; the marker tells the next reader to index it
+            if marker is None:  # no marker either: drop the index (freeing space), the next reader rebuilds it
+                with contextlib.suppress(OSError):
+                    self._path(machine).unlink(missing_ok=True)
             return path
-        marker.unlink(missing_ok=True)
+        if marker is not None:
+            marker.unlink(missing_ok=True)
         return path
 
     def _mark(self, rel: str) -> Path:
@@ -228,8 +266,6 @@ class Catalog:
         return index
 
     def _read_row(self, rel: str) -> dict[str, Any]:
-        from benchbed.store import read_record
-
         try:
             return catalog_row(rel, read_record(self.root / rel))
         except StoreError as exc:

@@ -15,7 +15,7 @@ from typing import Any
 from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
 from benchbed.errors import AdapterError, BenchbedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
-from benchbed.launch.signals import interrupt_for, signal_name
+from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
@@ -45,28 +45,51 @@ def _new_record(spec_data: dict, spec_id: str, adapter_name: str, launcher: str)
 
 
 def _finish(record: RunRecord, store: Store, run_dir: Path, trace: Trace | None, warmup_steps: int) -> None:
-    """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record."""
-    if trace is not None:
-        meta = trace.meta
-        record.adapter.framework = meta.framework
-        record.adapter.version = meta.framework_version
-        record.adapter.mode = meta.mode
-        warnings = list(meta.warnings)
-        if isinstance(record.spec.get("resources"), dict):
-            meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
-        record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
-        record.warnings.extend(redact(w) for w in warnings)
-        record.trace_events = len(trace.events)
-        meta.warnings = [redact(w) for w in meta.warnings]
-        target = run_dir / TRACE_FILENAME
-        if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
-            trace.write(target)
-        if meta.partial and record.status == "succeeded":
-            record.status = "partial"
+    """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record.
+
+    Whatever stops this (a stop signal or an error while the metrics are computed), the record is written with a
+    final status before the exception goes on; the write itself holds stop signals until it is done."""
+    stopped: BaseException | None = None
+    try:
+        if trace is not None:
+            _measure(record, run_dir, trace, warmup_steps)
+    except KeyboardInterrupt as exc:
+        stopped = exc
+        record.status = "partial" if record.status == "succeeded" else "failed"
+        record.metrics = {}
+        message = f"benchbed was interrupted ({signal_name(exc)}) while computing the metrics"
+        record.error = record.error or ErrorInfo(message=f"{message}; the run's artifacts are in {run_dir}")
+    except Exception as exc:
+        stopped = exc
+        record.status, record.metrics = "failed", {}
+        message = f"benchbed failed computing the metrics: {type(exc).__name__}: {exc}"
+        record.error = record.error or ErrorInfo(message=redact(message))
     started = record.started_at
     record.finished_at = utc_now().isoformat()
     record.duration_s = (utc_now() - datetime.fromisoformat(started)).total_seconds()
-    store.save(run_dir, record)
+    with stop_signals_held():
+        store.save(run_dir, record)
+    if stopped is not None:
+        raise stopped
+
+
+def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) -> None:
+    meta = trace.meta
+    record.adapter.framework = meta.framework
+    record.adapter.version = meta.framework_version
+    record.adapter.mode = meta.mode
+    warnings = list(meta.warnings)
+    if isinstance(record.spec.get("resources"), dict):
+        meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
+    record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
+    record.warnings.extend(redact(w) for w in warnings)
+    record.trace_events = len(trace.events)
+    meta.warnings = [redact(w) for w in meta.warnings]
+    target = run_dir / TRACE_FILENAME
+    if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
+        trace.write(target)
+    if meta.partial and record.status == "succeeded":
+        record.status = "partial"
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
@@ -83,14 +106,12 @@ def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
 
 def preflight(specs: list[ExperimentSpec], store: Store, launcher: Launcher | None = None) -> None:
     """Render every spec (each matrix point) before the first launches, and let the launcher check what it needs
-    (a launcher's optional `preflight(spec, plan, run_dir)`), so a bad point fails now, not hours into a sweep;
-    nothing is created."""
-    check = getattr(launcher, "preflight", None)
+    (`Launcher.preflight`), so a bad point fails now, not hours into a sweep; nothing is created."""
     for spec in specs:
         run_dir = store.propose_run_dir("preflight", spec.adapter, spec.spec_id, "")
         _, plan = render(spec, run_dir)
-        if check is not None:
-            check(spec, plan, run_dir)
+        if launcher is not None:
+            launcher.preflight(spec, plan, run_dir)
 
 
 def execute(
@@ -101,7 +122,7 @@ def execute(
     suite: SuiteInfo | None = None,
     launcher: str | Launcher = "local",
 ) -> RunOutcome:
-    """Launch one spec (its `repeat`-th run) with `launcher` (a name from LAUNCHERS or a built Launcher), keep its
+    """Launch one spec (its `repeat`-th run) with `launcher` (a registered launcher name or a built Launcher), keep its
     artifacts in a fresh run directory, and record the result."""
     launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)
@@ -199,12 +220,10 @@ MAX_LISTED = 20  # candidates named in a SeveralRunsError message
 
 
 def find_runs(path: Path, adapter_name: str) -> list[Path]:
-    """The runs of this adapter at `path`: what the adapter's optional `find_runs` discovers under a directory,
-    else `path` itself."""
+    """The runs of this adapter at `path`: what the adapter's `find_runs` discovers under a directory, else `path`."""
     path = Path(path)
     check_readable_input(path)
-    finder = getattr(get_adapter(adapter_name), "find_runs", None)
-    runs = finder(path) if finder is not None and path.is_dir() else [path]
+    runs = get_adapter(adapter_name).find_runs(path) if path.is_dir() else [path]
     return runs or [path]  # nothing marked a run: the adapter's parse says why
 
 

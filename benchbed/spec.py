@@ -7,14 +7,18 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from benchbed import plugins
+from benchbed.adapter import Adapter, available_adapters, get_adapter, table_names, table_owner
 from benchbed.errors import SpecError
 from benchbed.secrets import is_secret_name, redact_mapping
 
@@ -25,6 +29,9 @@ else:  # pragma: no cover
 
 
 MAX_STEPS = 10_000_000  # far beyond any RL run; larger values are typos (or would overflow a framework's int)
+# Counts that allocate (a launch, a spec copy per point or repeat): bounded at validation, far above real use.
+MAX_REPEATS = 1_000
+MAX_MATRIX_POINTS = 10_000
 
 
 class _Strict(BaseModel):
@@ -40,7 +47,7 @@ class Workload(_Strict):
     group_size: int = Field(16, gt=0, description="samples per prompt (GRPO group size G)")
     max_response_tokens: int = Field(4096, gt=0)
     max_seq_len: int | None = Field(None, gt=0, description="prompt + response token cap")
-    max_staleness: int = Field(0, ge=0, description="versions; 0 = synchronous")
+    max_staleness: int = Field(0, ge=0, le=MAX_STEPS, description="versions; 0 = synchronous")
     steps: int = Field(200, gt=0, le=MAX_STEPS, description="trainer steps")
     task: str = Field("math", description="environment family, e.g. math, swe, tool-use")
 
@@ -60,11 +67,22 @@ class Resources(_Strict):
     generator_price_per_gpu_hour: float | None = Field(None, ge=0, description="overrides it for generator GPUs")
 
 
-class SandboxSpec(_Strict):
-    backend: Literal["local", "modal", "prime", "none"] = "none"
+class SandboxTable(_Strict):
+    """`[sandbox]`: which sandbox provider the run uses and how it starts sandboxes (the sandbox-bench adapter
+    and frameworks that start coding sandboxes read it)."""
+
+    backend: str = Field("none", description="a registered sandbox backend (local, modal, prime, ...) or none")
     max_starting: int | None = Field(None, gt=0, description="cap on sandboxes in the starting state")
     start_timeout_s: float | None = Field(None, gt=0)
     image: str | None = None
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, backend: str) -> str:
+        known = ["none", *plugins.names(plugins.SANDBOX_BACKENDS)]
+        if backend not in known:
+            raise ValueError(f"expected one of {', '.join(repr(k) for k in known)}")
+        return backend
 
 
 def _refuse_secrets(env: dict[str, str]) -> dict[str, str]:
@@ -119,14 +137,15 @@ class RaySpec(_Strict):
         return _refuse_secrets(env)
 
 
-# Tables every spec carried (empty when absent) before adapters owned their tables: still filled in, so that
-# existing spec ids stay stable and `spec.verl` etc. read {} when the table is absent.
-LEGACY_TABLES: tuple[str, ...] = ("sim", "verl", "slime", "prime_rl", "local", "sandbox_bench")
+# Part of the spec-id format, not a list of adapters: ids hash these six tables, as {} when a spec has none,
+# because every spec carried them before adapters owned their tables; so existing ids stay valid.
+ID_EMPTY_TABLES: tuple[str, ...] = ("local", "prime_rl", "sandbox_bench", "sim", "slime", "verl")
 
 
 class ExperimentSpec(_Strict):
     """A declarative experiment: the neutral core below, plus one table per adapter (e.g. `[verl]`), each
-    validated by the options model of the registered adapter that owns it (see `adapters/base.py`)."""
+    validated once, when the spec is built, by the options model of the registered adapter that owns it (see
+    `benchbed/adapter.py`); read a table with `adapter_table()`, its validated options with `adapter_options()`."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -134,11 +153,11 @@ class ExperimentSpec(_Strict):
     adapter: str = Field(min_length=1)
     description: str = ""
     warmup_steps: int = Field(1, ge=0, description="steps excluded from the metric window")
-    repeats: int = Field(1, gt=0)
+    repeats: int = Field(1, gt=0, le=MAX_REPEATS, description="launches of each matrix point")
     timeout_s: float | None = Field(None, gt=0, description="wall-clock limit of a launch")
     workload: Workload = Field(default_factory=Workload)
     resources: Resources = Field(default_factory=Resources)
-    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
+    sandbox: SandboxTable = Field(default_factory=SandboxTable)
     slurm: SlurmSpec | None = Field(None, description="--launcher slurm: the allocation")
     ray: RaySpec | None = Field(None, description="--launcher ray: job options")
     matrix: dict[str, list[Any]] = Field(
@@ -147,6 +166,7 @@ class ExperimentSpec(_Strict):
     variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
     _source: str = PrivateAttr(default="<spec>")
     _repeat: int = PrivateAttr(default=0)
+    _options: dict[str, BaseModel] = PrivateAttr(default_factory=dict)  # table -> its validated options model
 
     @model_validator(mode="after")
     def _window_has_steps(self) -> ExperimentSpec:
@@ -173,37 +193,29 @@ class ExperimentSpec(_Strict):
 
     @property
     def tables(self) -> dict[str, dict[str, Any]]:
-        """Adapter tables by name, as written (empty legacy tables included)."""
+        """Adapter tables by name, as written."""
         return dict(self.model_extra or {})
 
     def adapter_table(self, name: str | None = None) -> dict[str, Any]:
-        """The table `name` (default: the table of this spec's adapter), {} when the spec has none."""
-        if name is None:
-            from benchbed.adapter import get_adapter, spec_table
+        """The table `name` as written (default: the table of this spec's adapter), {} when the spec has none."""
+        return (self.model_extra or {}).get(name or get_adapter(self.adapter).table) or {}
 
-            name = spec_table(get_adapter(self.adapter))
-        return (self.model_extra or {}).get(name) or {}
-
-    def adapter_options(self, name: str | None = None) -> BaseModel | None:
-        """The adapter's options model filled from its table (None when the adapter declares no model)."""
-        from benchbed.adapter import get_adapter, options_model, spec_table
-
+    def adapter_options(self, name: str | None = None) -> Any:
+        """The options model of the adapter `name` (default: this spec's adapter), filled from its table and
+        validated when the spec was built; None when the adapter declares no options model."""
         adapter = get_adapter(name or self.adapter)
-        model = options_model(adapter)
-        return None if model is None else model.model_validate(self.adapter_table(spec_table(adapter)))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fill_legacy_tables(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data = {**{name: {} for name in LEGACY_TABLES}, **data}
-        return data
+        if adapter.options_model is None:
+            return None
+        if adapter.table not in self._options:  # an absent table of another adapter: its defaults
+            self._options[adapter.table] = options_of(adapter, {}, self.source)
+        return self._options[adapter.table]
 
     @model_validator(mode="after")
     def _validate_adapter_tables(self) -> ExperimentSpec:
-        problems = table_problems(self.adapter, self.model_extra or {})
+        options, problems = validate_tables(self.adapter, self.model_extra or {})
         if problems:
             raise PydanticCustomError("adapter_tables", "; ".join(problems), {"problems": problems})
+        self._options = options
         return self
 
 
@@ -218,10 +230,10 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     for key in ("price_per_gpu_hour", "trainer_price_per_gpu_hour", "generator_price_per_gpu_hour"):
         if data["resources"].get(key) is None:  # prices join the id only when given, so older ids stay valid
             data["resources"].pop(key, None)
-    for table, value in spec.tables.items():  # an empty table of a newer adapter changes nothing that runs
-        if not value and table not in LEGACY_TABLES:
+    for table, value in spec.tables.items():  # an empty table changes nothing that runs
+        if not value:
             data.pop(table, None)
-    return data
+    return {**{table: {} for table in ID_EMPTY_TABLES}, **data}
 
 
 def spec_id(spec: ExperimentSpec) -> str:
@@ -231,22 +243,13 @@ def spec_id(spec: ExperimentSpec) -> str:
     return f"{slug}-{digest}"
 
 
-def table_problems(adapter_name: str, tables: dict[str, Any]) -> list[str]:
-    """What is wrong with a spec's adapter tables, one dotted-path phrase each ([] when all are valid).
-
-    Each table must belong to a registered adapter and pass its options model; the spec's own adapter's table
-    is validated even when absent (its model may require fields); other empty tables are not loaded."""
-    from benchbed.adapter import (
-        available_adapters,
-        get_adapter,
-        options_model,
-        spec_table,
-        table_names,
-        table_owner,
-    )
-
-    own = spec_table(get_adapter(adapter_name)) if adapter_name in available_adapters() else None
-    problems = []
+def validate_tables(adapter_name: str, tables: dict[str, Any]) -> tuple[dict[str, BaseModel], list[str]]:
+    """Each adapter table validated by its owner's options model: (table -> options, problems), one dotted-path
+    phrase per problem. Each table must belong to a registered adapter and pass its options model; the spec's own
+    adapter's table is validated even when absent (its model may require fields); other empty tables are skipped."""
+    own = get_adapter(adapter_name).table if adapter_name in available_adapters() else None
+    options: dict[str, BaseModel] = {}
+    problems: list[str] = []
     for name, table in {**({own: {}} if own else {}), **tables}.items():
         if not isinstance(table, dict):
             problems.append(f"field '{name}': expected a table of {name!r} options (got {table!r})")
@@ -258,16 +261,23 @@ def table_problems(adapter_name: str, tables: dict[str, Any]) -> list[str]:
             close = difflib.get_close_matches(name, table_names(), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             problems.append(f"unknown field '{name}' (not a spec field or a registered adapter's table){hint}")
-            continue
-        model = options_model(owner)
-        if model is None:
+        elif owner.options_model is None:
             problems.extend(f"unknown field '{name}.{key}' (adapter {owner.name!r} takes no options)" for key in table)
-            continue
-        try:
-            model.model_validate(table)
-        except ValidationError as exc:
-            problems.extend(validation_problems(exc, prefix=name))
-    return problems
+        else:
+            try:
+                options[name] = owner.options_model.model_validate(table)
+            except ValidationError as exc:
+                problems.extend(validation_problems(exc, prefix=name))
+    return options, problems
+
+
+def options_of(adapter: Adapter, table: dict[str, Any], source: str) -> BaseModel:
+    """`table` validated by the adapter's options model; a SpecError in the one format of spec errors."""
+    assert adapter.options_model is not None
+    try:
+        return adapter.options_model.model_validate(table)
+    except ValidationError as exc:
+        raise SpecError("; ".join(f"{source}: {p}" for p in validation_problems(exc, prefix=adapter.table))) from None
 
 
 def validation_problems(exc: ValidationError, prefix: str = "") -> list[str]:
@@ -294,19 +304,30 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     return "; ".join(f"{source}: {line}" for line in validation_problems(exc))
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    """`a.b=v` -> ("a.b", value); the value is read as a TOML literal when it is one, else as a string."""
+def parse_override(text: str, where: str = "--set") -> tuple[str, Any]:
+    """`a.b=v` -> ("a.b", value); the value is read as a TOML literal when it is one, else as a string.
+    `where` says in errors where the override came from (the command line, or a suite entry's `set`)."""
     if "=" not in text:
-        raise SpecError(f"--set {text!r}: expected KEY=VALUE, e.g. --set workload.group_size=8")
+        raise SpecError(f"{where} {text!r}: expected KEY=VALUE, e.g. workload.group_size=8")
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise SpecError(f"--set {text!r}: empty key; expected a dotted field like sim.concurrency")
+        raise SpecError(f"{where} {text!r}: empty key; expected a dotted field like sim.concurrency")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
     return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...], where: str = "--set") -> None:
+    """Apply `KEY=VALUE` overrides to spec data in place, in order (errors name `where`)."""
+    for text in overrides:
+        key, value = parse_override(text, where)
+        try:
+            set_dotted(data, key, value)
+        except SpecError as exc:
+            raise SpecError(f"{where} {text!r}: {exc}") from None
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -361,9 +382,7 @@ def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
 def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentSpec:
     """Read a TOML spec, apply `--set` overrides, validate. The matrix is kept (see expand)."""
     data = load_spec_data(path)
-    for text in overrides:
-        key, value = parse_override(text)
-        set_dotted(data, key, value)
+    apply_overrides(data, overrides)
     return build_spec(data, str(path))
 
 
@@ -376,6 +395,10 @@ def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]
     for key in keys:
         if not spec.matrix[key]:
             raise SpecError(f"{source}: matrix.{key} is empty; give at least one value")
+    points = math.prod(len(spec.matrix[k]) for k in keys)
+    if points > MAX_MATRIX_POINTS:
+        sizes = " x ".join(str(len(spec.matrix[k])) for k in keys)
+        raise SpecError(f"{source}: [matrix] expands to {sizes} = {points:,} points; at most {MAX_MATRIX_POINTS:,}")
     out = []
     for values in itertools.product(*(spec.matrix[k] for k in keys)):
         data = copy.deepcopy(base)
@@ -386,11 +409,9 @@ def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]
     return out
 
 
-def repeated(spec: ExperimentSpec) -> list[ExperimentSpec]:
-    """One copy of `spec` per repeat, each knowing its index; all share the spec_id."""
-    copies = []
+def repeated(spec: ExperimentSpec) -> Iterator[ExperimentSpec]:
+    """One copy of `spec` per repeat, each knowing its index (made as each launches); all share the spec_id."""
     for index in range(spec.repeats):
         one = spec.model_copy(deep=True)
         one._source, one._repeat = spec.source, index
-        copies.append(one)
-    return copies
+        yield one

@@ -31,9 +31,10 @@ COLUMNS: tuple[str, ...] = (
     "v_start", "v_end", "v_train", "status", "attrs", "prompt_tokens", "response_tokens",
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
-# Parquet encodings: dictionaries where values repeat (categories, mostly-empty attrs), none for unique ids;
-# statistics for numbers only (min/max of a million distinct id strings cost a third of the write).
-_DICTIONARY_COLUMNS = [*_CATEGORICAL, "attrs"]
+# Parquet encodings: dictionaries where values repeat (categories, mostly-empty attrs, group ids once per sample),
+# none for unique ids; statistics for numbers only (min/max of a million distinct id strings cost a third of the
+# write).
+_DICTIONARY_COLUMNS = [*_CATEGORICAL, "attrs", "group"]
 _STATS_COLUMNS = [*FLOAT_COLUMNS, *INT_COLUMNS]
 _NON_NEGATIVE_AGG = [k for k in KEYS if k.startswith(("trainer.", "samples.", "groups."))]
 _DEFAULTS: dict[str, Any] = {
@@ -59,6 +60,11 @@ class TraceMeta(BaseModel):
     sources: list[str] = Field(default_factory=list, description="files the trace was read from")
     warnings: list[str] = Field(default_factory=list)
     partial: bool = False
+    modelled: list[str] = Field(
+        default_factory=list,
+        description="event keys the producer emits whenever the mechanism acts: none of them in the trace means it "
+        "never acted (a metric of 0), not that it went unmeasured (an absent metric)",
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -14,7 +14,7 @@ from benchbed.spec import ExperimentSpec
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     """`python -m benchbed.adapters.example.toyloop …` with the workload and the spec's `[example]` table."""
-    opts = ExampleOptions.model_validate(spec.adapter_table("example"))
+    opts: ExampleOptions = spec.adapter_options("example")
     w = spec.workload
     argv = [sys.executable, "-m", "benchbed.adapters.example.toyloop", "--steps", str(w.steps),
             "--prompts", str(w.prompts_per_step), "--group-size", str(w.group_size), "--seed", str(opts.seed),

@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from benchbed.adapters.prime_rl.presets import PRESETS
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from benchbed.errors import SpecError
-from benchbed.spec import format_validation_error
+from pydantic import BaseModel, ConfigDict, Field
 
 PINNED_COMMIT = "559b447"
 PresetName = Literal[(*(p.name for p in PRESETS), "none")]  # type: ignore[valid-type]
@@ -33,10 +30,3 @@ class PrimeRLOptions(BaseModel):
     slurm: dict[str, Any] = Field(default_factory=dict, description="[slurm] table (job_name, partition, ...)")
     config: dict[str, Any] = Field(default_factory=dict, description="rl config passthrough, deep-merged last")
     extra_args: list[str] = Field(default_factory=list, description="appended to the `uv run rl` command")
-
-
-def load_options(table: dict[str, Any], source: str = "spec table prime_rl") -> PrimeRLOptions:
-    try:
-        return PrimeRLOptions.model_validate(table)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, source)) from None

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.prime_rl.options import PrimeRLOptions, load_options
+from benchbed.adapters.prime_rl.options import PrimeRLOptions
 from benchbed.adapters.prime_rl.presets import Preset, preset_by_name, preset_for_model
 from benchbed.adapters.prime_rl.toml_writer import dumps
 
@@ -55,7 +55,7 @@ def resolve_preset(spec: ExperimentSpec, opts: PrimeRLOptions) -> Preset | None:
 
 def render_config(spec: ExperimentSpec) -> dict[str, Any]:
     """The `rl` config as a dict (pure: no checkout needed)."""
-    opts = load_options(spec.prime_rl)
+    opts: PrimeRLOptions = spec.adapter_options("prime_rl")
     w, res = spec.workload, spec.resources
     if res.colocated:
         raise SpecError(
@@ -186,7 +186,7 @@ def find_checkout(opts: PrimeRLOptions, env: dict[str, str] | None = None) -> Pa
 
 def render_plan(spec: ExperimentSpec, run_dir: Path, env: dict[str, str] | None = None) -> LaunchPlan:
     """The launch: `uv run rl @ <run_dir>/prime_rl.toml --output-dir <run_dir> --run.name <name>` in the checkout."""
-    opts = load_options(spec.prime_rl)
+    opts: PrimeRLOptions = spec.adapter_options("prime_rl")
     config = render_config(spec)
     checkout = find_checkout(opts, env)
     run_dir = Path(run_dir).absolute()

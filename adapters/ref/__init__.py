@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchbed.adapters.ref.parse import parse_run
 
-from benchbed.adapter import LaunchPlan
+from benchbed.adapter import Adapter, LaunchPlan
 from benchbed.engine.config import RefConfig, engine_config
 from benchbed.errors import AdapterError
 from benchbed.spec import ExperimentSpec
@@ -19,7 +19,7 @@ CONFIG_FILENAME = "engine.json"
 NEEDS = ("torch", "transformers", "tokenizers")
 
 
-class RefAdapter:
+class RefAdapter(Adapter):
     """Renders the engine's command and configuration; parses events/*.jsonl into the canonical trace."""
 
     name = "ref"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from benchbed.adapter import LaunchPlan
+from benchbed.adapter import Adapter, LaunchPlan
 from benchbed.errors import NotThisFrameworkError, SpecError
 from benchbed.sandbox.bench import ADAPTER, BenchConfig, BenchOptions
 from benchbed.spec import ExperimentSpec, format_validation_error
@@ -37,7 +37,7 @@ def bench_config(spec: ExperimentSpec) -> BenchConfig:
         raise SpecError(format_validation_error(exc, f"spec {spec.name!r} [sandbox_bench]")) from None
 
 
-class SandboxBenchAdapter:
+class SandboxBenchAdapter(Adapter):
     """Renders `python -m benchbed.sandbox.bench` from the spec's [sandbox] and [sandbox_bench] tables."""
 
     name = ADAPTER

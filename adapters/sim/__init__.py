@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from benchbed.adapter import LaunchPlan
+from benchbed.adapter import Adapter, LaunchPlan
 from benchbed.errors import NotThisFrameworkError
+from benchbed.secrets import redact_mapping
 from benchbed.sim import sim_params
 from benchbed.sim.config import SimConfig
 from benchbed.spec import ExperimentSpec
@@ -16,22 +17,23 @@ from benchbed.trace import TRACE_FILENAME, Trace, read_trace
 SPEC_FILENAME = "sim-spec.json"
 
 
-class SimAdapter:
+class SimAdapter(Adapter):
     """Renders `python -m benchbed.sim` and reads back the trace it writes."""
 
     name = "sim"
     options_model = SimConfig
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
-        sim_params(spec)  # validate before anything starts
+        params = sim_params(spec)  # validate before anything starts
         data = spec.model_dump(mode="json")
         if spec.repeat:  # each repeat simulates with its own seed: sim.seed + repeat index
-            data["sim"]["seed"] = int(data["sim"].get("seed", 0)) + spec.repeat
+            table = data.setdefault(self.table, {})
+            table["seed"] = params.config.seed + spec.repeat
         return LaunchPlan(
             argv=[sys.executable, "-m", "benchbed.sim", "--spec", SPEC_FILENAME, "--out", "."],
-            files={SPEC_FILENAME: json.dumps(data, indent=2)},
+            files={SPEC_FILENAME: json.dumps(redact_mapping(data), indent=2)},  # stored in the run, like the record
             timeout_s=spec.timeout_s,
-            description=f"simulate {spec.workload.steps} steps ({spec.sim.get('mode', 'async')})",
+            description=f"simulate {spec.workload.steps} steps ({params.config.mode})",
         )
 
     def parse(self, path: Path) -> Trace:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from benchbed.errors import SpecError
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class SlimeOptions(BaseModel):
@@ -40,16 +38,3 @@ class SlimeOptions(BaseModel):
     custom_generate_function_path: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="extra runtime env vars for the Ray job")
     args: list[str] = Field(default_factory=list, description="extra arguments appended to the train command")
-
-
-def load_options(table: dict[str, object]) -> SlimeOptions:
-    """Validate the [slime] table with messages that name the field."""
-    try:
-        return SlimeOptions.model_validate(table)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"[slime].{'.'.join(str(p) for p in e['loc'])}: "
-            + ("unknown field" if e["type"] == "extra_forbidden" else e["msg"])
-            for e in exc.errors()
-        )
-        raise SpecError(problems) from None

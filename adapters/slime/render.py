@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from benchbed.adapters.slime.options import SlimeOptions, load_options
+from benchbed.adapters.slime.options import SlimeOptions
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
@@ -62,7 +62,7 @@ def unknown_arguments(argv: list[str], version: str) -> list[str]:
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
-    opts = load_options(spec.adapter_table("slime"))
+    opts: SlimeOptions = spec.adapter_options("slime")
     run_dir = run_dir.resolve()
     mode = opts.mode or ("sync" if spec.workload.max_staleness == 0 else "one_step_off")
     if opts.benchmark == "trainer_only":

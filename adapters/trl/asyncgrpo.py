@@ -63,7 +63,7 @@ args = AsyncGRPOConfig(
 )
 trainer = AsyncGRPOTrainer(model={model!r}, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                            processing_class=tokenizer, callbacks=launch.callbacks({callbacks!r}))
-launch.run(trainer)
+launch.run(trainer, recorder)
 '''
     check_installed()
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline",

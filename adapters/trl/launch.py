@@ -1,9 +1,11 @@
 """What a rendered TRL script calls, in the run's own process: build the model, tokenizer, data, reward functions
 and callbacks, then train. Heavy imports (torch, transformers, datasets, trl) happen here, never in render or parse.
 
-Besides TRL's own outputs (trainer_state.json, completions/*.parquet, the W&B offline run), the script leaves
-`benchbed-trl-batches.jsonl`: the permutation TRL drew to shuffle each generated batch before cutting it into
-per-step slices, so the parser knows exactly which sample each optimizer step trained on."""
+Besides TRL's own outputs (trainer_state.json, the W&B offline run), the script leaves `benchbed-trl-batches.jsonl`:
+per generated batch, the rewards each reward function returned, the token counts, and the permutation TRL drew
+to shuffle the batch before cutting it into per-step slices, so the parser knows exactly which sample each
+optimizer step trained on. (TRL's own completions tables, `log_completions`, would cost a quarter of each step:
+with W&B on, TRL also logs each as a W&B table.)"""
 
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from benchbed.adapters.trl.rewards import SandboxChecker, arith
 
 BATCHES_FILE = "benchbed-trl-batches.jsonl"
 ARGS_FILE = "training_args.json"  # TRL's resolved GRPOConfig, as TrainingArguments.to_json_string writes it
-TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")  # added to TRL's completions table by the first reward
 
 
 def version_problem(version: str) -> str | None:
@@ -129,10 +130,63 @@ def load_ref(ref: str) -> Any:
     return getattr(module, name)
 
 
-def reward_functions(names: list[str], tok: Any, max_starting: int, seed: int) -> list[Callable[..., Any]]:
-    """The named reward functions; the first also adds prompt and completion token counts to TRL's completions
-    table (through the `log_extra` hook TRL gives every reward function)."""
-    funcs = []
+class Recorder:
+    """What each generated batch was, from inside the run: every reward function's returned rewards and the
+    samples' token counts (gathered as TRL calls the reward functions), and the permutation TRL drew to shuffle the
+    batch before cutting it into per-step slices. One JSON line per batch, written when TRL shuffles it."""
+
+    def __init__(self, tok: Any) -> None:
+        self.tok = tok
+        self.pending: dict[str, Any] = {}
+
+    def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """`func`, recording what it returns (and, once per batch, the token counts)."""
+
+        @functools.wraps(func)
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            rewards = func(*args, **kwargs)
+            if "prompt_tokens" not in self.pending:
+                prompts = list(kwargs.get("prompts", args[0] if args else []))
+                self.pending["prompt_tokens"] = [len(ids) for ids in self.tok(text=prompts)["input_ids"]]
+                self.pending["completion_tokens"] = [len(ids) for ids in kwargs.get("completion_ids", [])]
+            self.pending.setdefault("rewards", {})[recorded.__name__] = [None if r is None else float(r)
+                                                                          for r in rewards]  # fmt: skip
+            return rewards
+
+        if not hasattr(recorded, "__name__"):
+            recorded.__name__ = type(func).__name__  # a callable object: TRL names the reward after it
+        recorded.close = getattr(func, "close", None)  # type: ignore[attr-defined]
+        return recorded
+
+    def install(self, trainer: Any) -> None:
+        """Log each batch with the permutation of TRL's shuffle (the same draw from the same RNG state)."""
+        import torch
+        import trl.trainer.grpo_trainer as grpo
+
+        shuffle = getattr(grpo, "shuffle_sequence_dict", None)
+        if shuffle is None:
+            print("benchbed trl: this TRL has no shuffle_sequence_dict; per-sample slots will be approximate")
+            return
+        out = Path(trainer.args.output_dir) / BATCHES_FILE
+
+        def logged(seq_dict: dict[str, Any]) -> dict[str, Any]:
+            state = torch.get_rng_state()
+            size = len(next(v for v in seq_dict.values() if v is not None))
+            permutation = torch.randperm(size).tolist()
+            torch.set_rng_state(state)
+            line = {"global_step": trainer.state.global_step, "micro_step": trainer._step,
+                    "permutation": permutation, **self.pending}  # fmt: skip
+            self.pending = {}
+            with out.open("a") as fh:
+                fh.write(json.dumps(line) + "\n")
+            return shuffle(seq_dict)
+
+        grpo.shuffle_sequence_dict = logged
+
+
+def reward_functions(names: list[str], recorder: Recorder, max_starting: int, seed: int) -> list[Callable[..., Any]]:
+    """The named reward functions, each recorded by `recorder`."""
+    funcs: list[Callable[..., Any]] = []
     for name in names:
         if name == "arith":
             funcs.append(arith)
@@ -140,24 +194,7 @@ def reward_functions(names: list[str], tok: Any, max_starting: int, seed: int) -
             funcs.append(SandboxChecker(Path.cwd(), max_starting, seed))
         else:
             funcs.append(load_ref(name))
-    funcs[0] = _counting_tokens(funcs[0], tok)
-    return funcs
-
-
-def _counting_tokens(func: Callable[..., Any], tok: Any) -> Callable[..., Any]:
-    @functools.wraps(func)
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        log_extra = kwargs.get("log_extra")
-        if log_extra is not None:
-            prompts = kwargs.get("prompts", args[0] if args else [])
-            log_extra(TOKEN_COLUMNS[0], [len(ids) for ids in tok(text=list(prompts))["input_ids"]])
-            log_extra(TOKEN_COLUMNS[1], [len(ids) for ids in kwargs.get("completion_ids", [])])
-        return func(*args, **kwargs)
-
-    if not hasattr(counted, "__name__"):
-        counted.__name__ = type(func).__name__  # a callable object: TRL names the reward after it
-    counted.close = getattr(func, "close", None)  # type: ignore[attr-defined]
-    return counted
+    return [recorder.wrap(f) for f in funcs]
 
 
 def callbacks(refs: list[str]) -> list[Any]:
@@ -175,39 +212,18 @@ def callbacks(refs: list[str]) -> list[Any]:
     return [SaveStateOnLog(), *(load_ref(ref)() for ref in refs)]
 
 
-def record_batches(trainer: Any) -> None:
-    """Log the permutation TRL draws to shuffle each generated batch (the same draw from the same RNG state)."""
-    import torch
-    import trl.trainer.grpo_trainer as grpo
-
-    shuffle = getattr(grpo, "shuffle_sequence_dict", None)
-    if shuffle is None:
-        print("benchbed trl: this TRL has no shuffle_sequence_dict; per-sample slots will be approximate")
-        return
-    out = Path(trainer.args.output_dir) / BATCHES_FILE
-
-    def logged(seq_dict: dict[str, Any]) -> dict[str, Any]:
-        state = torch.get_rng_state()
-        size = len(next(v for v in seq_dict.values() if v is not None))
-        permutation = torch.randperm(size).tolist()
-        torch.set_rng_state(state)
-        with out.open("a") as fh:
-            fh.write(json.dumps({"global_step": trainer.state.global_step, "micro_step": trainer._step,
-                                 "permutation": permutation}) + "\n")  # fmt: skip
-        return shuffle(seq_dict)
-
-    grpo.shuffle_sequence_dict = logged
-
-
 def write_header(trainer: Any) -> None:
-    """TRL's resolved arguments (training_args.json) and the batch log's header: package versions, reward names."""
+    """TRL's resolved arguments (training_args.json) and the batch log's header: when the process started (the
+    trace's origin), package versions, reward function names and weights."""
     from importlib.metadata import version
 
+    import psutil
     from trl.trainer.utils import get_callable_name
 
     out = Path(trainer.args.output_dir)
     (out / ARGS_FILE).write_text(trainer.args.to_json_string())
-    header = {"format": "benchbed-trl-batches", "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
+    header = {"format": "benchbed-trl-batches", "process_start": psutil.Process().create_time(),
+              "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
               "reward_funcs": [get_callable_name(f) for f in trainer.reward_funcs],
               "reward_weights": getattr(trainer, "reward_weights", None)}  # fmt: skip
     if header["reward_weights"] is not None:
@@ -215,10 +231,10 @@ def write_header(trainer: Any) -> None:
     (out / BATCHES_FILE).write_text(json.dumps(header) + "\n")
 
 
-def run(trainer: Any) -> None:
+def run(trainer: Any, recorder: Recorder) -> None:
     """Train, save the final state, and close what the reward functions opened (sandboxes) on every path out."""
     write_header(trainer)
-    record_batches(trainer)
+    recorder.install(trainer)
     try:
         trainer.train()
         trainer.save_state()

@@ -1,6 +1,6 @@
-"""Read a TRL GRPO run into the canonical trace, from what TRL writes: `trainer_state.json` (log_history), the
-completions tables (`completions/completions_NNNNN.parquet`, one row per sample of a generated batch), TRL's
-profiling timers in the W&B offline history; plus the batch permutations and sandbox events of the rendered script.
+"""Read a TRL GRPO run into the canonical trace, from what TRL writes: `trainer_state.json` (log_history), TRL's
+profiling timers in the W&B offline history, the completions tables where `log_completions` wrote them; plus the
+batch log (rewards, token counts, shuffle permutations) and sandbox events of the rendered script.
 
 Trainer steps are spans from the W&B rows (each step ends at its log row); generation and reward scoring are
 `trainer.wait` (a colocated synchronous trainer waits while it generates), the rest of the step is
@@ -17,10 +17,10 @@ from typing import Any
 
 import pandas as pd
 from benchbed.adapters.trl.discover import STATE_FILE
-from benchbed.adapters.trl.launch import ARGS_FILE, BATCHES_FILE, TOKEN_COLUMNS
+from benchbed.adapters.trl.launch import ARGS_FILE, BATCHES_FILE
 from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
 from benchbed.adapters.trl.schedule import Schedule
-from benchbed.adapters.trl.timeline import Timeline, read_timeline
+from benchbed.adapters.trl.timeline import Timeline, paint, read_timeline
 
 from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
@@ -32,6 +32,7 @@ from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
 COMPLETIONS_DIR = "completions"
+TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 
 
@@ -68,7 +69,7 @@ def parse_path(path: Path) -> Trace:
 
         return parse_async(run)
     builder = TraceBuilder()
-    timeline = read_timeline(run.path, run.warnings)
+    timeline = read_timeline(run.path, run.warnings, origin=run.header.get("process_start"))
     schedule = schedule_of(run)
     steps = [int(e["step"]) for e in run.log]
     last = max(steps, default=0)
@@ -82,7 +83,7 @@ def parse_path(path: Path) -> Trace:
             if isinstance(e.get("step_time"), int | float):
                 builder.agg(K.TRAINER_STEP, int(e["step"]), float(e["step_time"]), actor="trainer")
     emit_framework(builder, run)
-    origin = timeline.origin if timeline is not None else math.nan
+    origin = timeline.origin if timeline is not None else run.header.get("process_start", math.nan)
     emit_samples(builder, run, schedule, last, timeline)
     sandbox_spans = emit_sandboxes(builder, run, origin)
     if not run.finished:
@@ -149,24 +150,15 @@ def schedule_of(run: Run) -> Schedule:
 
 
 def emit_step_spans(builder: TraceBuilder, timeline: Timeline, steps: list[int]) -> None:
-    """trainer.step spans end to end; generation and reward spans as trainer.wait; the gaps as trainer.compute."""
+    """trainer.step spans end to end, each painted with its components (trainer.compute where nothing else is)."""
     for step in steps:
         bounds = timeline.step_bounds.get(step)
         if bounds is None:
             continue
         t0, t1 = bounds
         builder.span(K.TRAINER_STEP, t0, t1, step=step, actor="trainer", v_train=step - 1)
-        cursor = t0
-        for key, phase, s0, s1 in sorted(timeline.components.get(step, []), key=lambda c: c[2]):
-            s0, s1 = max(s0, t0), min(s1, t1)
-            if s1 <= s0:
-                continue
-            if s0 > cursor:
-                builder.span(K.TRAINER_COMPUTE, cursor, s0, step=step, actor="trainer")
-            builder.span(key, s0, s1, step=step, actor="trainer", attrs=attrs_json({"phase": phase}))
-            cursor = max(cursor, s1)
-        if t1 > cursor:
-            builder.span(K.TRAINER_COMPUTE, cursor, t1, step=step, actor="trainer")
+        for key, s0, s1 in paint(t0, t1, timeline.components.get(step, []), K.TRAINER_COMPUTE):
+            builder.span(key, s0, s1, step=step, actor="trainer")
         for name, seconds in timeline.natives.get(step, {}).items():
             builder.agg(name, step, seconds, actor="trainer")
 
@@ -183,7 +175,17 @@ def emit_framework(builder: TraceBuilder, run: Run) -> None:
             builder.agg(framework.get(key, f"native.trl.{key}"), step, float(value), actor="trainer")
 
 
-def _completions(run: Run, step: int) -> pd.DataFrame | None:
+def _batch_table(run: Run, g: int, step: int) -> pd.DataFrame | None:
+    """Batch g's samples in generation order: one column per reward function, and the token counts. From the
+    rendered script's batch log, else TRL's completions table of that step (`log_completions = True`)."""
+    entry = run.batches[g] if g < len(run.batches) else {}
+    if "rewards" in entry:
+        table = pd.DataFrame({name: [math.nan if r is None else r for r in values]
+                              for name, values in entry["rewards"].items()})  # fmt: skip
+        for column in TOKEN_COLUMNS:
+            if len(entry.get(column, [])) == len(table):
+                table[column] = entry[column]
+        return table
     path = run.path / COMPLETIONS_DIR / f"completions_{step:05d}.parquet"
     if not path.is_file():
         return None
@@ -195,7 +197,7 @@ def _completions(run: Run, step: int) -> pd.DataFrame | None:
 def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int, timeline: Timeline | None) -> None:
     """One rollout row per generated sample and one rollout.group point per group, batch by batch."""
     g_size = int(run.args["num_generations"])
-    reward_names = run.header.get("reward_funcs", [])
+    names = run.header.get("reward_funcs", [])
     weights = run.header.get("reward_weights")
     generated = {int(e["step"]) for e in run.log if "reward" in e}
     for g in range(schedule.generations(last)):
@@ -203,12 +205,12 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
         if step not in generated:
             run.warnings.append(f"step {step}: the schedule generates batch {g} here but TRL logged no reward")
             continue
-        table = _completions(run, step)
+        table = _batch_table(run, g, step)
         n = schedule.generation_batch
         if table is None or len(table) != n:
-            run.warnings.append(f"step {step}: no completions table of {n} rows; batch {g} left out")
+            run.warnings.append(f"step {step}: no record of batch {g}'s {n} samples; left out")
             continue
-        rewards = _total_rewards(table, reward_names, weights)
+        rewards = _total_rewards(table, names, weights)
         slices = _slices(run, g, n, schedule.per_device_batch)
         window = timeline.generation.get(step) if timeline is not None else None
         v_start = schedule.version_at(schedule.generation_micro_step(g))
@@ -216,11 +218,13 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
             uses = [v for v in schedule.uses(g, slices[i]) if v < last]
             v_train = uses[0] if uses else -1
             tokens = {c: int(table[c][i]) if c in table else -1 for c in TOKEN_COLUMNS}
+            attrs = {"generation": g, "slice": slices[i], "uses": uses}
+            if "advantage" in table:
+                attrs["advantage"] = float(table["advantage"][i])
             fields = dict(step=v_train + 1 if uses else step, value=rewards[i], actor="generator", sample=f"g{g}-{i}",
                           group=f"g{g}-p{i // g_size}", v_start=v_start, v_end=v_start, v_train=v_train, status="ok",
                           prompt_tokens=tokens["prompt_tokens"], response_tokens=tokens["completion_tokens"],
-                          attrs=attrs_json({"generation": g, "slice": slices[i], "uses": uses,
-                                            "advantage": float(table["advantage"][i])}))  # fmt: skip
+                          attrs=attrs_json(attrs))  # fmt: skip
             if window is not None:
                 builder.span(K.ROLLOUT, window[0], window[1], **fields)
             else:

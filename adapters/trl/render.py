@@ -50,7 +50,7 @@ def grpo_fields(spec: ExperimentSpec, opts: TrlOptions) -> dict[str, Any]:
         "max_steps": opts.max_steps or w.steps, "beta": opts.beta, "loss_type": opts.loss_type,
         "learning_rate": opts.learning_rate, "temperature": opts.temperature, "seed": opts.seed, "use_cpu": use_cpu,
         "logging_steps": 1, "save_strategy": "no", "report_to": ["wandb"] if opts.wandb else [],
-        "log_completions": True, "num_completions_to_print": 0, "disable_tqdm": True, "bf16": False,
+        "disable_tqdm": True, "bf16": False,
     }  # fmt: skip
     if opts.reward_weights is not None:
         fields["reward_weights"] = opts.reward_weights
@@ -97,8 +97,8 @@ def data_line(opts: TrlOptions, source: str) -> str:
 def rewards_line(opts: TrlOptions, source: str) -> str:
     """The statement that makes the reward functions."""
     rewards = [_local_ref(r, source) for r in opts.rewards]
-    return (f"reward_funcs = launch.reward_functions({rewards!r}, tokenizer, max_starting={opts.sandbox_max_starting}"
-            f", seed={opts.seed})")  # fmt: skip
+    return (f"recorder = launch.Recorder(tokenizer)\nreward_funcs = launch.reward_functions({rewards!r}, recorder, "
+            f"max_starting={opts.sandbox_max_starting}, seed={opts.seed})")  # fmt: skip
 
 
 def script(spec: ExperimentSpec, opts: TrlOptions) -> str:
@@ -123,7 +123,7 @@ args = GRPOConfig(
 )
 trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=args,
                       train_dataset=train_dataset, callbacks=launch.callbacks({callbacks!r}))
-launch.run(trainer)
+launch.run(trainer, recorder)
 '''
 
 

@@ -1,8 +1,9 @@
 """TRL's profiling timers from a W&B offline history, laid on a timeline.
 
 TRL logs each timed block as its own W&B row, `profiling/Time taken: <Trainer>.<method>` = seconds, at the moment
-the block ends; the Trainer's W&B callback logs a row with `train/global_step` = k when step k ends. So a block's
-span is [row time − seconds, row time], and it belongs to the first step logged after it."""
+the block ends; the Trainer's W&B callback logs the step's figures (`train/loss`, …, with `train/global_step` = k)
+when step k ends (W&B also stamps the latest `train/global_step` on every other row). So a block's span is
+[row time − seconds, row time], and it belongs to the first step logged after it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchbed.adapterkit.keymaps import load_keymap
+from benchbed.adapterkit.keymaps import KeyEntry, load_keymap
 
 PROFILING = "profiling/Time taken: "
 GLOBAL_STEP = "train/global_step"
@@ -21,26 +22,20 @@ KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 
 @dataclass
 class Timeline:
-    """Seconds since `origin` (epoch seconds of the W&B run's start)."""
+    """Seconds since `origin` (epoch seconds)."""
 
     origin: float
     step_bounds: dict[int, tuple[float, float]] = field(default_factory=dict)
-    components: dict[int, list[tuple[str, str, float, float]]] = field(default_factory=dict)  # key, phase, t0, t1
-    generation: dict[int, tuple[float, float]] = field(default_factory=dict)  # first generation start, last end
+    # per step, (trace key, t0, t1) in painting order: a later span is drawn over an earlier one (keymap.toml order)
+    components: dict[int, list[tuple[str, float, float]]] = field(default_factory=dict)
+    generation: dict[int, tuple[float, float]] = field(default_factory=dict)  # generation start to scoring end
     natives: dict[int, dict[str, float]] = field(default_factory=dict)  # other timers, summed per step
-    calls: dict[str, int] = field(default_factory=dict)  # profiled method -> times it ran
     sources: list[str] = field(default_factory=list)
 
 
-def phase_of(method: str) -> str:
-    """generation, reward or weight_sync, from the profiled method's name."""
-    if method.endswith("_calculate_rewards"):
-        return "reward"
-    return "weight_sync" if method.endswith("sync_weights") else "generation"
-
-
-def read_timeline(run_dir: Path, warnings: list[str]) -> Timeline | None:
-    """The run's W&B offline history as a timeline; None (with a warning when there is one) if it cannot be read."""
+def read_timeline(run_dir: Path, warnings: list[str], origin: float | None = None) -> Timeline | None:
+    """The run's W&B offline history as a timeline, in seconds since `origin` (epoch; default: W&B's run start, else
+    the first step's start); None (with a warning when there is one) if it cannot be read."""
     try:
         from benchbed.adapterkit.histories.wandb_file import find_wandb_file, read_wandb_file, run_dirs_under
     except ImportError:
@@ -60,50 +55,36 @@ def read_timeline(run_dir: Path, warnings: list[str]) -> Timeline | None:
     except Exception as exc:  # a damaged history loses the timeline, never the run
         warnings.append(f"{wandb_file}: W&B history unreadable ({str(exc).splitlines()[0]}); no timeline")
         return None
-    timeline = timeline_from(history.frame, warnings, release=KEYMAP.nearest("")[0])
+    timeline = timeline_from(history.frame, warnings, release=KEYMAP.nearest("")[0], origin=origin)
     timeline.sources.append(str(wandb_file))
     return timeline
 
 
-def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str) -> Timeline:
+def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str, origin: float | None = None) -> Timeline:
     """Pure: a history frame (`step`, `wall_time`, key columns) -> the timeline."""
     components = KEYMAP.at(release, "component", "sync")
+    phases = KEYMAP.at(release, "phase", "sync")
     natives = KEYMAP.at(release, "native", "sync")
     frame = frame.sort_values("step", kind="stable")
     profiled = [c for c in frame.columns if isinstance(c, str) and c.startswith(PROFILING)]
-    runtime = frame["_runtime"] if "_runtime" in frame.columns else None
     walls = frame["wall_time"].to_numpy(dtype=float)
-    origin = float(pd.Series(walls - runtime.to_numpy(dtype=float)).min()) if runtime is not None else math.nan
-    timeline = Timeline(origin=origin)
-    pending: list[tuple[str, float, float]] = []  # native key, start, end (epoch)
     steps = frame[GLOBAL_STEP].to_numpy(dtype=float) if GLOBAL_STEP in frame.columns else [math.nan] * len(frame)
+    logged = [c for c in frame.columns if isinstance(c, str) and c.startswith("train/") and c != GLOBAL_STEP]
+    step_end = frame[logged].notna().any(axis=1).to_numpy() if logged else [False] * len(frame)
     values = {c: frame[c].to_numpy(dtype=float) for c in profiled}
+    timeline = Timeline(origin=math.nan if origin is None else origin)
+    pending: list[tuple[str, float, float]] = []  # native key, start, end (epoch)
     previous_end: float | None = None
     for row, wall in enumerate(walls):
-        for c in profiled:
-            seconds = values[c][row]
-            if math.isfinite(seconds):
-                pending.append((c, wall - seconds, wall))
-                method = c[len(PROFILING) :]
-                timeline.calls[method] = timeline.calls.get(method, 0) + 1
+        pending += [(c, wall - values[c][row], wall) for c in profiled if math.isfinite(values[c][row])]
         step = steps[row]
-        if not math.isfinite(step) or int(step) in timeline.step_bounds:
+        if not step_end[row] or not math.isfinite(step) or int(step) in timeline.step_bounds:
             continue
         k = int(step)
         start = previous_end if previous_end is not None else min((s for _, s, _ in pending), default=wall)
         timeline.step_bounds[k] = (start, wall)
         previous_end = wall
-        for key, s0, s1 in pending:
-            entry = next((e for e in components if e.matches(key)), None)
-            if entry is not None:
-                timeline.components.setdefault(k, []).append((entry.canonical, phase_of(key), s0, s1))
-                if entry.canonical == "trainer.wait":
-                    g0, g1 = timeline.generation.get(k, (s0, s1))
-                    timeline.generation[k] = (min(g0, s0), max(g1, s1))
-                continue
-            native = next((e for e in natives if e.matches(key)), None)
-            name = native.canonical if native is not None else "native.trl.profiling." + key[len(PROFILING) :]
-            timeline.natives.setdefault(k, {})[name] = timeline.natives.get(k, {}).get(name, 0.0) + (s1 - s0)
+        _assign(timeline, k, pending, components, phases, natives)
         pending = []
     if math.isnan(timeline.origin):
         timeline.origin = min((b[0] for b in timeline.step_bounds.values()), default=0.0)
@@ -113,9 +94,50 @@ def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str) -> Tim
     return timeline
 
 
+def _assign(timeline: Timeline, k: int, spans: list[tuple[str, float, float]], components: list[KeyEntry],
+            phases: list[KeyEntry], natives: list[KeyEntry]) -> None:  # fmt: skip
+    """Step k's timed blocks: trainer components in painting order, the generation window, the rest as natives.
+
+    A wait lasts until the next timed block begins: in between, the batch is made but TRL is still logging its
+    timers (one W&B call each) and entering the loss, with no training work; a colocated trainer idles there too."""
+    starts = sorted(s0 for _, s0, _ in spans)
+    for entry in components:
+        for key, s0, s1 in spans:
+            if entry.matches(key):
+                if entry.canonical == "trainer.wait":
+                    s1 = next((s for s in starts if s >= s1), s1)
+                timeline.components.setdefault(k, []).append((entry.canonical, s0, s1))
+    window = [(s0, s1) for key, s0, s1 in spans if any(e.matches(key) for e in phases)]
+    if window:
+        timeline.generation[k] = (min(s for s, _ in window), max(e for _, e in window))
+    sums = timeline.natives.setdefault(k, {})
+    for key, s0, s1 in spans:
+        if any(e.matches(key) for e in components):
+            continue
+        entry = next((e for e in (*phases, *natives) if e.matches(key)), None)
+        name = entry.canonical if entry is not None else "native.trl.profiling." + key[len(PROFILING) :]
+        sums[name] = sums.get(name, 0.0) + (s1 - s0)
+
+
+def paint(t0: float, t1: float, spans: list[tuple[str, float, float]], base: str) -> list[tuple[str, float, float]]:
+    """[t0, t1] as contiguous (key, start, end) pieces: `base` where no span lies, else the last span painted there."""
+    cuts = sorted({t0, t1, *(min(max(x, t0), t1) for _, a, b in spans for x in (a, b))})
+    pieces: list[tuple[str, float, float]] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if b <= a:
+            continue
+        mid = (a + b) / 2
+        key = next((k for k, s0, s1 in reversed(spans) if s0 <= mid < s1), base)
+        if pieces and pieces[-1][0] == key and pieces[-1][2] == a:
+            pieces[-1] = (key, pieces[-1][1], b)
+        else:
+            pieces.append((key, a, b))
+    return pieces
+
+
 def _shift(timeline: Timeline) -> None:
     """Epoch seconds -> seconds since the origin."""
     o = timeline.origin
     timeline.step_bounds = {k: (a - o, b - o) for k, (a, b) in timeline.step_bounds.items()}
-    timeline.components = {k: [(key, ph, a - o, b - o) for key, ph, a, b in v] for k, v in timeline.components.items()}
+    timeline.components = {k: [(key, a - o, b - o) for key, a, b in v] for k, v in timeline.components.items()}
     timeline.generation = {k: (a - o, b - o) for k, (a, b) in timeline.generation.items()}

@@ -32,7 +32,6 @@ class Detected:
     version: str
     version_source: str
     keymap: str
-    keymap_exact: bool
     mode: str
     mode_source: str
 
@@ -129,7 +128,7 @@ def detect(
     else:
         inferred = version_from_keys(keys)
         keymap = inferred or known_versions()[-1]
-        version, source, exact = "", "keys" if inferred else "default", False
+        version, source = "", "keys" if inferred else "default"
         warnings.append(
             "verl version not recorded in the artifacts (no requirements.txt or pip freeze with verl==X); "
             + (f"metric keys imply the {keymap} key map" if inferred else f"using the newest key map, {keymap}")
@@ -160,4 +159,4 @@ def detect(
             "V1 trainer, but trainer.v1.trainer_mode is not recorded (no printed config); "
             "read with the sync rules, which V1's async modes share"
         )
-    return Detected(version, source, keymap, exact, mode, mode_source)
+    return Detected(version, source, keymap, mode, mode_source)

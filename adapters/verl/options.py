@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from benchbed.errors import SpecError
-from benchbed.spec import format_validation_error
+from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["v1_sync", "v1_colocate_async", "v1_separate_async", "v0", "fully_async", "one_step_off"]
 
@@ -49,10 +46,3 @@ class VerlOptions(BaseModel):
         default_factory=dict,
         description="Hydra overrides passed through last, e.g. {'actor_rollout_ref.actor.optim.lr' = 1e-6}",
     )
-
-
-def load_options(table: dict[str, Any]) -> VerlOptions:
-    try:
-        return VerlOptions.model_validate(table)
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, "[verl]")) from None

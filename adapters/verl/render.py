@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, VerlOptions, load_options
+from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, VerlOptions
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
@@ -181,7 +181,7 @@ def _batching(spec: ExperimentSpec, mode: str, opts: VerlOptions, ov: dict[str, 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     """The LaunchPlan for a GRPO run of `spec` whose artifacts all land in `run_dir`."""
-    opts = load_options(spec.verl)
+    opts: VerlOptions = spec.adapter_options("verl")
     w = spec.workload
     mode = opts.mode or default_mode(spec)
     run_dir = run_dir.resolve()

@@ -11,8 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel
-
+from benchbed.adapter import Adapter
 from benchbed.runs import runs_under
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 Ref = str | Callable[..., Any]
 
 
-class FrameworkAdapter:
+class FrameworkAdapter(Adapter):
     """An adapter (the `benchbed.adapter.Adapter` contract) as data: a subclass sets `name`, `options_model`,
     `renderer` (spec, run_dir) -> LaunchPlan, `parser` (path) -> Trace and `run_marker` (file) -> the run
     directory it marks, or None (see `benchbed.runs.runs_under`).
@@ -34,8 +33,6 @@ class FrameworkAdapter:
     Trace, `history_kinds` (the sources `parse` hands to it) and `keymap` (its key-map file, whose `identify`
     list says which keys mark a history as this framework's)."""
 
-    name: ClassVar[str]
-    options_model: ClassVar[type[BaseModel] | None] = None
     renderer: ClassVar[Ref]
     parser: ClassVar[Ref]
     run_marker: ClassVar[Ref]

@@ -6,26 +6,25 @@ from __future__ import annotations
 
 import json
 import sys
-import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError, SpecError
+from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
+from benchbed.nightly.suite import default_watch, load_suite
 from benchbed.outputs import check_output
-from benchbed.pipeline import RunOutcome, execute, preflight
-from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
-from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
-from benchbed.spec import repeated
+from benchbed.record import Gate, RunRecord
 from benchbed.store import DEFAULT_STORE, Store, read_record
-from benchbed.suite import DEFAULT_WATCH, load_suite
 
 EXIT_REGRESSION = 3
-NIGHTLY_DIRNAME = "_nightly"  # <store>/_nightly/<machine>/<suite>/<night>/: page, summary, verdicts, JUnit
 
 store_option = click.option(
     "--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
@@ -41,13 +40,16 @@ junit_option = click.option(
 )  # fmt: skip
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help='print {"runs": [...], "verdicts": [...]} on stdout, nothing else'
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='print {"runs": [...], "verdicts": [...]} (nightly: and "diagnosis": [...]) on stdout, nothing else',
 )
 
 
-def _json_document(records: list[RunRecord], verdicts: list[EntryVerdict]) -> str:
+def _json_document(records: list[RunRecord], verdicts: list[EntryVerdict], **extra: object) -> str:
     return json.dumps({"runs": [r.model_dump(mode="json") for r in records],
-                       "verdicts": [v.to_json() for v in verdicts]}, indent=2)  # fmt: skip
+                       "verdicts": [v.to_json() for v in verdicts], **extra}, indent=2)  # fmt: skip
 
 
 def _verdict_table(title: str, verdicts: list[EntryVerdict]) -> Table:
@@ -80,9 +82,14 @@ def _exit_status(verdicts: list[EntryVerdict], failed: list[RunRecord], fail_on:
     return 0
 
 
-def _night_id() -> str:
-    """Names one `benchbed nightly` invocation; sorts by time."""
-    return f"{utc_now().strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}"
+def gate_options(alpha: float, min_effect: float) -> Gate:
+    """--alpha and --min-effect checked as the suite's [gate] is: 0 < alpha < 1, min_effect >= 0, both finite."""
+    try:
+        return Gate.model_validate({"alpha": alpha, "min_effect": min_effect})
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        option = "--alpha" if problem["loc"][0] == "alpha" else "--min-effect"
+        raise click.BadParameter(f"{problem['msg']} (got {problem['input']!r})", param_hint=option) from None
 
 
 @click.command()
@@ -107,56 +114,33 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
     change points. --launcher ray|slurm launches every run on the cluster (--store on a filesystem its nodes
     see). Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
     3 a regression with --fail-on regression."""
-    from benchbed.history import build_series, load_points, night_verdicts
-    from benchbed.report.nightly import counts_line, junit_xml, markdown_summary, render_history_html, write_text
+    from benchbed.nightly.run import run_night
+    from benchbed.report.nightly import counts_line, night_summary, write_night
 
     suite, planned = load_suite(suite_path, overrides)
     for path in (output, junit_path):  # an unwritable page or JUnit path is refused before the night runs
         if path is not None:
             check_output(path)
     chosen = build_launcher(launcher, ray_address, ray_working_dir)
-    store, machine, night = Store(store_dir), machine_info().name, _night_id()
-    preflight([entry.spec for entry in planned], store, chosen)  # the whole night is launchable before it starts
-    outcomes: list[RunOutcome] = []
-    for entry in planned:
-        info = SuiteInfo(name=suite.name, entry=entry.name, night=night, watch=list(entry.watch), gate=entry.gate)
-        for spec in repeated(entry.spec):
-            label = f"{entry.name} ({spec.repeat + 1}/{spec.repeats})"
-            with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-                outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info, launcher=chosen)
-            outcomes.append(outcome)
-            if not as_json:
-                err_console.print(f"{label}: {outcomes[-1].record.status}", highlight=False)
-    points, errors = load_points(store, machine=machine)
-    for error in errors:
+
+    def progress(label: str) -> AbstractContextManager[Callable[[str], None]]:
+        return launch_progress(label, enabled=sys.stderr.isatty())
+
+    def on_run(label: str, record: RunRecord) -> None:
+        if not as_json:
+            err_console.print(f"{label}: {record.status}", highlight=False, markup=False)
+
+    night = run_night(suite, planned, Store(store_dir), chosen, timeout_s, progress, on_run)
+    for error in night.skipped:
         err_console.print(f"[yellow]warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
-    verdicts: list[EntryVerdict] = []
-    for entry in planned:
-        present = set(points.loc[(points["entry"] == entry.name) & (points["night"] == night), "metric"])
-        metrics = list(entry.watch) or [m for m in DEFAULT_WATCH if m in present]
-        verdicts += night_verdicts(points, machine, entry.name, night, metrics, entry.gate)
-    failed = [o.record for o in outcomes if o.record.status == "failed"]
-    entry_names = {e.name for e in planned}
-    series = build_series(points[points["entry"].isin(entry_names)])
-    series_verdicts = {(s.entry, s.metric): s for s in series}
-    for v in verdicts:  # the page shows tonight's verdicts even where tonight's value is missing
-        if (v.entry, v.metric) in series_verdicts:
-            series_verdicts[(v.entry, v.metric)].verdict = v
-    title = f"{suite.name} on {machine}, night {night}"
-    folder = store.root / NIGHTLY_DIRNAME / machine / suite.name / night
-    summary = markdown_summary(title, verdicts, failed, series)
-    page = write_text(output or folder / "nightly.html", render_history_html(title, series, failed))
-    write_text(folder / "summary.md", summary)
-    write_text(folder / "verdicts.json", json.dumps([v.to_json() for v in verdicts], indent=2))
-    if junit_path:
-        write_text(junit_path, junit_xml(suite.name, verdicts, failed))
-    if as_json:
-        click.echo(_json_document([o.record for o in outcomes], verdicts))
-    else:
-        click.echo(summary)
-    err_console.print(f"{counts_line(verdicts, failed)}\nnightly page: {page.resolve()}", highlight=False,
-                      soft_wrap=True)  # fmt: skip
-    sys.exit(_exit_status(verdicts, failed, fail_on))
+    for warning in night.warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    page = write_night(night, output, junit_path)
+    regimes = [r.to_json() for r in night.regimes]
+    click.echo(_json_document(night.records, night.verdicts, diagnosis=regimes) if as_json else night_summary(night))
+    err_console.print(f"{counts_line(night.verdicts, night.failed)}\nnightly page: {page.resolve()}",
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    sys.exit(_exit_status(night.verdicts, night.failed, fail_on))
 
 
 class _VsCommand(click.Command):
@@ -193,18 +177,19 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 
     Runs are grouped by suite entry (or spec name); the repeats of each set are the samples. Exit status 3 with
     --fail-on regression when any metric regressed."""
-    from benchbed.regress import compare_records
+    from benchbed.nightly.stats import compare_records
     from benchbed.report.nightly import junit_xml, write_text
 
     for name in metrics:
         if metric_direction(name) is None:
             raise SpecError(f"--metric {name}: not a metric with a better direction (README: Metric definitions)")
+    gate_options(alpha, min_effect)
     if junit_path is not None:
         check_output(junit_path)
     baseline = [read_record(d) for d in baseline_dirs]
     candidate = [read_record(d) for d in candidate_dirs]
     present = {m for r in (*baseline, *candidate) for m in r.metrics}
-    names = list(metrics) or [m for m in DEFAULT_WATCH if m in present]
+    names = list(metrics) or default_watch(present)
     verdicts = compare_records(baseline, candidate, names, alpha=alpha, min_effect=min_effect)
     if not verdicts:
         raise SpecError("compare: no entry appears on both sides; pass runs of the same suite entry or spec name")
@@ -236,15 +221,20 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
             nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
-    from benchbed.history import build_series, load_points
+    from benchbed.nightly.history import build_series, is_known_metric, load_points
     from benchbed.report.nightly import render_history_html, write_text
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
+    if metric is not None and not is_known_metric(metric):
+        raise SpecError(f"--metric {metric}: not a metric this benchbed computes (README: Metric definitions)")
     if output is not None:
         check_output(output)
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
-    series = build_series(points, [metric] if metric else None, nights)
+    warnings: list[str] = []
+    series = build_series(points, [metric] if metric else None, nights, warnings)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if output:
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:

@@ -19,9 +19,10 @@ from rich.table import Table
 from benchbed.adapter import available_adapters
 from benchbed.cli.console import err_console, history_progress, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
-from benchbed.cli.launch_options import build_launcher, describe_launch, launcher_options
+from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
+from benchbed.metrics.registry import headline_metrics, listed_columns
 from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, ingest_history, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
@@ -31,12 +32,6 @@ from benchbed.store import DEFAULT_STORE, Store
 
 if TYPE_CHECKING:
     import pandas as pd
-
-HEADLINE_METRICS = (
-    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "effective_generator_throughput_sps",
-    "rate_gap", "staleness_mean", "staleness_max", "zero_adv_group_fraction", "wasted_generation_fraction",
-    "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s", "sandbox_start_p99_s",
-)  # fmt: skip
 
 
 store_option = click.option(
@@ -70,7 +65,7 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
     from benchbed.diagnosis import diagnose_record
 
     record = outcome.record
-    console.print(_metric_table(record, HEADLINE_METRICS))
+    console.print(_metric_table(record, headline_metrics()))
     if record.metrics:
         console.print(diagnosis_panel(diagnose_record(record), "diagnosis (benchbed diagnose RUN_DIR predicts levers)"))
     for warning in record.warnings:
@@ -111,7 +106,7 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
         lines.append(f"cd {shlex.quote(str(plan.cwd or run_dir))}")
         lines += [f"{shlex.join(argv)} > {shlex.quote(str(run_dir / rel))}" for rel, argv in plan.captures.items()]
         lines.append(shlex.join(plan.argv))
-        lines += describe_launch(launcher, spec, plan, run_dir)
+        lines += launcher.describe(spec, plan, run_dir)
         click.echo(redact("\n".join(lines)))  # secret values masked wherever they appear
 
 
@@ -257,7 +252,7 @@ def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
 
 _LS_COLUMNS = {
     "run_id": "run", "started_at": "started (UTC)", "status": "status", "adapter": "adapter", "mode": "mode",
-    "spec_id": "spec", "trainer_idle_ratio": "idle", "staleness_mean": "stale", "trainer_throughput_sps": "train sps",
+    "spec_id": "spec",
 }  # fmt: skip
 
 
@@ -265,7 +260,7 @@ def _ls_text(frame: pd.DataFrame) -> str:
     """The runs as aligned plain-text columns, built column-wise: 100,000 rows print in a fraction of a second
     (a rich Table takes minutes for that many)."""
     cells = {}
-    for column, header in _LS_COLUMNS.items():
+    for column, header in {**_LS_COLUMNS, **listed_columns()}.items():
         values = frame[column]
         if column == "started_at":
             text = values.astype(str).str.slice(0, 16).str.replace("T", " ", regex=False)
@@ -316,7 +311,7 @@ def demo(real: bool, store_dir: Path) -> None:
     from benchbed.diagnosis import diagnose_record
 
     for record, _ in runs:
-        console.print(_metric_table(record, HEADLINE_METRICS))
+        console.print(_metric_table(record, headline_metrics()))
         console.print(diagnosis_panel(diagnose_record(record), f"diagnosis of {record.spec_id}"))
     console.print(f"report: {html.resolve()}", highlight=False, soft_wrap=True)
 

@@ -20,8 +20,8 @@ from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.sandbox.base import SandboxSpec
 from benchbed.sandbox.events import EventSink, phase_durations
-from benchbed.sandbox.pool import PoolConfig, RunOutcome, SandboxPool
-from benchbed.sandbox.registry import BACKENDS, get_backend
+from benchbed.sandbox.pool import PoolConfig, SandboxOutcome, SandboxPool
+from benchbed.sandbox.registry import get_backend
 from benchbed.secrets import redact
 from benchbed.store import DEFAULT_STORE
 
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from benchbed import pipeline
 
 TAIL = 4096
+BACKEND_HELP = (
+    "sandbox backend: local (bubblewrap), modal, prime, or one a package registers in benchbed.sandbox_backends"
+)
 
 
 def _fail(message: str) -> None:
@@ -52,7 +55,7 @@ def _tail(data: bytes) -> str:
     return redact(data[-TAIL:].decode(errors="replace"))
 
 
-def outcome_json(outcome: RunOutcome, backend: str, events: EventSink) -> dict[str, Any]:
+def outcome_json(outcome: SandboxOutcome, backend: str, events: EventSink) -> dict[str, Any]:
     """The one JSON document `sandbox run` prints."""
     res = outcome.result
     reason = outcome.reason or (res.reason if res else None)
@@ -79,8 +82,7 @@ def sandbox() -> None:
 
 
 @sandbox.command("run", context_settings={"ignore_unknown_options": False})
-@click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
-              help="where the sandbox runs (modal and prime need their extra and credentials)")  # fmt: skip
+@click.option("--backend", default="local", show_default=True, metavar="NAME", help=BACKEND_HELP)
 @click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True, help="exec wall-clock limit (s)")
 @click.option("--memory-mb", type=int, default=None, help="memory cap (default 512)")
 @click.option("--max-files", type=int, default=None, help="inode cap of the working directory (default 50000)")
@@ -160,8 +162,7 @@ def sandbox_doctor(as_json: bool) -> None:
 
 
 @click.command("sandbox-bench")
-@click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
-              help="where the sandboxes run ([sandbox] backend)")  # fmt: skip
+@click.option("--backend", default="local", show_default=True, metavar="NAME", help=BACKEND_HELP)
 @click.option("--concurrency", default="1,32,96,256,960", show_default=True,
               help="comma-separated concurrency levels")  # fmt: skip
 @click.option("--per-level", type=int, default=None, help="sandboxes per level (default: the level itself)")

@@ -15,7 +15,7 @@ from benchbed.outputs import check_output, write_output
 from benchbed.pipeline import execute
 from benchbed.sim.calibrate import calibrate, simulated
 from benchbed.sim.plan import VARIABLES, parse_target, plan
-from benchbed.sim.reproduce import CASE_FILES, CaseRun, Row, reproduce, simulate_in_process
+from benchbed.sim.reproduce import STUDIES, CaseRun, Row, reproduce, resolve, simulate_in_process
 from benchbed.spec import ExperimentSpec, load_spec
 from benchbed.store import DEFAULT_STORE, Store
 
@@ -27,7 +27,7 @@ def _published(value: float | list[float] | str) -> str:
 
 
 def _rows_table(rows: list[Row]) -> Table:
-    table = Table(title="reproducing the study's case studies (anchors.md §1)", title_justify="left")
+    table = Table(title="reproducing published results", title_justify="left")
     for column in ("case", "quantity", "published", "reproduced", "tolerance", "within", "kind", "inputs"):
         table.add_column(column, justify="right" if column in ("published", "reproduced") else "left")
     for row in rows:
@@ -36,18 +36,46 @@ def _rows_table(rows: list[Row]) -> Table:
     return table
 
 
+def _studies_table() -> Table:
+    table = Table(title="studies (benchbed reproduce STUDY or STUDY/CASE)", title_justify="left")
+    for column in ("study", "cases", "source"):
+        table.add_column(column)
+    for study in STUDIES.values():
+        table.add_row(study.name, ", ".join(study.cases), study.title)
+    return table
+
+
 @click.command(name="reproduce")
-@click.argument("case", type=click.Choice([*CASE_FILES, "all"]), default="all")
+@click.argument("targets", nargs=-1, metavar="[all | STUDY | STUDY/CASE]...")
+@click.option("--list", "list_only", is_flag=True, help="list the studies and their cases, simulate nothing")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a field of every case spec, e.g. --set workload.steps=20 (repeatable)")  # fmt: skip
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"also keep each simulated run in this results directory (e.g. {DEFAULT_STORE})")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print the rows as one JSON list on stdout, nothing else")
-def reproduce_command(case: str, overrides: tuple[str, ...], store_dir: Path | None, as_json: bool) -> None:
-    """Simulate the study's case studies from experiments/reproduce/*.toml and compare each reproduced quantity
-    with the published figure. Rows are `prediction` (the published value was not an input) or `consistency`
-    (it was, directly or through a derived parameter). Exits 1 if a row is out of tolerance."""
-    cases = list(CASE_FILES) if case == "all" else [case]
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write a page per study: published beside reproduced, with the specs' assumptions")  # fmt: skip
+def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tuple[str, ...], store_dir: Path | None,
+                      as_json: bool, html_path: Path | None) -> None:  # fmt: skip
+    """Simulate published studies from their configurations (experiments/reproduce/STUDY/*.toml) and compare each
+    reproduced quantity with the published figure. TARGETS: `all` (the default), a study (`semianalysis`,
+    `verl-fully-async`), one case (`verl-fully-async/128-gpus`) or a SemiAnalysis case by its old id (`case1`
+    ... `case4`). Rows are `prediction` (the published value was not an input) or `consistency` (it was, directly or
+    through a derived parameter). Exits 1 if a row is out of tolerance, 2 on an unknown study or case."""
+    if list_only:
+        if as_json:
+            click.echo(json.dumps({s.name: {"title": s.title, "cases": list(s.cases)} for s in STUDIES.values()}))
+        else:
+            stdout_console().print(_studies_table())
+        return
+    targets = targets or ("all",)
+    for target in targets:
+        try:
+            resolve(target)
+        except BenchbedError as exc:
+            raise click.BadParameter(str(exc), param_hint="TARGETS") from None
+    if html_path is not None:
+        check_output(html_path)
 
     def simulate(spec: ExperimentSpec) -> CaseRun:
         if store_dir is None:
@@ -59,7 +87,11 @@ def reproduce_command(case: str, overrides: tuple[str, ...], store_dir: Path | N
         return CaseRun(spec, outcome.trace, values, outcome.run_dir)
 
     with err_console.status("simulating") as status:
-        rows = reproduce(cases, simulate, overrides, progress=lambda text: status.update(f"simulating {text}"))
+        rows = reproduce(list(targets), simulate, overrides, progress=lambda text: status.update(f"simulating {text}"))
+    if html_path is not None:
+        from benchbed.report.reproduce_page import reproduce_html
+
+        write_output(html_path, reproduce_html(rows))
     if as_json:
         click.echo(json.dumps([row.as_json() for row in rows], indent=2))
     else:

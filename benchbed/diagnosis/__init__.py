@@ -20,12 +20,12 @@ def diagnose_record(
     progress: Callable[[str], None] | None = None,
 ) -> Diagnosis:
     """The diagnosis of a stored run; with `predict`, the main lever's effect from a (calibrated) simulation."""
-    from benchbed.adapter import get_adapter, spec_table
+    from benchbed.adapter import get_adapter
 
     metrics = {name: value.value for name, value in record.metrics.items() if not name.startswith("framework_")}
     diagnosis = diagnose_metrics(metrics)
     try:
-        table = spec_table(get_adapter(record.adapter.name))
+        table = get_adapter(record.adapter.name).table
     except BenchbedError:
         table = record.adapter.name
     diagnosis.levers = levers_for(diagnosis, table, record.spec)

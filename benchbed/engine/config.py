@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec, format_validation_error
+from benchbed.spec import ExperimentSpec
 
 
 class _Strict(BaseModel):
@@ -105,10 +105,7 @@ class EngineConfig(_Strict):
 
 def engine_config(spec: ExperimentSpec) -> EngineConfig:
     """Validate the spec's [ref] table against its workload; errors name the file and the dotted field."""
-    try:
-        ref = RefConfig.model_validate(spec.adapter_table("ref"))
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, spec.source).replace("field '", "field 'ref.")) from None
+    ref: RefConfig = spec.adapter_options("ref")  # validated when the spec was built
     w = spec.workload
     if w.group_size < 2:
         raise SpecError(f"{spec.source}: workload.group_size must be at least 2 for GRPO (got {w.group_size})")

@@ -52,7 +52,6 @@ class WeightSender:
         self.published = published
         self.buffer = flat_buffer(model)
         self.thread: threading.Thread | None = None
-        self.last_broadcast_s = 0.0
 
     def publish(self, version: int) -> None:
         """Wait for the previous broadcast to be received, stage this version, start its broadcast."""
@@ -63,9 +62,7 @@ class WeightSender:
         self.thread.start()
 
     def _broadcast(self) -> None:
-        t0 = time.perf_counter()
         dist.broadcast(self.buffer, src=0)
-        self.last_broadcast_s = time.perf_counter() - t0
 
     def wait(self) -> None:
         if self.thread is not None:

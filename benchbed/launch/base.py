@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from benchbed import plugins
 from benchbed.errors import LaunchError
 from benchbed.launch.signals import stop_signals_interrupt
 from benchbed.record import LaunchInfo
@@ -52,17 +54,17 @@ class LaunchResult:
 OnLine = Callable[[str], None]
 
 
-@runtime_checkable
-class Launcher(Protocol):
+class Launcher(ABC):
     """Runs a rendered plan for a spec; blocks until the job reaches a terminal state, the timeout, or Ctrl-C.
 
     On a timeout, Ctrl-C or SIGTERM the launcher stops the job (nothing is left running) before returning;
-    an interrupt is reported as `interrupted=True`, not raised. A launcher may also define
-    `preflight(spec, plan, run_dir)`, called for every spec before anything runs or is stored, to refuse what it
-    cannot launch with a BenchbedError (exit 2)."""
+    an interrupt is reported as `interrupted=True`, not raised. Launchers are registered in the
+    `benchbed.launchers` entry-point group (local, ray and slurm are; a site adds its own the same way) and built
+    with the keyword options `get_launcher` passes (e.g. `address=` for ray)."""
 
-    name: str
+    name: ClassVar[str]
 
+    @abstractmethod
     def launch(
         self,
         spec: ExperimentSpec,
@@ -70,27 +72,27 @@ class Launcher(Protocol):
         run_dir: Path,
         timeout_s: float | None = None,
         on_line: OnLine | None = None,
-    ) -> LaunchResult: ...
+    ) -> LaunchResult:
+        """Run `plan` with its outputs in `run_dir`; stream each output line to `on_line`."""
+
+    def preflight(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> None:
+        """Called for every spec before anything runs or is stored: refuse what this launcher cannot launch with a
+        BenchbedError (exit 2). By default everything can be launched."""
+        return None
+
+    def describe(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> list[str]:
+        """What `--dry-run` prints besides the plan: the job as the scheduler would get it (secrets masked)."""
+        return []
 
 
-LAUNCHERS = ("local", "ray", "slurm")
+def available_launchers() -> list[str]:
+    """Names registered in the `benchbed.launchers` entry-point group (nothing is imported)."""
+    return plugins.names(plugins.LAUNCHERS)
 
 
-def get_launcher(name: str, **options: object) -> Launcher:
-    """The launcher called `name`, built with its options (e.g. address= for ray); imports lazily."""
-    if name == "local":
-        from benchbed.launch.local import LocalLauncher
-
-        return LocalLauncher()
-    if name == "ray":
-        from benchbed.launch.ray import RayLauncher
-
-        return RayLauncher(**options)  # type: ignore[arg-type]
-    if name == "slurm":
-        from benchbed.launch.slurm import SlurmLauncher
-
-        return SlurmLauncher(**options)  # type: ignore[arg-type]
-    raise LaunchError(f"unknown launcher {name!r}; expected one of: {', '.join(LAUNCHERS)}")
+def get_launcher(name: str, **options: Any) -> Launcher:
+    """The launcher registered as `name`, built with its options (e.g. address= for ray); imports lazily."""
+    return plugins.load_class(plugins.LAUNCHERS, name, "launcher", Launcher, LaunchError)(**options)
 
 
 def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:

@@ -16,11 +16,12 @@ from typing import IO, Any
 
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
-from benchbed.launch.base import LaunchResult, OnLine, sigterm_as_interrupt
+from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
 from benchbed.launch.ray_submission import RaySubmission, entrypoint, unwrap, with_env
 from benchbed.record import LaunchInfo
-from benchbed.secrets import redact, secret_values
+from benchbed.secrets import redact, redact_env, secret_values
+from benchbed.shell import comment
 from benchbed.spec import ExperimentSpec, RaySpec
 
 POLL_S = 0.5
@@ -28,7 +29,7 @@ STOP_WAIT_S = 30.0
 LOG_JOIN_S = 10.0
 
 
-class RayLauncher:
+class RayLauncher(Launcher):
     """Submits the plan with Ray's JobSubmissionClient and follows it to a terminal state."""
 
     name = "ray"
@@ -126,6 +127,15 @@ class RayLauncher:
             "metadata": {**sub.metadata, "benchbed_run_dir": str(run_dir), "benchbed_spec_id": spec.spec_id},
             "cwd": cwd,
         }
+
+    def describe(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> list[str]:
+        """The submit_job arguments --dry-run shows, the runtime env's variables masked."""
+        request = self.request(spec, plan, run_dir)
+        runtime_env = dict(request.pop("runtime_env") or {})
+        if "env_vars" in runtime_env:
+            runtime_env["env_vars"] = redact_env(runtime_env["env_vars"])
+        shown = {k: v for k, v in request.items() if v is not None and k != "cwd"}
+        return [comment(f"Ray job (submit_job arguments): {json.dumps({**shown, 'runtime_env': runtime_env})}")]
 
     def preflight(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> None:
         """Before anything is stored: the cluster address must be known (a usage error, not a failed run)."""

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from benchbed.metrics import METRICS, series
+from benchbed.metrics.registry import display_order, headline_metrics
 from benchbed.record import RunRecord
 from benchbed.report import compare_plots
 from benchbed.report.run_groups import (
     GPU_DENOMINATOR,
+    PER_GPU_METRICS,
     PER_GPU_SUFFIX,
     Interval,
     RunGroup,
@@ -26,18 +28,14 @@ from benchbed.report.run_groups import (
     per_gpu_unit,
     what_differs,
 )  # fmt: skip
-from benchbed.report.tables import FAMILIES, TextTable, family_of
+from benchbed.report.tables import TextTable
 from benchbed.trace import Trace
 
 BREAKDOWN_RATIOS = {
     "wait": "trainer_idle_ratio", "compute": "trainer_compute_ratio", "weight_sync": "trainer_weight_sync_ratio",
     "checkpoint": "trainer_checkpoint_ratio", "other": "trainer_other_ratio",
 }  # fmt: skip
-# Drawn against each matrix axis, the first MAX_CURVE_PANELS that have values (raw throughput only without GPUs).
-CURVE_METRICS = (
-    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_per_gpu", "trainer_throughput_sps",
-    "staleness_mean", "wasted_generation_fraction",
-)  # fmt: skip
+
 MAX_CURVE_PANELS = 4
 MARKDOWN_DIFFERS = 8  # fields of 'what differs' in the terminal summary
 
@@ -66,11 +64,12 @@ class Comparison:
     verdicts_note: str = ""
 
 
-VERDICT_METRICS = (
-    "trainer_idle_ratio", "generator_utilization", "trainer_throughput_sps", "trainer_throughput_per_gpu",
-    "staleness_mean", "staleness_max", "zero_adv_group_fraction", "wasted_generation_fraction", "step_time_mean_s",
-    "sandbox_init_failure_rate", "sandbox_start_p50_s",
-)  # fmt: skip
+def _headline(directed: bool = False) -> tuple[str, ...]:
+    """The registry's headline metrics, each per-GPU figure right after the metric it is derived from."""
+    out: list[str] = []
+    for name in headline_metrics(directed):
+        out += [name, name.removesuffix("_sps") + PER_GPU_SUFFIX] if name in PER_GPU_METRICS else [name]
+    return tuple(out)
 
 
 def _verdict_cell(comparison: Any) -> str:
@@ -85,11 +84,11 @@ def verdict_table(groups: Sequence[RunGroup]) -> tuple[TextTable, str] | tuple[N
     """Each group against the first: the regression gate's verdict (exact rank test) per headline metric."""
     if len(groups) < 2:
         return None, ""
-    from benchbed.regress import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
+    from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, compare_values, metric_direction
 
     values = [[metric_values(r) for r in g.records] for g in groups]
     rows = []
-    for name in VERDICT_METRICS:
+    for name in _headline(directed=True):
         direction = metric_direction(name.replace(PER_GPU_SUFFIX, "_sps"))
         base = [v[name] for v in values[0] if name in v]
         if direction is None or not base or not any(name in v for runs in values[1:] for v in runs):
@@ -124,13 +123,11 @@ def _group_table(groups: Sequence[RunGroup], traces: dict[str, Trace]) -> TextTa
 
 
 def _metric_order(name: str) -> tuple[int, int, str]:
+    """Display order from the registry; a per-GPU figure sorts right after the metric it is derived from."""
     base = name.removesuffix(PER_GPU_SUFFIX)
-    family = family_of(base if base in METRICS else base + "_sps")
-    families = [*FAMILIES, "other"]
-    known = FAMILIES.get(family, ())
-    source = base if base in known else base + "_sps"
-    position = known.index(source) if source in known else len(known)
-    return families.index(family), position * 2 + (1 if name.endswith(PER_GPU_SUFFIX) else 0), name
+    source = base if base in METRICS or not name.endswith(PER_GPU_SUFFIX) else base + "_sps"
+    family, position, _ = display_order(source)
+    return family, position * 2 + (1 if name.endswith(PER_GPU_SUFFIX) else 0), name
 
 
 def _unit(name: str, records: Sequence[RunRecord]) -> str:
@@ -253,19 +250,17 @@ def _per_gpu(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | N
 def _curves(groups: Sequence[RunGroup], records: Sequence[RunRecord]) -> list[Figure]:
     figures = []
     for axis in matrix_axes(groups):
-        panels = {}
-        for name in CURVE_METRICS:
-            curves = matrix_curves(groups, axis, name)
-            if name == "trainer_throughput_sps" and "trainer_throughput_per_gpu" in panels:
-                continue
-            if curves and len(panels) < MAX_CURVE_PANELS:
-                panels[name] = (_unit(name, records), curves)
+        found = {name: curves for name in _headline(directed=True) if (curves := matrix_curves(groups, axis, name))}
+        if "trainer_throughput" + PER_GPU_SUFFIX in found:  # raw throughput only without GPUs
+            found.pop("trainer_throughput_sps", None)
+        panels = {name: (_unit(name, records), curves) for name, curves in list(found.items())[:MAX_CURVE_PANELS]}
         title = f"Matrix: metrics versus {axis}"
         if not panels:
             figures.append(Figure(f"matrix-{axis}", title, unavailable="No headline metric along this axis."))
             continue
-        caption = (f"Median over repeats at each value of {axis}, with the 95% interval of the median as error bars; "
-                   "one line per combination of the other matrix fields.")  # fmt: skip
+        caption = (f"Median over repeats at each value of {axis}, with an interval of the median as error bars (the "
+                   "range of the repeats below six runs: 50% coverage at two runs, 87.5% at four; the metrics table "
+                   "gives each one's coverage); one line per combination of the other matrix fields.")  # fmt: skip
         figures.append(Figure(f"matrix-{axis}", title, compare_plots.matrix_panels(axis, panels), caption))
     return figures
 
@@ -327,19 +322,12 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
     )
 
 
-MARKDOWN_METRICS = (
-    "trainer_idle_ratio", "generator_utilization", "generator_admission_idle_ratio", "trainer_throughput_sps",
-    "trainer_throughput_per_gpu", "staleness_mean", "zero_adv_group_fraction", "wasted_generation_fraction",
-    "step_time_mean_s", "sandbox_init_failure_rate", "sandbox_start_p50_s",
-)  # fmt: skip
-
-
 def markdown_comparison(records: Sequence[RunRecord]) -> str:
-    """The comparison as a compact Markdown table: headline metrics by group, median [95% interval] n."""
+    """The comparison as a compact Markdown table: headline metrics by group, median [interval] (coverage) n."""
     groups = group_runs(records)
-    aggregated = aggregate(groups, MARKDOWN_METRICS)
+    aggregated = aggregate(groups, _headline())
     rows = [(name, values) for name, values in aggregated.items() if any(values)]
-    lines = ["## Comparison (median [95% interval] n=runs, per group of repeats)", ""]
+    lines = ["## Comparison (median [interval] (what it is, its coverage) n=runs, per group of repeats)", ""]
     lines.append("| metric | unit | " + " | ".join(g.label.replace("|", "\\|") for g in groups) + " |")
     lines.append("|" + "---|" * (2 + len(groups)))
     lines += [f"| {name} | {_unit(name, records)} | " + " | ".join(map(_interval_cell, values)) + " |"

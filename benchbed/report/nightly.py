@@ -3,6 +3,7 @@ night's verdict; plus the same verdicts as a Markdown message and as JUnit XML f
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -15,11 +16,13 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from benchbed.history import Series
 from benchbed.logtext import strip_ansi
+from benchbed.nightly.history import Series
+from benchbed.nightly.regimes import EntryRegime
+from benchbed.nightly.run import Night
+from benchbed.nightly.stats import VERDICTS, EntryVerdict
 from benchbed.outputs import write_output
 from benchbed.record import RunRecord, utc_now
-from benchbed.regress import VERDICTS, EntryVerdict
 from benchbed.report.plots import to_svg
 from benchbed.report.render import TEMPLATES
 
@@ -49,12 +52,19 @@ def counts_line(verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = 
 
 
 def markdown_summary(
-    title: str, verdicts: Sequence[EntryVerdict], failed: Sequence[RunRecord] = (), series: Sequence[Series] = ()
+    title: str,
+    verdicts: Sequence[EntryVerdict],
+    failed: Sequence[RunRecord] = (),
+    series: Sequence[Series] = (),
+    regimes: Sequence[EntryRegime] = (),
 ) -> str:
-    """A short message for a chat channel or PR comment: counts, every verdict that is not `unchanged`, and each
-    series' change points (the first night of each new level, as on the page and in `history --json`)."""
+    """A short message for a chat channel or PR comment: counts, each entry's diagnosis (and whether it changed
+    since the night before), every verdict that is not `unchanged`, and each series' change points (the first
+    night of each new level, as on the page and in `history --json`)."""
     worst = "❌" if failed or any(v.verdict == "regression" for v in verdicts) else "✅"
     lines = [f"{worst} **{title}**: {counts_line(verdicts, failed)}", ""]
+    if regimes:
+        lines += ["Diagnosis:", *(f"- {r.sentence()}" for r in regimes), ""]
     notable = [v for v in verdicts if v.verdict != "unchanged"]
     if notable:
         lines += ["| entry | metric | verdict | baseline | tonight | change | p |", "|---|---|---|---|---|---|---|"]
@@ -161,8 +171,10 @@ def history_plot(series: Series) -> str:
     return to_svg(fig)
 
 
-def render_history_html(title: str, series: Sequence[Series], failed: Sequence[RunRecord] = ()) -> str:
-    """The history page: a verdict table, then one plot per series grouped by entry."""
+def render_history_html(
+    title: str, series: Sequence[Series], failed: Sequence[RunRecord] = (), regimes: Sequence[EntryRegime] = ()
+) -> str:
+    """The history page: each entry's diagnosis, a verdict table, then one plot per series grouped by entry."""
     verdicts = [s.verdict for s in series if s.verdict is not None]
     entries: dict[tuple[str, str], list[tuple[Series, str]]] = {}
     for s in series:
@@ -171,10 +183,27 @@ def render_history_html(title: str, series: Sequence[Series], failed: Sequence[R
                              undefined=jinja2.StrictUndefined)  # fmt: skip
     template = env.get_template("nightly.html.j2")
     return template.render(
-        title=title, entries=entries, verdicts=verdicts, failed=list(failed), colors=VERDICT_COLORS,
+        title=title, entries=entries, verdicts=verdicts, failed=list(failed), colors=VERDICT_COLORS, regimes=regimes,
         summary=counts_line(verdicts, failed), number=_number, change=_change,
         generated_at=utc_now().strftime("%Y-%m-%d %H:%M:%S UTC"),
     )  # fmt: skip
+
+
+def write_night(night: Night, page: Path | None = None, junit: Path | None = None) -> Path:
+    """Keep a night's page, Markdown summary and verdicts in its folder (the page at `page` when given), plus
+    JUnit XML at `junit`; returns the page's path."""
+    html = render_history_html(night.title, night.series, night.failed, night.regimes)
+    written = write_text(page or night.folder / "nightly.html", html)
+    write_text(night.folder / "summary.md", night_summary(night))
+    write_text(night.folder / "verdicts.json", json.dumps([v.to_json() for v in night.verdicts], indent=2))
+    if junit is not None:
+        write_text(junit, junit_xml(night.suite.name, night.verdicts, night.failed))
+    return written
+
+
+def night_summary(night: Night) -> str:
+    """The night's Markdown summary (what `benchbed nightly` prints)."""
+    return markdown_summary(night.title, night.verdicts, night.failed, night.series, night.regimes)
 
 
 def write_text(path: Path, text: str) -> Path:

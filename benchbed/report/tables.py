@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchbed.metrics import METRICS
+from benchbed.metrics.registry import display_order, family_of
 from benchbed.metrics.series import sandbox_levels
 from benchbed.record import MetricValue, RunRecord
 from benchbed.secrets import redact
@@ -15,31 +16,6 @@ from benchbed.trace import Trace
 
 FRAMEWORK_PREFIX = "framework_"
 
-# Known metrics in display order, by family; metrics not listed fall into a family by name prefix.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "trainer": (
-        "trainer_idle_ratio", "trainer_compute_ratio", "trainer_weight_sync_ratio", "trainer_checkpoint_ratio",
-        "trainer_other_ratio", "step_time_mean_s", "startup_s",
-    ),
-    "generator / throughput": (
-        "generator_utilization", "generator_paused_ratio", "generator_admission_idle_ratio", "trainer_capacity_sps",
-        "trainer_throughput_sps", "generator_throughput_sps", "effective_generator_throughput_sps", "rate_gap",
-    ),
-    "staleness": (
-        "staleness_mean", "staleness_p50", "staleness_p99", "staleness_max", "staleness_in_flight_mean",
-        "staleness_in_queue_mean", "mixed_policy_fraction", "dropped_stale_fraction",
-    ),
-    "groups": ("zero_adv_group_fraction", "wasted_generation_fraction", "group_straggler_ratio"),
-    "sandbox": (
-        "sandbox_init_failure_rate", "sandbox_start_p50_s", "sandbox_start_p99_s", "sandbox_start_max_s",
-        "sandbox_queue_p50_s", "sandbox_queue_p99_s",
-    ),
-}  # fmt: skip
-_PREFIX_FAMILY = (
-    ("trainer_", "trainer"), ("step_", "trainer"), ("generator_", "generator / throughput"),
-    ("staleness_", "staleness"), ("sandbox_", "sandbox"), ("group", "groups"),
-)  # fmt: skip
-OTHER_FAMILY = "other"
 # A sandbox-bench sweep's per-level table (series.sandbox_levels): field -> (column heading, scale)
 SANDBOX_BENCH_COLUMNS: tuple[tuple[str, str, float], ...] = (
     ("level", "level", 1), ("attempts", "sandboxes", 1), ("failures", "init failures", 1),
@@ -65,27 +41,13 @@ class MetricRow:
         return any(v is not None for v in self.framework)
 
 
-def family_of(name: str) -> str:
-    for family, names in FAMILIES.items():
-        if name in names:
-            return family
-    return next((family for prefix, family in _PREFIX_FAMILY if name.startswith(prefix)), OTHER_FAMILY)
-
-
-def _order(name: str) -> tuple[int, int, str]:
-    families = [*FAMILIES, OTHER_FAMILY]
-    family = family_of(name)
-    known = FAMILIES.get(family, ())
-    return families.index(family), known.index(name) if name in known else len(known), name
-
-
 def metric_rows(records: list[RunRecord]) -> list[MetricRow]:
     """Every metric any record has, ours and `framework_*` side by side, in family order."""
     names: set[str] = set()
     for record in records:
         names.update(n.removeprefix(FRAMEWORK_PREFIX) for n in record.metrics)
     rows = []
-    for name in sorted(names, key=_order):
+    for name in sorted(names, key=display_order):
         ours = tuple(r.metrics.get(name) for r in records)
         theirs = tuple(r.metrics.get(FRAMEWORK_PREFIX + name) for r in records)
         unit = next((v.unit for v in (*ours, *theirs) if v is not None and v.unit), "")

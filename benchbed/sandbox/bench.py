@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.sandbox.base import SandboxSpec
 from benchbed.sandbox.events import EventSink, add_spans
-from benchbed.sandbox.pool import PoolConfig, RunOutcome, SandboxPool
+from benchbed.sandbox.pool import PoolConfig, SandboxOutcome, SandboxPool
 from benchbed.sandbox.procs import Child
 from benchbed.sandbox.registry import get_backend
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
@@ -49,11 +49,11 @@ class BenchConfig(BenchOptions):
     backend: str = "local"
 
 
-async def _level(pool: SandboxPool, cfg: BenchConfig, level: int, on_done: Callable[[], None]) -> list[RunOutcome]:
+async def _level(pool: SandboxPool, cfg: BenchConfig, level: int, on_done: Callable[[], None]) -> list[SandboxOutcome]:
     n = cfg.per_level or level
     gate = asyncio.Semaphore(level)
 
-    async def one(i: int) -> RunOutcome:
+    async def one(i: int) -> SandboxOutcome:
         async with gate:
             out = await pool.run(cfg.sandbox, cfg.program, key=f"c{level}-{i}", timeout_s=cfg.exec_timeout_s)
         on_done()

@@ -10,12 +10,14 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.procs import pid_alive
 from benchbed.sandbox.reasons import failure_reason
+from benchbed.sandbox.registry import require_credentials, require_sdk
 
 APP_NAME = "benchbed-sandboxes"
 MAX_THROTTLE_WAIT_S = 5
@@ -67,6 +69,9 @@ class ModalBackend:
         # Read by the client on every retry: throttling then fails fast instead of sleeping without bound.
         os.environ.setdefault("MODAL_MAX_THROTTLE_WAIT", str(max_throttle_wait_s))
         if sdk is None:
+            require_sdk(self.name, "modal", "modal")
+            if not Path(os.environ.get("MODAL_CONFIG_PATH") or Path.home() / ".modal.toml").exists():
+                require_credentials(self.name, ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"))
             import modal as sdk  # the optional extra, imported only when this backend is used
         self.sdk = sdk
         self.app_name = app_name

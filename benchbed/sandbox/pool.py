@@ -36,7 +36,7 @@ class PoolConfig(BaseModel):
 
 
 @dataclass
-class RunOutcome:
+class SandboxOutcome:
     """Result of create -> exec -> close for one sandbox; `reason` set when the start failed for good."""
 
     key: str
@@ -215,10 +215,10 @@ class SandboxPool:
             await self.close(handle)
 
     async def run(self, spec: SandboxSpec, argv: list[str], *, key: str | None = None,
-                  timeout_s: float | None = None) -> RunOutcome:  # fmt: skip
+                  timeout_s: float | None = None) -> SandboxOutcome:  # fmt: skip
         """create -> exec -> close; start failures become the outcome's reason instead of an exception."""
         key = key or self._key()
-        out = RunOutcome(key=key)
+        out = SandboxOutcome(key=key)
         try:
             handle = await self.create(spec, key)
         except SandboxFailure as exc:

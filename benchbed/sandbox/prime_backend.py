@@ -18,6 +18,7 @@ from typing import Any
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
 from benchbed.sandbox.procs import pid_alive
 from benchbed.sandbox.reasons import failure_reason
+from benchbed.sandbox.registry import require_credentials, require_sdk
 
 DEFAULT_IMAGE = "python:3.11-slim"
 CALL_TIMEOUT_S = 30.0
@@ -66,6 +67,8 @@ class PrimeBackend:
     def __init__(self, *, run_id: str | None = None, sdk: ModuleType | None = None, client: Any = None,
                  call_timeout_s: float = CALL_TIMEOUT_S) -> None:  # fmt: skip
         if sdk is None:
+            require_sdk(self.name, "prime_sandboxes", "prime")
+            require_credentials(self.name, ("PRIME_API_KEY",))
             import prime_sandboxes as sdk  # the optional extra, imported only when this backend is used
         self.sdk = sdk
         self.client = client or sdk.AsyncSandboxClient()

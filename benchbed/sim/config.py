@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MAX_CONCURRENCY = 1_000_000  # generator slots; each costs memory in the simulator, and real runs use far fewer
+
 
 class _Strict(BaseModel):
     # strict: `true` is not a concurrency; allow_inf_nan: an infinite latency or sync time can only fail later
@@ -112,7 +114,7 @@ class Sandbox(_Strict):
 class SimConfig(_Strict):
     mode: Literal["sync", "one_step_off", "async"] = "async"
     staleness_policy: Literal["count", "drop"] = "count"
-    concurrency: int = Field(256, gt=0, description="generator sample slots")
+    concurrency: int = Field(256, gt=0, le=MAX_CONCURRENCY, description="generator sample slots")
     latency: Latency = Field(default_factory=Latency)
     train_step_time: float = Field(20.0, gt=0, description="seconds of trainer compute per step")
     weight_sync_time: float = Field(0.0, ge=0)
@@ -124,6 +126,12 @@ class SimConfig(_Strict):
     saturation: Saturation | None = None
     oversample: Oversample | None = None
     update_weights_interval: int = Field(1, gt=0, description="steps between weight pushes to the generator")
+    staleness_threshold: float | None = Field(
+        None,
+        ge=0,
+        description="verl fully_async: per weight push the generator may start (1 + threshold) pushes' worth of "
+        "samples, counted from the last push (async count mode; replaces workload.max_staleness for admission)",
+    )
     abort_on_weight_push: bool = Field(False, description="abort in-flight samples at each push; resume them later")
     reprefill_fraction: float = Field(
         0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"
@@ -141,3 +149,9 @@ class SimConfig(_Strict):
             if isinstance(data.get("latency"), int | float):
                 data["latency"] = {"dist": "fixed", "mean": data["latency"]}
         return data
+
+    @model_validator(mode="after")
+    def _check_threshold(self) -> SimConfig:
+        if self.staleness_threshold is not None and (self.mode != "async" or self.staleness_policy != "count"):
+            raise ValueError("staleness_threshold needs mode = 'async' and staleness_policy = 'count'")
+        return self

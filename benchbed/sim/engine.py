@@ -33,6 +33,7 @@ from benchbed.sim.draws import Draws, PairDraws, latency_draws, pass_rate_draws,
 from benchbed.sim.sandbox_starts import SandboxStarts
 
 OK, DROPPED_STALE, FILTERED_ZERO_ADV, ABORTED, DISCARDED = 0, 1, 2, 3, 4
+GROW_GROUPS = 4096  # groups added to the preallocated columns at a time
 STATUS_NAMES = ("ok", "dropped_stale", "filtered_zero_adv", "aborted", "discarded")
 
 
@@ -125,6 +126,11 @@ class Simulation:
             self.lookahead = 1
         else:
             self.lookahead = params.max_staleness if cfg.staleness_policy == "count" else math.inf
+        # verl's staleness_threshold: admission counted from the version last pushed to the generator, a push's
+        # worth of samples (interval steps) plus the threshold's fraction of one more.
+        self.push_counted = cfg.staleness_threshold is not None
+        if cfg.staleness_threshold is not None:
+            self.lookahead = (1 + cfg.staleness_threshold) * cfg.update_weights_interval - 1
         self.drop_stale = cfg.mode == "async" and cfg.staleness_policy == "drop"
         self.max_staleness = params.max_staleness
         self.interval = cfg.update_weights_interval
@@ -136,7 +142,6 @@ class Simulation:
         self.track_live = self.partial or self.surplus_policy == "carry"
         self.batch_versions = self.batch_mode and not self.rounds  # samples carry their batch's version
         self.max_discarded_per_step = 1000 * self.B
-        self.nans, self.unknowns = [math.nan] * self.G, [-1] * self.G  # a new group's end times and versions
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
@@ -160,6 +165,7 @@ class Simulation:
         self.g_pass: list[float] = []
         self.g_remaining: list[int] = []
         self.g_round: list[int] = []
+        self.capacity = 0  # groups the preallocated columns hold
         self.st_start: list[float] = []
         self.st_ready: list[float] = []
         self.st_compute_end: list[float] = []
@@ -168,7 +174,7 @@ class Simulation:
         self.paused: list[tuple[float, float]] = []
         # Generator and queue.
         self.free_slots = list(range(cfg.concurrency - 1, -1, -1))
-        self.heap: list[tuple[float, int]] = []  # (end time, sample) of running samples
+        self.heap: list[tuple[float, int]] = [(math.inf, -1)]  # (end time, sample) of running samples; a sentinel
         self.queue: deque[int] = deque()
         self.queued_samples = 0
         self.version = self.gen_version = self.batch_version = 0
@@ -211,7 +217,8 @@ class Simulation:
             return self.dispatch_round <= self.version + self.lookahead
         # Filtered or dropped groups do not count against admission: they are replaced (dynamic sampling).
         counted = self.started - self.discarded
-        if counted + self.G > (self.lookahead + self.version + 1) * self.B:
+        version = self.gen_version if self.push_counted else self.version
+        if counted + self.G > (self.lookahead + version + 1) * self.B:
             return False
         # Batch modes: a new batch starts only after every sample of the previous one has finished.
         return not (self.batch_mode and counted % self.B == 0 and self.finished < self.started)
@@ -243,13 +250,10 @@ class Simulation:
         if self.batch_mode and (self.started - self.discarded) % self.B == 0:
             self.batch_version = self.version
         group = len(self.g_t0)
+        if group == self.capacity:
+            self._grow()
         self.g_t0.append(now)
-        self.g_done.append(math.nan)
         self.g_v_start.append(self.batch_version if self.batch_versions else self.gen_version)
-        self.g_v_train.append(-1)
-        self.g_step.append(-1)
-        self.g_status.append(OK)
-        self.g_remaining.append(G)
         self.g_pass.append(self.pass_rates.take(1)[0])
         self.s_uniform.extend(self.uniforms.take(G))
         first = group * G
@@ -261,8 +265,6 @@ class Simulation:
         free_slots, heap = self.free_slots, self.heap
         self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
         del free_slots[-G:]
-        self.s_t1.extend(self.nans)
-        self.s_v_end.extend(self.unknowns)
         if self.partial:
             self.s_end.extend([now + latency for latency in latencies])
             self.s_began.extend([now] * G)
@@ -277,6 +279,19 @@ class Simulation:
             self.round_dispatched += 1
         if self.track_live:
             self.live_groups.add(group)
+
+    def _grow(self) -> None:
+        """Room for GROW_GROUPS more groups in the columns a new group starts with a fixed value in (cheaper than
+        appending to each per group); outcome() cuts them to the groups dispatched."""
+        n, G = GROW_GROUPS, self.G
+        self.capacity += n
+        self.g_done.extend([math.nan] * n)
+        self.g_v_train.extend([-1] * n)
+        self.g_step.extend([-1] * n)
+        self.g_status.extend([OK] * n)
+        self.g_remaining.extend([G] * n)
+        self.s_t1.extend([math.nan] * (n * G))
+        self.s_v_end.extend([-1] * (n * G))
 
     def _extra_latencies(self, now: float, first: int) -> tuple[list[float], list[float]]:
         """Latencies and response tokens of a new group's samples with tokens, turns or sandboxes modelled;
@@ -349,7 +364,7 @@ class Simulation:
         until, blocked = self.trainer_event_t, self.blocked
         stamp = self.batch_version if batch_versions else self.gen_version
         finished = 0
-        while heap and heap[0][0] < until:
+        while heap[0][0] < until:  # the heap's sentinel (inf) ends the loop when no sample is running
             now, sample = pop(heap)
             if partial and now != s_end[sample]:
                 continue  # the segment was aborted; its event is stale
@@ -358,9 +373,10 @@ class Simulation:
             free_slots.append(s_slot[sample])
             finished += 1
             group = sample // G
-            remaining[group] -= 1
-            done = not remaining[group]
-            more = buffered or (len(free_slots) >= G and not blocked)
+            left = remaining[group] - 1
+            remaining[group] = left
+            done = not left
+            more = (not blocked and len(free_slots) >= G) or buffered
             if done or more:
                 self.now, self.finished, finished = now, self.finished + finished, 0
                 if done:
@@ -533,6 +549,8 @@ class Simulation:
     def outcome(self) -> SimOutcome:
         """The run's columns as arrays."""
         now, cfg = self.now, self.cfg
+        groups = len(self.g_t0)
+        samples = groups * self.G
         if self.paused_since >= 0 and now > self.paused_since:
             self.paused.append((self.paused_since, now))
         rewards, reward_std = self.rewards()
@@ -543,16 +561,16 @@ class Simulation:
             attrs[sample] = '{"masked":"sandbox_init"}'
         return SimOutcome(
             end_time=now,
-            sample_t1=np.asarray(self.s_t1, dtype=float),
-            sample_v_end=np.asarray(self.s_v_end, dtype=np.int64),
+            sample_t1=np.asarray(self.s_t1[:samples], dtype=float),
+            sample_v_end=np.asarray(self.s_v_end[:samples], dtype=np.int64),
             sample_slot=np.asarray(self.s_slot, dtype=np.int32),
             sample_reward=rewards,
             group_t0=np.asarray(self.g_t0, dtype=float),
-            group_done_t=np.asarray(self.g_done, dtype=float),
+            group_done_t=np.asarray(self.g_done[:groups], dtype=float),
             group_v_start=np.asarray(self.g_v_start, dtype=np.int64),
-            group_v_train=np.asarray(self.g_v_train, dtype=np.int64),
-            group_step=np.asarray(self.g_step, dtype=np.int64),
-            group_status=np.asarray(self.g_status, dtype=np.int8),
+            group_v_train=np.asarray(self.g_v_train[:groups], dtype=np.int64),
+            group_step=np.asarray(self.g_step[:groups], dtype=np.int64),
+            group_status=np.asarray(self.g_status[:groups], dtype=np.int8),
             group_reward_std=reward_std,
             step_start=np.asarray(self.st_start, dtype=float),
             step_batch_ready=np.asarray(self.st_ready, dtype=float),

@@ -1,5 +1,6 @@
-"""`benchbed reproduce`: simulate the study's four case studies from their published configurations
-(experiments/reproduce/*.toml) and compare each reproduced quantity with the published figure.
+"""`benchbed reproduce`: a registry of published studies, each a folder of specs derived from its published
+configuration (experiments/reproduce/STUDY/*.toml); every case is simulated and each reproduced quantity is
+compared with the published figure.
 
 The specs ship as package data: benchbed/data/reproduce is a link to experiments/reproduce (one copy in the
 repository), which a wheel stores as files, so an installed benchbed reads them through importlib.resources."""
@@ -13,15 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tomllib
 
 from benchbed import keys as K
+from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sim import simulate_spec
 from benchbed.spec import ExperimentSpec, expand, load_spec
 from benchbed.trace import Trace
 
 EXPERIMENTS = resources.files("benchbed") / "data" / "reproduce"
-CASE_FILES: dict[str, tuple[str, ...]] = {
+SEMIANALYSIS_FILES: dict[str, tuple[str, ...]] = {
     "case1": ("case1.toml",),
     "case2": ("case2.toml",),
     "case3": ("case3-phase1.toml", "case3.toml"),
@@ -68,10 +71,12 @@ def simulate_in_process(spec: ExperimentSpec) -> CaseRun:
 
 
 def case_specs(case: str, overrides: tuple[str, ...] = ()) -> list[ExperimentSpec]:
-    """The case's specs, matrix expanded, with `--set`-style overrides applied."""
+    """The case's specs (`STUDY/CASE`, or a SemiAnalysis case by its old id), matrix expanded, with `--set`-style
+    overrides applied."""
+    study, name = resolve(case)[0]
     specs: list[ExperimentSpec] = []
-    for filename in CASE_FILES[case]:
-        with resources.as_file(EXPERIMENTS / filename) as path:
+    for filename in STUDIES[study].cases[name]:
+        with resources.as_file(EXPERIMENTS / study / filename) as path:
             specs.extend(expand(load_spec(path, overrides), str(path)))
     return specs
 
@@ -146,7 +151,7 @@ def slowest_sandbox_start_s(trace: Trace) -> float:
 
 
 def rows_case3(runs: list[CaseRun]) -> list[Row]:
-    by_c = {run.spec.sim["concurrency"]: run for run in runs}
+    by_c = {run.spec.adapter_table("sim")["concurrency"]: run for run in runs}
     rows = []
     for c in (96, 256, 360):
         rows.append(
@@ -212,7 +217,7 @@ def rows_case4(runs: list[CaseRun]) -> list[Row]:
     (run,) = runs
     m = run.metrics
     buffered = run.trace.of(K.SAMPLES_PARTIAL_BUFFERED).set_index("step")["value"]
-    interval = int(run.spec.sim["update_weights_interval"])
+    interval = int(run.spec.adapter_table("sim")["update_weights_interval"])
     steady = buffered[buffered.index > run.spec.warmup_steps]
     after_push = steady[steady.index % interval == 1]
     rise = float(after_push.mean() / max(steady[steady.index % interval != 1].mean(), 1e-9))
@@ -226,20 +231,172 @@ def rows_case4(runs: list[CaseRun]) -> list[Row]:
     ]  # fmt: skip
 
 
-ROWS: dict[str, Callable[[list[CaseRun]], list[Row]]] = {
+SEMIANALYSIS_ROWS: dict[str, Callable[[list[CaseRun]], list[Row]]] = {
     "case1": rows_case1, "case2": rows_case2, "case3": rows_case3, "case4": rows_case4,
 }  # fmt: skip
 
 
-def reproduce(cases: list[str], simulate: Simulate = simulate_in_process, overrides: tuple[str, ...] = (),
+def published(study: str) -> dict[str, Any]:
+    """The study's table of published quantities (experiments/reproduce/STUDY/published.toml)."""
+    return tomllib.loads((EXPERIMENTS / study / "published.toml").read_text())
+
+
+def version_step_s(run: CaseRun) -> float:
+    """Mean seconds per weight push after the warm-up: trainer step time x steps per push."""
+    steps = run.trace.of(K.TRAINER_STEP)
+    steady = steps[steps["step"] > run.spec.warmup_steps]
+    interval = int(run.spec.sim.get("update_weights_interval", 1))
+    return float((steady["t1"] - steady["t0"]).mean()) * interval
+
+
+def _verl_scale(gpus: int, runs: list[CaseRun]) -> list[Row]:
+    """Colocated step time (consistency) and the fully async speedup at 400 steps (prediction) on `gpus` GPUs."""
+    q = published("verl-fully-async")["quantities"]
+    case = f"verl-fully-async/{gpus}-gpus"
+    colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    asynchronous = next(run for run in runs if run.spec.sim.get("staleness_threshold") == 0.5)
+    sync_s, async_s = version_step_s(colocated), version_step_s(asynchronous)
+    split = f"{gpus // 2}:{gpus // 2}"
+    return [
+        _near(case, f"colocated sync step time, {gpus} GPUs (s)", q[f"colocate_step_{gpus}"], sync_s, 0.10,
+              "consistency", ["sim.train_step_time (old_log_prob + update_actor)", "sim.weight_sync_time (the rest)",
+                              "sim.saturation (derived from gen at 32 vs 128 GPUs)", "response cap"]),
+        _near(case, f"speedup, fully async {split} over colocated sync, 400 steps", q[f"speedup_{gpus}_400"],
+              sync_s / async_s, 0.15, "prediction",
+              ["sim.train_step_time (update_actor)", "sim.staleness_threshold", "response-length distribution"]),
+    ]  # fmt: skip
+
+
+def rows_verl_128(runs: list[CaseRun]) -> list[Row]:
+    """128 GPUs: the speedup at 100 and 400 steps, the trainer's idle, and the staleness ablation's times."""
+    q = published("verl-fully-async")["quantities"]
+    case = "verl-fully-async/128-gpus"
+    rows = _verl_scale(128, runs)
+    by_threshold = {run.spec.sim["staleness_threshold"]: run for run in runs if run.spec.sim["mode"] == "async"}
+    colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    ratio = version_step_s(colocated) / version_step_s(by_threshold[0.5])
+    rows.append(
+        _near(
+            case,
+            "speedup, fully async 64:64 over colocated sync, 100 steps",
+            q["speedup_128_100"],
+            ratio,
+            0.15,
+            "prediction",
+            ["as the 400-step row (the simulator's lengths do not drift)"],
+        )
+    )
+    rows.append(
+        _idle(
+            case,
+            "trainer idle, fully async 64:64 (gen / step)",
+            q["trainer_idle_64_64"],
+            by_threshold[0.5].metrics["trainer_idle_ratio"],
+            "prediction",
+            ["sim.train_step_time (update_actor)", "sim.concurrency", "response-length distribution"],
+        )
+    )
+    hours = {t: version_step_s(run) * 400 / 3600 for t, run in by_threshold.items()}
+    for threshold, key in (
+        (0.0, "hours_stale_0"),
+        (0.1, "hours_stale_01"),
+        (0.3, "hours_stale_03"),
+        (0.5, "hours_stale_05"),
+    ):
+        rows.append(
+            _near(
+                case,
+                f"hours for 400 steps at staleness_threshold {threshold}",
+                q[key],
+                hours[threshold],
+                0.15,
+                "prediction",
+                ["sim.staleness_threshold", "response-length distribution"],
+            )
+        )
+    flat = hours[0.5] / hours[0.3]
+    fastest = min(hours, key=hours.__getitem__)
+    rows.append(
+        Row(
+            case,
+            "staleness curve: fastest at 0.3-0.5 and flat there (hours at 0.5 / hours at 0.3)",
+            "1.00 (17h22m / 17h20m)",
+            flat,
+            "0.95-1.05, fastest at 0.3 or 0.5",
+            0.95 <= flat <= 1.05 and fastest in (0.3, 0.5),
+            "prediction",
+            ["sim.staleness_threshold", "response-length distribution"],
+        )
+    )
+    return rows  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Study:
+    """A published study: its cases (spec files in experiments/reproduce/NAME/) and how each case's rows are made."""
+
+    name: str
+    title: str
+    cases: dict[str, tuple[str, ...]]
+    rows: dict[str, Callable[[list[CaseRun]], list[Row]]]
+
+
+STUDIES: dict[str, Study] = {
+    "semianalysis": Study(
+        "semianalysis", "SemiAnalysis, RL Systems Mind the Gap: four case studies (anchors.md section 1)",
+        SEMIANALYSIS_FILES, SEMIANALYSIS_ROWS,
+    ),
+    "verl-fully-async": Study(
+        "verl-fully-async", "verl fully_async_policy README: Qwen2.5-Math-7B DAPO, colocated sync vs fully async",
+        {"128-gpus": ("colocate-128.toml", "async-64-64.toml"), "64-gpus": ("colocate-64.toml", "async-32-32.toml"),
+         "32-gpus": ("colocate-32.toml", "async-16-16.toml")},
+        {"128-gpus": rows_verl_128, "64-gpus": lambda runs: _verl_scale(64, runs),
+         "32-gpus": lambda runs: _verl_scale(32, runs)},
+    ),
+}  # fmt: skip
+ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies
+
+
+def study_of(case: str) -> str:
+    """The study a row's case belongs to (SemiAnalysis rows keep their old case ids)."""
+    return case.partition("/")[0] if "/" in case else "semianalysis"
+
+
+def assumptions(study: str) -> list[str]:
+    """Every ASSUMED line of the study's specs (`file: field = value  # why`), each once, in file order."""
+    lines: list[str] = []
+    for name in dict.fromkeys(f for files in STUDIES[study].cases.values() for f in files):
+        for line in (EXPERIMENTS / study / name).read_text().splitlines():
+            code, _, why = line.partition("#")
+            if "ASSUMED" in why and code.strip():
+                entry = f"{name}: {code.strip()}  # {why.strip()}"
+                if entry not in lines:
+                    lines.append(entry)
+    return lines
+
+
+def resolve(target: str) -> list[tuple[str, str]]:
+    """`all`, `STUDY`, `STUDY/CASE` or an old case id -> (study, case) pairs, in registry order."""
+    if target == "all":
+        return [(study.name, case) for study in STUDIES.values() for case in study.cases]
+    target = ALIASES.get(target, target)
+    study, _, case = target.partition("/")
+    if study in STUDIES and (not case or case in STUDIES[study].cases):
+        return [(study, name) for name in STUDIES[study].cases if not case or name == case]
+    choices = ", ".join(["all", *STUDIES, *(f"{s.name}/{c}" for s in STUDIES.values() for c in s.cases), *ALIASES])
+    raise SpecError(f"unknown study or case {target!r}; expected one of: {choices}")
+
+
+def reproduce(targets: list[str], simulate: Simulate = simulate_in_process, overrides: tuple[str, ...] = (),
               progress: Callable[[str], None] | None = None) -> list[Row]:  # fmt: skip
-    """Simulate every variant of each case and return its table rows."""
+    """Simulate every variant of each selected case and return its table rows."""
+    selected = list(dict.fromkeys(pair for target in targets for pair in resolve(target)))
     rows: list[Row] = []
-    for case in cases:
+    for study, case in selected:
         runs = []
-        for spec in case_specs(case, overrides):
+        for spec in case_specs(f"{study}/{case}", overrides):
             if progress is not None:
-                progress(f"{case}: {spec.name} {spec.variant or ''}".strip())
+                progress(f"{study}/{case}: {spec.name} {spec.variant or ''}".strip())
             runs.append(simulate(spec))
-        rows.extend(ROWS[case](runs))
+        rows.extend(STUDIES[study].rows[case](runs))
     return rows

@@ -9,19 +9,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gen_common import cell
+from gen_common import DocsError, cell
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def adapters() -> list[tuple[str, str, Any]]:
     """(adapter name, its spec table, its options model or None) for every registered adapter, by name."""
-    from benchbed.adapter import available_adapters, get_adapter, options_model, spec_table
+    from benchbed.adapter import available_adapters, get_adapter
 
     out = []
     for name in available_adapters():
         adapter = get_adapter(name)
-        out.append((name, spec_table(adapter), options_model(adapter)))
+        out.append((name, adapter.table, adapter.options_model))
     return out
 
 
@@ -50,6 +50,16 @@ def adapter_pages(page_path: str) -> str:
         link = posixpath.relpath(f"frameworks/{name}.md", here or ".")
         rows.append(f"| [`{name}`]({link}) | `[{table}]` | {cell(_summary(name))} |")
     return "\n".join([*rows, ""])
+
+
+def plugins_markdown(group: str) -> str:
+    """The entry points registered in a plug-in group (`benchbed.launchers`, ...), as a table of name and class."""
+    from importlib import metadata
+
+    rows = sorted((ep.name, ep.value) for ep in metadata.entry_points(group=group))
+    if not rows:
+        raise DocsError(f"no entry points registered in {group!r}")
+    return "\n".join(["| name | class |", "|---|---|", *(f"| `{name}` | `{value}` |" for name, value in rows), ""])
 
 
 def readme_markdown() -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed.adapter import LaunchPlan
+from benchbed.adapter import Adapter, LaunchPlan
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import TraceBuilder, TraceMeta
 
@@ -39,7 +39,7 @@ class OutsiderOptions(BaseModel):
     label: str = "outside"
 
 
-class OutsiderAdapter:
+class OutsiderAdapter(Adapter):
     name = "outsider"
     options_model = OutsiderOptions
 

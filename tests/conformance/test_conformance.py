@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from benchbed import keys as K
-from benchbed.adapter import LaunchPlan, available_adapters, get_adapter, options_model, spec_table
+from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
 from benchbed.errors import BenchbedError, NotThisFrameworkError
 from benchbed.metrics import METRICS, compute_metrics
 from benchbed.metrics.context import MetricContext
@@ -35,11 +35,11 @@ COMPONENT_TOLERANCE = 0.05
 @pytest.mark.parametrize("name", ADAPTERS)
 def test_declares_the_contract(name: str) -> None:
     adapter = get_adapter(name)
-    assert adapter.name == name
-    model = options_model(adapter)
+    assert isinstance(adapter, Adapter) and adapter.name == name
+    model = adapter.options_model
     if model is not None:
         assert issubclass(model, BaseModel) and model.model_config.get("extra") == "forbid"
-    assert spec_table(adapter) not in ExperimentSpec.model_fields, "an adapter's table cannot be a core spec field"
+    assert adapter.table not in ExperimentSpec.model_fields, "an adapter's table cannot be a core spec field"
 
 
 @pytest.mark.parametrize("name", ADAPTERS)

@@ -14,7 +14,7 @@ import pytest
 from benchbed.sandbox.base import SandboxSpec
 from benchbed.sandbox.events import EventSink
 from benchbed.sandbox.local import LocalBackend
-from benchbed.sandbox.pool import PoolConfig, RunOutcome, SandboxPool
+from benchbed.sandbox.pool import PoolConfig, SandboxOutcome, SandboxPool
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -23,7 +23,7 @@ PY = "/usr/bin/python3"
 
 
 def run_hostile(local_caps, argv: list[str], timeout_s: float = 3.0, spec: SandboxSpec = SPEC,
-                during=None) -> tuple[RunOutcome, RunOutcome, object]:  # fmt: skip
+                during=None) -> tuple[SandboxOutcome, SandboxOutcome, object]:  # fmt: skip
     """Run the hostile argv, then a benign one in the same pool; `during` runs on the host meanwhile."""
 
     async def main():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchbed.catalog import CATALOG_DIRNAME
-from benchbed.history import load_points
+from benchbed.nightly.history import load_points
 from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord, SuiteInfo
 from benchbed.store import Store, read_record, write_record
 

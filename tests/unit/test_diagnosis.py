@@ -20,7 +20,7 @@ from benchbed.spec import ExperimentSpec, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "experiments" / "quickstart.toml"
-REPRODUCE = ROOT / "experiments" / "reproduce"
+REPRODUCE = ROOT / "experiments" / "reproduce" / "semianalysis"
 
 
 def _metrics(spec: ExperimentSpec) -> dict[str, float]:
@@ -182,13 +182,13 @@ def _has_field(model: type[BaseModel], dotted: str) -> bool:
 
 
 def test_every_lever_is_a_real_spec_field() -> None:
-    from benchbed.adapter import get_adapter, options_model
+    from benchbed.adapter import get_adapter
 
     for name, entries in lever_table().items():
         assert name in REGIMES or name in FLAGS, f"levers.toml: [{name}] is neither a regime nor a flag"
         for entry in entries:
             table, _, rest = entry["field"].partition(".")
-            model = ExperimentSpec if table in CORE_TABLES else options_model(get_adapter(table))
+            model = ExperimentSpec if table in CORE_TABLES else get_adapter(table).options_model
             path = entry["field"] if table in CORE_TABLES else rest
             assert model is not None and _has_field(model, path), f"levers.toml: no spec field {entry['field']}"
             assert entry.get("predict") in (None, "sim.concurrency", "workload.max_staleness")

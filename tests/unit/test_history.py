@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from benchbed.history import POINT_COLUMNS, build_series
+from benchbed.nightly.history import POINT_COLUMNS, build_series
 from benchbed.record import Gate
 
 

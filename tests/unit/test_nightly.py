@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from benchbed.cli.main import cli
 from benchbed.errors import SpecError
-from benchbed.regress import compare_records
+from benchbed.nightly.stats import compare_records
+from benchbed.nightly.suite import load_suite
 from benchbed.spec import load_spec, repeated
 from benchbed.store import read_record, write_record
-from benchbed.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"
@@ -222,7 +222,7 @@ def test_run_honours_repeats_with_one_seed_per_repeat(tmp_path):
 
 def test_repeated_keeps_the_spec_id_and_counts_up():
     spec = load_spec(QUICKSTART, ["repeats=3"])
-    copies = repeated(spec)
+    copies = list(repeated(spec))
     assert [c.repeat for c in copies] == [0, 1, 2] and {c.spec_id for c in copies} == {spec.spec_id}
 
 
@@ -305,3 +305,30 @@ def test_the_tie_case_is_unchanged_at_p_0_0606_in_compare_and_in_the_nightly_gat
     gate = series["last_verdict"]  # the nightly gate: the last night against the nights before it
     assert gate["verdict"] == "unchanged" and gate["p_value"] == pytest.approx(20 / 330, abs=1e-15)
     assert (gate["n_baseline"], gate["n_candidate"]) == (7, 4)
+
+
+def test_run_night_is_a_library_call_that_runs_records_and_judges(tmp_path, monkeypatch):
+    """`run_night` without the CLI: each repeat launched and recorded, tonight's verdicts and the entry's series
+    returned; the night's files appear only when `write_night` keeps them."""
+    from benchbed.nightly.run import run_night
+    from benchbed.report.nightly import write_night
+    from benchbed.store import Store
+
+    monkeypatch.setenv("BENCHBED_MACHINE", "lib-box")
+    (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
+    (tmp_path / "suite.toml").write_text(TRAINER_BOUND.replace("repeats = 1", "repeats = 2"))
+    suite, planned = load_suite(tmp_path / "suite.toml")
+    heard = []
+    night = run_night(suite, planned, Store(tmp_path / "store"), on_run=lambda label, r: heard.append(label))
+    assert heard == ["trainer-bound (1/2)", "trainer-bound (2/2)"]
+    assert [r.status for r in night.records] == ["succeeded"] * 2 and night.failed == []
+    assert night.machine == "lib-box" and night.title.startswith("steps on lib-box, night ")
+    (verdict,) = night.verdicts
+    assert (verdict.metric, verdict.verdict, verdict.comparison.n_candidate) == ("trainer_throughput_sps",
+                                                                                 "insufficient_data", 2)  # fmt: skip
+    (series,) = night.series
+    assert [n.night for n in series.nights] == [night.night] and series.verdict is verdict
+    assert not night.folder.exists()
+    page = write_night(night)
+    assert page == night.folder / "nightly.html"
+    assert sorted(p.name for p in night.folder.iterdir()) == ["nightly.html", "summary.md", "verdicts.json"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchbed.metrics import compute_metrics
-from benchbed.regress import (
+from benchbed.nightly.stats import (
     EXACT_LIMIT,
     change_points,
     compare_values,

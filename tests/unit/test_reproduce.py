@@ -8,31 +8,37 @@ import re
 from importlib import resources
 from pathlib import Path
 
+import pytest
 import tomllib
 from click.testing import CliRunner
 
 from benchbed.cli.main import cli
-from benchbed.sim.reproduce import CASE_FILES, EXPERIMENTS, case_specs
+from benchbed.errors import SpecError
+from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, case_specs, published, resolve
+
+
+def study_files() -> list[str]:
+    """Every spec file of every study, as STUDY/FILE."""
+    return [f"{s.name}/{f}" for s in STUDIES.values() for files in s.cases.values() for f in files]
 
 
 def test_every_case_parameter_says_where_it_came_from():
-    for files in CASE_FILES.values():
-        for name in files:
-            for line in (EXPERIMENTS / name).read_text().splitlines():
-                code = line.split("#", 1)[0]
-                if (
-                    re.match(r"^\s*[\w\"]", code)
-                    and "=" in code
-                    and not code.strip().startswith(("name", "adapter", "description"))
-                ):
-                    assert re.search(r"PUBLISHED|DERIVED|ASSUMED|as case", line), f"{name}: {line}"
+    for name in study_files():
+        for line in (EXPERIMENTS / name).read_text().splitlines():
+            code = line.split("#", 1)[0]
+            if (
+                re.match(r"^\s*[\w\"]", code)
+                and "=" in code
+                and not code.strip().startswith(("name", "adapter", "description"))
+            ):
+                assert re.search(r"PUBLISHED|DERIVED|ASSUMED|as case", line), f"{name}: {line}"
 
 
 def test_case_specs_match_the_published_configuration():
     (case1,) = case_specs("case1")
     assert case1.workload.samples_per_step == 512 and case1.workload.max_staleness == 16
     assert case1.sim["train_step_time"] == round(512 / 2.75, 1)
-    levels = sorted(spec.sim["concurrency"] for spec in case_specs("case3"))
+    levels = sorted(spec.adapter_table("sim")["concurrency"] for spec in case_specs("case3"))
     assert levels == [96, 256, 360, 960]
 
 
@@ -57,10 +63,9 @@ def test_case_specs_ship_as_package_data():
     assert Path(str(EXPERIMENTS)) == package / "data" / "reproduce"
     pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text())
     globs = pyproject["tool"]["setuptools"]["package-data"]["benchbed"]
-    for files in CASE_FILES.values():
-        for name in files:
-            assert (EXPERIMENTS / name).is_file()
-            assert any(fnmatch.fnmatch(f"data/reproduce/{name}", g) for g in globs), name
+    for name in [*study_files(), *(f"{study}/published.toml" for study in STUDIES if study != "semianalysis")]:
+        assert (EXPERIMENTS / name).is_file()
+        assert any(fnmatch.fnmatch(f"data/reproduce/{name}", g) for g in globs), name
 
 
 def test_slowest_sandbox_start_runs_from_first_request_to_last_attempt():
@@ -73,3 +78,73 @@ def test_slowest_sandbox_start_runs_from_first_request_to_last_attempt():
     b.span("sandbox.start", 429.0, 760.0, sample="1", status="ok")
     b.span("sandbox.start", 50.0, 60.0, sample="2", status="ok")
     assert slowest_sandbox_start_s(b.build(TraceMeta(adapter="t"))) == 760.0
+
+
+def test_targets_resolve_to_studies_and_cases_and_old_ids_still_work():
+    assert resolve("case3") == [("semianalysis", "case3")]
+    assert resolve("verl-fully-async/64-gpus") == [("verl-fully-async", "64-gpus")]
+    assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in ("128-gpus", "64-gpus", "32-gpus")]
+    assert len(resolve("all")) == 7
+    result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/48-gpus"])
+    assert result.exit_code == 2 and "unknown study or case 'verl-fully-async/48-gpus'" in result.output
+
+
+def test_list_names_every_study_and_case():
+    result = CliRunner().invoke(cli, ["reproduce", "--list", "--json"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.output)
+    assert {name: entry["cases"] for name, entry in listed.items()} == {
+        "semianalysis": ["case1", "case2", "case3", "case4"],
+        "verl-fully-async": ["128-gpus", "64-gpus", "32-gpus"],
+    }
+
+
+def test_verl_specs_carry_the_published_configuration():
+    (colocated, asynchronous) = case_specs("verl-fully-async/32-gpus")
+    assert colocated.workload.samples_per_step == 512 * 16 and colocated.sim["mode"] == "sync"
+    assert colocated.sim["train_step_time"] == round(107.71 + 269.80, 2)
+    assert colocated.sim["weight_sync_time"] == round(790.10 - 357.41 - 107.71 - 269.80, 2)
+    assert asynchronous.workload.samples_per_step == 4 * 32 * 16
+    assert asynchronous.sim["update_weights_interval"] == 4 and asynchronous.sim["staleness_threshold"] == 0.5
+    assert asynchronous.sim["train_step_time"] == round(313.81 / 4, 2)
+    thresholds = [s.sim["staleness_threshold"] for s in case_specs("verl-fully-async/128-gpus")[1:]]
+    assert thresholds == [0.0, 0.1, 0.3, 0.5]
+    # one response-length assumption across the study
+    shapes = {
+        (s.sim["latency"]["mean"], s.sim["latency"]["cv"], s.sim["tokens"]["response_mean"])
+        for case in STUDIES["verl-fully-async"].cases
+        for s in case_specs(f"verl-fully-async/{case}")
+    }
+    assert shapes == {(29.06, 1.29, 4685)}
+
+
+def test_verl_32_gpu_rows_compare_with_the_published_table():
+    result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/32-gpus", "--json"])
+    rows = json.loads(result.output)
+    q = published("verl-fully-async")["quantities"]
+    assert [(r["quantity"], r["published"], r["kind"], r["ok"]) for r in rows] == [
+        ("colocated sync step time, 32 GPUs (s)", q["colocate_step_32"], "consistency", True),
+        ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "prediction", True),
+    ]
+    assert rows[0]["reproduced"] == pytest.approx(788.4, abs=0.1)
+    assert rows[1]["reproduced"] == pytest.approx(2.478, abs=0.001)
+    assert result.exit_code == 0
+
+
+def test_unknown_case_is_a_spec_error():
+    with pytest.raises(SpecError, match="unknown study or case 'case9'"):
+        case_specs("case9")
+
+
+def test_html_page_puts_published_beside_reproduced_with_the_assumptions(tmp_path):
+    page = tmp_path / "reproduce.html"
+    result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/32-gpus", "--json", "--html", str(page)])
+    rows = json.loads(result.output)
+    text = page.read_text()
+    assert STUDIES["verl-fully-async"].title in text and "2 of 2 rows within tolerance; 1 predictions." in text
+    for row in rows:
+        assert f"<td>{row['quantity']}</td><td>{row['published']:.4g}</td><td>{row['reproduced']:.4g}</td>" in text
+    # every ASSUMED line of the study's specs, once: the response-length shape among them
+    assumed = text.split("<li>")[1:]
+    assert len(assumed) == len(set(assumed)) > 5
+    assert any("p99 = 10 x median" in line for line in assumed)

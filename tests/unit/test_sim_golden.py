@@ -19,7 +19,7 @@ from benchbed.spec import build_spec, expand, load_spec
 from benchbed.trace import Trace
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
-REPRODUCE = resources.files("benchbed") / "data" / "reproduce"
+REPRODUCE = resources.files("benchbed") / "data" / "reproduce" / "semianalysis"
 
 
 def trace_hash(trace: Trace) -> str:

@@ -30,7 +30,7 @@ def test_load_fills_defaults(spec_file):
     spec = load_spec(spec_file)
     assert spec.workload.samples_per_step == 8
     assert spec.warmup_steps == 1 and spec.resources.trainer_gpus == 8
-    assert spec.sim == {"concurrency": 8}
+    assert spec.adapter_table() == {"concurrency": 8}
     assert spec.source == str(spec_file)
 
 
@@ -63,7 +63,7 @@ def test_invalid_toml(tmp_path):
 def test_overrides_parse_toml_literals_and_create_tables(spec_file):
     spec = load_spec(spec_file, ["workload.group_size=8", "sim.mode=sync", "sim.latency={ mean = 5.0 }", "name=x y"])
     assert spec.workload.group_size == 8
-    assert spec.sim["mode"] == "sync" and spec.sim["latency"] == {"mean": 5.0}
+    assert spec.adapter_table("sim")["mode"] == "sync" and spec.adapter_table("sim")["latency"] == {"mean": 5.0}
     assert spec.name == "x y"
 
 
@@ -116,7 +116,7 @@ def test_adapter_tables_are_validated_by_their_adapter_with_dotted_paths(spec_fi
     with pytest.raises(SpecError, match=r"field 'sandbox_bench.levels.1': Input should be a valid integer"):
         load_spec(spec_file, ['sandbox_bench.levels=[1, "many"]'])
     spec = load_spec(spec_file, ["prime_rl.harness=bash"])  # any registered adapter's table, whatever the adapter
-    assert spec.prime_rl == {"harness": "bash"} and spec.adapter_options("prime_rl").harness == "bash"
+    assert spec.adapter_table("prime_rl") == {"harness": "bash"} and spec.adapter_options("prime_rl").harness == "bash"
 
 
 def test_unknown_table_suggests_a_registered_adapter(spec_file):

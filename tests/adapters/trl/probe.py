@@ -24,30 +24,44 @@ def recorded(prompts: list[str], completions: list[str], answer: list[str], trai
     return rewards
 
 
-class GenerationTimer(TrainerCallback):
-    """Times every `model.generate` call itself (by wrapping it) and stamps the end of every logged step."""
+class GenerationShare(TrainerCallback):
+    """Measures, by its own clock, how long each step spends before the trainer's first forward pass with gradients
+    (the loss): the time the step produces its batch (generating, scoring). Also the bare `model.generate` time."""
 
     def __init__(self) -> None:
-        self.generating = 0.0
+        self.began: float | None = None
+        self.preparing = self.generating = 0.0
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        generate = model.generate
+        import torch
 
-        def timed(*a, **k):
+        forward, generate = model.forward, model.generate
+
+        def timed_forward(*a, **k):
+            if self.began is not None and torch.is_grad_enabled():
+                self.preparing += time.time() - self.began
+                self.began = None
+            return forward(*a, **k)
+
+        def timed_generate(*a, **k):
             t0 = time.time()
             try:
                 return generate(*a, **k)
             finally:
                 self.generating += time.time() - t0
 
-        model.generate = timed
+        model.forward, model.generate = timed_forward, timed_generate
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.began = time.time()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
-            line = {"step": state.global_step, "t": time.time(), "generating": self.generating}
+            line = {"step": state.global_step, "t": time.time(), "preparing": self.preparing,
+                    "generating": self.generating}  # fmt: skip
             with Path(TIMING_FILE).open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
-            self.generating = 0.0
+            self.preparing = self.generating = 0.0
 
 
 class KillAtStep3(TrainerCallback):

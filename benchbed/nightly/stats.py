@@ -21,7 +21,6 @@ Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "unchanged", "insufficient_data")
 DEFAULT_ALPHA = Gate().alpha
 DEFAULT_MIN_EFFECT = Gate().min_effect  # relative change of the median below which a difference is not reported
-DEFAULT_NIGHTS = Gate().nights  # the night's gate compares against the points of this many previous nights
 FRAMEWORK_PREFIX = "framework_"
 
 

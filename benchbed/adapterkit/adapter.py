@@ -61,18 +61,28 @@ class FrameworkAdapter(Adapter):
             from benchbed.errors import AdapterError
 
             raise AdapterError(f"the {self.name} adapter reads no tracker histories ({history.source.uri})")
+        if self.keymap is not None and not self.recognises(history.keys):
+            from benchbed.errors import NotThisFrameworkError
+
+            shown = ", ".join(history.keys[:6]) + (" ..." if len(history.keys) > 6 else "")
+            raise NotThisFrameworkError(
+                f"not a {self.name} history: {history.source.uri}: none of its keys ({shown}) is one only "
+                f"{self.name} logs ({', '.join(self._keymap().identify)})"
+            )
         return self._function("history_parser")(history)
 
     def recognises(self, keys: Iterable[str]) -> bool:
         """Whether a history with these keys is this framework's: one of them matches the key map's `identify`."""
         if self.keymap is None:
             return False
+        pattern = self._keymap().identifier()
+        return any(pattern.match(k) for k in keys)
+
+    def _keymap(self) -> Any:
         from benchbed.adapterkit.keymaps import load_keymap
 
         package = sys.modules[type(self).__module__]
-        path = Path(package.__file__ or "").with_name(self.keymap)
-        pattern = load_keymap(path).identifier()
-        return any(pattern.match(k) for k in keys)
+        return load_keymap(Path(package.__file__ or "").with_name(str(self.keymap)))
 
     def find_runs(self, path: Path) -> list[Path]:
         """The run directories under `path`: those its files mark, outermost first."""

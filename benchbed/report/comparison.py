@@ -28,6 +28,7 @@ from benchbed.report.run_groups import (
     per_gpu_unit,
     what_differs,
 )  # fmt: skip
+from benchbed.report.sections import COUNT_ADMISSION_NOTE, count_admission
 from benchbed.report.tables import TextTable
 from benchbed.trace import Trace
 
@@ -193,7 +194,10 @@ def _staleness(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
         return Figure("staleness", title, unavailable="No run has trained rollouts with known versions.")
     svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, "staleness v_train − v_start (versions)",
                                       discrete=True)  # fmt: skip
-    return Figure("staleness", title, svg, "Trained samples after warm-up, pooled over each group's repeats.")
+    caption = "Trained samples after warm-up, pooled over each group's repeats."
+    if any(count_admission(r, traces[r.run_id]) for g in groups for r in g.records):
+        caption += " " + COUNT_ADMISSION_NOTE
+    return Figure("staleness", title, svg, caption)
 
 
 def _sandbox_starts(record: RunRecord, trace: Trace) -> np.ndarray:

@@ -6,16 +6,20 @@ import os
 import re
 from collections.abc import Mapping
 
-# TOKEN only as a word of its own (HF_TOKEN, MODAL_TOKEN_ID, access_token), so token counts and limits
-# (max_new_tokens, max_response_tokens, prompt_tokens) are not taken for credentials.
+# TOKEN, KEY, AUTH and PASS only as words of their own (HF_TOKEN, WANDB_KEY, HF_AUTH, DB_PASS), so token counts
+# and limits (max_new_tokens, prompt_tokens), keymaps and authors are not taken for credentials.
 _SECRET_NAME = re.compile(
-    r"(?<![A-Za-z0-9])TOKEN(?![A-Za-z0-9])|SECRET|API_?KEY|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE
+    r"(?<![A-Za-z0-9])(?:TOKEN|KEY|AUTH|AUTHORIZATION|PASS)(?![A-Za-z0-9])|SECRET|API_?KEY|PASSWORD|PASSWD"
+    r"|CREDENTIAL|PRIVATE_KEY",
+    re.IGNORECASE,
 )
+# The password of a URL's user info (`https://user:sk-...@host`), whatever variable or field holds the URL.
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)")
 MASK = "***"
 
 
 def is_secret_name(name: str) -> bool:
-    """True for variable names such as MODAL_TOKEN_ID, PRIME_API_KEY, WANDB_API_KEY, HF_TOKEN."""
+    """True for variable names such as MODAL_TOKEN_ID, PRIME_API_KEY, WANDB_API_KEY, WANDB_KEY, HF_TOKEN, HF_AUTH."""
     return bool(_SECRET_NAME.search(name))
 
 
@@ -27,9 +31,10 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
 
 
 def redact(text: str, values: list[str] | None = None) -> str:
+    """`text` with every secret value, and every password in a URL, masked."""
     for value in secret_values() if values is None else values:
         text = text.replace(value, MASK)
-    return text
+    return _URL_PASSWORD.sub(rf"\g<head>{MASK}", text) if "://" in text else text
 
 
 def redact_env(env: Mapping[str, str], values: list[str] | None = None) -> dict[str, str]:

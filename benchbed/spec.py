@@ -7,8 +7,10 @@ import difflib
 import hashlib
 import itertools
 import json
+import math
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,9 @@ else:  # pragma: no cover
 
 
 MAX_STEPS = 10_000_000  # far beyond any RL run; larger values are typos (or would overflow a framework's int)
+# Counts that allocate (a launch, a spec copy per point or repeat): bounded at validation, far above real use.
+MAX_REPEATS = 1_000
+MAX_MATRIX_POINTS = 10_000
 
 
 class _Strict(BaseModel):
@@ -42,7 +47,7 @@ class Workload(_Strict):
     group_size: int = Field(16, gt=0, description="samples per prompt (GRPO group size G)")
     max_response_tokens: int = Field(4096, gt=0)
     max_seq_len: int | None = Field(None, gt=0, description="prompt + response token cap")
-    max_staleness: int = Field(0, ge=0, description="versions; 0 = synchronous")
+    max_staleness: int = Field(0, ge=0, le=MAX_STEPS, description="versions; 0 = synchronous")
     steps: int = Field(200, gt=0, le=MAX_STEPS, description="trainer steps")
     task: str = Field("math", description="environment family, e.g. math, swe, tool-use")
 
@@ -148,7 +153,7 @@ class ExperimentSpec(_Strict):
     adapter: str = Field(min_length=1)
     description: str = ""
     warmup_steps: int = Field(1, ge=0, description="steps excluded from the metric window")
-    repeats: int = Field(1, gt=0)
+    repeats: int = Field(1, gt=0, le=MAX_REPEATS, description="launches of each matrix point")
     timeout_s: float | None = Field(None, gt=0, description="wall-clock limit of a launch")
     workload: Workload = Field(default_factory=Workload)
     resources: Resources = Field(default_factory=Resources)
@@ -299,19 +304,30 @@ def format_validation_error(exc: ValidationError, source: str) -> str:
     return "; ".join(f"{source}: {line}" for line in validation_problems(exc))
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    """`a.b=v` -> ("a.b", value); the value is read as a TOML literal when it is one, else as a string."""
+def parse_override(text: str, where: str = "--set") -> tuple[str, Any]:
+    """`a.b=v` -> ("a.b", value); the value is read as a TOML literal when it is one, else as a string.
+    `where` says in errors where the override came from (the command line, or a suite entry's `set`)."""
     if "=" not in text:
-        raise SpecError(f"--set {text!r}: expected KEY=VALUE, e.g. --set workload.group_size=8")
+        raise SpecError(f"{where} {text!r}: expected KEY=VALUE, e.g. workload.group_size=8")
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise SpecError(f"--set {text!r}: empty key; expected a dotted field like sim.concurrency")
+        raise SpecError(f"{where} {text!r}: empty key; expected a dotted field like sim.concurrency")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
     return key, value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...], where: str = "--set") -> None:
+    """Apply `KEY=VALUE` overrides to spec data in place, in order (errors name `where`)."""
+    for text in overrides:
+        key, value = parse_override(text, where)
+        try:
+            set_dotted(data, key, value)
+        except SpecError as exc:
+            raise SpecError(f"{where} {text!r}: {exc}") from None
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -366,9 +382,7 @@ def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
 def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentSpec:
     """Read a TOML spec, apply `--set` overrides, validate. The matrix is kept (see expand)."""
     data = load_spec_data(path)
-    for text in overrides:
-        key, value = parse_override(text)
-        set_dotted(data, key, value)
+    apply_overrides(data, overrides)
     return build_spec(data, str(path))
 
 
@@ -381,6 +395,10 @@ def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]
     for key in keys:
         if not spec.matrix[key]:
             raise SpecError(f"{source}: matrix.{key} is empty; give at least one value")
+    points = math.prod(len(spec.matrix[k]) for k in keys)
+    if points > MAX_MATRIX_POINTS:
+        sizes = " x ".join(str(len(spec.matrix[k])) for k in keys)
+        raise SpecError(f"{source}: [matrix] expands to {sizes} = {points:,} points; at most {MAX_MATRIX_POINTS:,}")
     out = []
     for values in itertools.product(*(spec.matrix[k] for k in keys)):
         data = copy.deepcopy(base)
@@ -391,11 +409,9 @@ def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]
     return out
 
 
-def repeated(spec: ExperimentSpec) -> list[ExperimentSpec]:
-    """One copy of `spec` per repeat, each knowing its index; all share the spec_id."""
-    copies = []
+def repeated(spec: ExperimentSpec) -> Iterator[ExperimentSpec]:
+    """One copy of `spec` per repeat, each knowing its index (made as each launches); all share the spec_id."""
     for index in range(spec.repeats):
         one = spec.model_copy(deep=True)
         one._source, one._repeat = spec.source, index
-        copies.append(one)
-    return copies
+        yield one

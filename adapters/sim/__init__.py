@@ -8,6 +8,7 @@ from pathlib import Path
 
 from benchbed.adapter import Adapter, LaunchPlan
 from benchbed.errors import NotThisFrameworkError
+from benchbed.secrets import redact_mapping
 from benchbed.sim import sim_params
 from benchbed.sim.config import SimConfig
 from benchbed.spec import ExperimentSpec
@@ -30,7 +31,7 @@ class SimAdapter(Adapter):
             table["seed"] = params.config.seed + spec.repeat
         return LaunchPlan(
             argv=[sys.executable, "-m", "benchbed.sim", "--spec", SPEC_FILENAME, "--out", "."],
-            files={SPEC_FILENAME: json.dumps(data, indent=2)},
+            files={SPEC_FILENAME: json.dumps(redact_mapping(data), indent=2)},  # stored in the run, like the record
             timeout_s=spec.timeout_s,
             description=f"simulate {spec.workload.steps} steps ({params.config.mode})",
         )

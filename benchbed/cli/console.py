@@ -20,8 +20,9 @@ def launch_progress(description: str, enabled: bool = True) -> Iterator[Callable
     if not enabled:
         yield lambda line: None
         return
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
-               TimeElapsedColumn())  # fmt: skip
+    # plain text: a matrix label `q[sim.concurrency=64]` or a log line with brackets is not rich markup
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(),
+               TextColumn("{task.fields[status]}", markup=False), TimeElapsedColumn())  # fmt: skip
     # not drawn when stderr is not a terminal: there a transient bar only leaves a blank line before the output
     with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
         task = progress.add_task(description, total=None, status="")

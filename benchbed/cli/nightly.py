@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
@@ -20,7 +21,7 @@ from benchbed.errors import BenchbedError, SpecError
 from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
 from benchbed.nightly.suite import default_watch, load_suite
 from benchbed.outputs import check_output
-from benchbed.record import RunRecord
+from benchbed.record import Gate, RunRecord
 from benchbed.store import DEFAULT_STORE, Store, read_record
 
 EXIT_REGRESSION = 3
@@ -81,6 +82,16 @@ def _exit_status(verdicts: list[EntryVerdict], failed: list[RunRecord], fail_on:
     return 0
 
 
+def gate_options(alpha: float, min_effect: float) -> Gate:
+    """--alpha and --min-effect checked as the suite's [gate] is: 0 < alpha < 1, min_effect >= 0, both finite."""
+    try:
+        return Gate.model_validate({"alpha": alpha, "min_effect": min_effect})
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        option = "--alpha" if problem["loc"][0] == "alpha" else "--min-effect"
+        raise click.BadParameter(f"{problem['msg']} (got {problem['input']!r})", param_hint=option) from None
+
+
 @click.command()
 @click.argument("suite_path", metavar="SUITE", type=click.Path(path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
@@ -117,11 +128,13 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
 
     def on_run(label: str, record: RunRecord) -> None:
         if not as_json:
-            err_console.print(f"{label}: {record.status}", highlight=False)
+            err_console.print(f"{label}: {record.status}", highlight=False, markup=False)
 
     night = run_night(suite, planned, Store(store_dir), chosen, timeout_s, progress, on_run)
     for error in night.skipped:
         err_console.print(f"[yellow]warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
+    for warning in night.warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     page = write_night(night, output, junit_path)
     regimes = [r.to_json() for r in night.regimes]
     click.echo(_json_document(night.records, night.verdicts, diagnosis=regimes) if as_json else night_summary(night))
@@ -170,6 +183,7 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
     for name in metrics:
         if metric_direction(name) is None:
             raise SpecError(f"--metric {name}: not a metric with a better direction (README: Metric definitions)")
+    gate_options(alpha, min_effect)
     if junit_path is not None:
         check_output(junit_path)
     baseline = [read_record(d) for d in baseline_dirs]
@@ -207,15 +221,20 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
             nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
-    from benchbed.nightly.history import build_series, load_points
+    from benchbed.nightly.history import build_series, is_known_metric, load_points
     from benchbed.report.nightly import render_history_html, write_text
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
+    if metric is not None and not is_known_metric(metric):
+        raise SpecError(f"--metric {metric}: not a metric this benchbed computes (README: Metric definitions)")
     if output is not None:
         check_output(output)
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
-    series = build_series(points, [metric] if metric else None, nights)
+    warnings: list[str] = []
+    series = build_series(points, [metric] if metric else None, nights, warnings)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if output:
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:

@@ -53,8 +53,10 @@ def _studies_table() -> Table:
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"also keep each simulated run in this results directory (e.g. {DEFAULT_STORE})")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print the rows as one JSON list on stdout, nothing else")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write a page per study: published beside reproduced, with the specs' assumptions")  # fmt: skip
 def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tuple[str, ...], store_dir: Path | None,
-                      as_json: bool) -> None:  # fmt: skip
+                      as_json: bool, html_path: Path | None) -> None:  # fmt: skip
     """Simulate published studies from their configurations (experiments/reproduce/STUDY/*.toml) and compare each
     reproduced quantity with the published figure. TARGETS: `all` (the default), a study (`semianalysis`,
     `verl-fully-async`), one case (`verl-fully-async/128-gpus`) or a SemiAnalysis case by its old id (`case1`
@@ -72,6 +74,8 @@ def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tupl
             resolve(target)
         except BenchbedError as exc:
             raise click.BadParameter(str(exc), param_hint="TARGETS") from None
+    if html_path is not None:
+        check_output(html_path)
 
     def simulate(spec: ExperimentSpec) -> CaseRun:
         if store_dir is None:
@@ -84,6 +88,10 @@ def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tupl
 
     with err_console.status("simulating") as status:
         rows = reproduce(list(targets), simulate, overrides, progress=lambda text: status.update(f"simulating {text}"))
+    if html_path is not None:
+        from benchbed.report.reproduce_page import reproduce_html
+
+        write_output(html_path, reproduce_html(rows))
     if as_json:
         click.echo(json.dumps([row.as_json() for row in rows], indent=2))
     else:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
-from benchbed.errors import StoreError
+from benchbed.metrics import METRICS
 from benchbed.nightly.stats import (
     Comparison,
     EntryVerdict,
@@ -40,27 +40,29 @@ def load_points(
     entry: str | None = None,
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """One row per (suite run, metric), filtered with DuckDB, ordered by time; plus unreadable-record errors."""
+    """One row per (suite run, metric) from the store's catalog, filtered, ordered by time; plus unreadable-record
+    errors."""
     runs = Catalog(store.root).table(machine=machine)  # a machine's series: only its own index is read
-    filters = {"machine": machine, "suite": suite, "entry": entry, "metric": metric}
-    where = [f"{column} = ?" for column, value in filters.items() if value is not None]
-    connection = duckdb.connect()
-    connection.register("catalog", runs)
-    errors = [
-        e for (e,) in connection.sql("SELECT error FROM catalog WHERE error IS NOT NULL ORDER BY path").fetchall()
-    ]
-    points = f"""
-        SELECT machine, suite, entry, night, run_id, started_at, repeat, spec_id, adapter, framework,
-               framework_version, benchbed_commit, watch, gate, m.name AS metric, m.value AS value, m.unit AS unit,
-               ? || path AS path
-        FROM (SELECT *, unnest(metrics) AS m FROM catalog WHERE suite IS NOT NULL AND status = 'succeeded')
-        {"WHERE " + " AND ".join(where) if where else ""}
-        ORDER BY started_at, repeat, path, metric"""
-    try:
-        params = [f"{store.root}/", *(value for value in filters.values() if value is not None)]
-        frame = connection.execute(points, params).df()
-    except duckdb.Error as exc:
-        raise StoreError(f"store query failed: {exc}") from exc
+    errors = [e for e in runs.column("error").to_pylist() if e is not None]
+    keep = pc.and_(pc.is_valid(runs.column("suite")), pc.equal(runs.column("status"), "succeeded"))
+    for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
+        if value is not None:
+            keep = pc.and_(keep, pc.equal(runs.column(column), value))
+    runs = runs.filter(keep)
+    metrics = runs.column("metrics")
+    parents = pc.list_parent_indices(metrics)
+    points = runs.select(list(POINT_COLUMNS[:14])).take(parents)
+    flat = pc.list_flatten(metrics)
+    for name in ("metric", "value", "unit"):
+        points = points.append_column(name, pc.struct_field(flat, "name" if name == "metric" else name))
+    absolute = pc.binary_join_element_wise(
+        f"{store.root}/", runs.column("path").take(pc.list_parent_indices(metrics)), ""
+    )
+    points = points.append_column("path", absolute)
+    if metric is not None:
+        points = points.filter(pc.equal(points.column("metric"), metric))
+    order = [(c, "ascending") for c in ("started_at", "repeat", "path", "metric")]
+    frame = points.sort_by(order).to_pandas()
     return frame, errors
 
 
@@ -154,12 +156,21 @@ def gate_night(nights: list[NightValues], index: int, metric: str, gate: Gate) -
     return comparison, tuple(c for c in changes if c)
 
 
-def watched(points: pd.DataFrame) -> list[str]:
-    """The metrics a series' latest run watches (its suite entry's list, else the default ones it reports)."""
+def is_known_metric(name: str) -> bool:
+    """A metric this benchbed computes (a framework's own `framework_*` figures included)."""
+    return name.removeprefix("framework_") in METRICS
+
+
+def watched(points: pd.DataFrame, unknown: list[str] | None = None) -> list[str]:
+    """The metrics a series' latest run watches (its suite entry's list, else the default ones it reports).
+    Names this benchbed does not know (a record from another version) are left out and added to `unknown`."""
     latest = points[points["started_at"] == points["started_at"].max()]
     listed = [m for m in str(latest["watch"].iloc[0]).split(",") if m] if len(latest) else []
+    known = [m for m in listed if is_known_metric(m)]
+    if unknown is not None:
+        unknown += [m for m in listed if not is_known_metric(m)]
     present = set(points["metric"])
-    return listed or default_watch(present)
+    return known or default_watch(present)
 
 
 def recorded_gate(points: pd.DataFrame) -> Gate:
@@ -167,15 +178,24 @@ def recorded_gate(points: pd.DataFrame) -> Gate:
     return Gate.model_validate_json(points.sort_values("started_at")["gate"].iloc[-1])
 
 
-def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None) -> list[Series]:
+def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None,
+                 warnings: list[str] | None = None) -> list[Series]:  # fmt: skip
     """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict,
-    judged with the gate its latest run recorded (with `nights` previous nights when given)."""
+    judged with the gate its latest run recorded (with `nights` previous nights when given). A watched metric
+    this benchbed does not know is left out with a line in `warnings`; the series' other metrics stay."""
     out = []
     for (machine, entry), rows in points.groupby(["machine", "entry"], sort=True):
         entry_gate = recorded_gate(rows)
         if nights is not None:
             entry_gate = entry_gate.model_copy(update={"nights": nights})
-        for metric in metrics or watched(rows):
+        unknown: list[str] = []
+        names = metrics or watched(rows, unknown)
+        if unknown and warnings is not None:
+            warnings.append(
+                f"{entry} on {machine}: its latest run watches {', '.join(unknown)}, unknown to this benchbed "
+                f"(written by another version?); showing {', '.join(names) or 'no metric'}"
+            )
+        for metric in names:
             metric_rows = rows[rows["metric"] == metric]
             if metric_rows.empty:
                 continue

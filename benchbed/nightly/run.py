@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchbed.launch.base import Launcher
+from benchbed.launch.base import Launcher, get_launcher
 from benchbed.nightly.history import Series, build_series, load_points, night_verdicts
 from benchbed.nightly.regimes import EntryRegime, entry_regimes
 from benchbed.nightly.stats import EntryVerdict
@@ -38,6 +38,7 @@ class Night:
     series: list[Series] = field(default_factory=list)
     regimes: list[EntryRegime] = field(default_factory=list)  # each entry's diagnosis tonight and the night before
     skipped: list[str] = field(default_factory=list)  # unreadable records of the store, left out of the history
+    warnings: list[str] = field(default_factory=list)  # e.g. a series whose latest run watches an unknown metric
 
     @property
     def title(self) -> str:
@@ -66,6 +67,7 @@ def run_night(
 
     `progress(label)` gives each launch its line callback (a progress bar); `on_run(label, record)` hears of each
     finished run. A failed launch keeps its record and the night goes on."""
+    launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     store_machine = machine_info().name
     night = night_id()
     preflight([entry.spec for entry in planned], store, launcher)  # the whole night is launchable before it starts
@@ -84,7 +86,7 @@ def run_night(
         tonight = points[(points["entry"] == entry.name) & (points["night"] == night)]
         metrics = list(entry.watch) or default_watch(tonight["metric"])
         result.verdicts += night_verdicts(points, store_machine, entry.name, night, metrics, entry.gate)
-    result.series = build_series(points[points["entry"].isin({e.name for e in planned})])
+    result.series = build_series(points[points["entry"].isin({e.name for e in planned})], warnings=result.warnings)
     result.regimes = entry_regimes(points, list(dict.fromkeys(e.name for e in planned)), night)
     by_key = {(s.entry, s.metric): s for s in result.series}
     for verdict in result.verdicts:  # the page shows tonight's verdicts even where tonight's value is missing

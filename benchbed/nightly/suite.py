@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,7 +16,15 @@ from benchbed.metrics import METRICS
 from benchbed.metrics.registry import headline_metrics
 from benchbed.nightly.stats import metric_direction
 from benchbed.record import Gate
-from benchbed.spec import ExperimentSpec, expand, format_validation_error, load_spec, load_spec_data
+from benchbed.spec import (
+    MAX_REPEATS,
+    ExperimentSpec,
+    apply_overrides,
+    build_spec,
+    expand,
+    format_validation_error,
+    load_spec_data,
+)
 
 # Watched when an entry names none: the registry's headline metrics that have a better direction.
 DEFAULT_WATCH = headline_metrics(directed=True)
@@ -23,13 +32,14 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict like spec fields: `repeats = "3"` or `true` is refused, not coerced
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class SuiteEntry(_Strict):
     name: str = Field(description="the series key, with the machine")
     spec: str = Field(description="spec file, relative to the suite file")
-    repeats: int | None = Field(None, gt=0, description="runs per night (default: the spec's repeats)")
+    repeats: int | None = Field(None, gt=0, le=MAX_REPEATS, description="runs per night (default: the spec's repeats)")
     set: list[str] = Field(default_factory=list, description="--set overrides for this entry's spec")
     watch: list[str] | None = Field(None, description="metrics gated each night (default: headline metrics)")
     gate: dict[str, Any] = Field(default_factory=dict, description="this entry's changes to the suite's [gate]")
@@ -72,6 +82,23 @@ def default_watch(present: Iterable[str]) -> list[str]:
     return [m for m in DEFAULT_WATCH if m in have]
 
 
+def _entry_spec(where: str, entry: SuiteEntry, spec_path: Path, overrides: tuple[str, ...]) -> ExperimentSpec:
+    """The entry's spec: the file, the entry's repeats and `set`, then the command line's --set. A problem the
+    entry's `set` brings in is reported against the suite entry; one of the spec file's own, against the file."""
+    data = load_spec_data(spec_path)
+    clean = copy.deepcopy(data)
+    sets = [*((f"repeats={entry.repeats}",) if entry.repeats else ()), *entry.set]
+    apply_overrides(data, sets, f"{where}: set")
+    apply_overrides(data, overrides)
+    try:
+        return build_spec(data, str(spec_path))
+    except SpecError:
+        apply_overrides(clean, overrides)
+        build_spec(clean, str(spec_path))  # raises when the spec file (or the command line) is wrong by itself
+    # the spec is valid without the entry's settings: they brought the problem in, so the error names the entry
+    return build_spec(data, f"{where}: set = {sets}")
+
+
 @dataclass(frozen=True)
 class PlannedEntry:
     """One series of a suite: its key, the spec to run (a matrix point, with its repeats) and the metrics it
@@ -88,6 +115,8 @@ def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list
 
     An entry whose spec has a [matrix] becomes one series per point, named `entry[field=value,...]`."""
     path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: suite file not found; pass a TOML suite such as experiments/nightly-cpu.toml")
     try:
         suite = Suite.model_validate(load_spec_data(path))
     except ValidationError as exc:
@@ -105,8 +134,7 @@ def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list
         spec_path = path.parent / entry.spec
         if not spec_path.exists():
             raise SpecError(f"{path}: entry {entry.name!r}: spec file {spec_path} not found")
-        repeats = (f"repeats={entry.repeats}",) if entry.repeats else ()
-        base = load_spec(spec_path, (*repeats, *entry.set, *overrides))
+        base = _entry_spec(f"{path} (entry {entry.name!r})", entry, spec_path, overrides)
         for spec in expand(base, str(spec_path)):
             label = ",".join(f"{k}={v}" for k, v in spec.variant.items())
             name = f"{entry.name}[{label}]" if label else entry.name

@@ -24,7 +24,7 @@ def sim_params(spec: ExperimentSpec) -> SimParams:
             f"{source}: sim.concurrency ({config.concurrency}) must be at least workload.group_size "
             f"({workload.group_size}), or no group could ever start"
         )
-    _check_fits_in_memory(workload.steps * workload.samples_per_step, source)
+    _check_fits_in_memory(workload.steps * workload.samples_per_step, config.concurrency, source)
     return SimParams(
         steps=workload.steps,
         samples_per_step=workload.samples_per_step,
@@ -37,8 +37,15 @@ def sim_params(spec: ExperimentSpec) -> SimParams:
 
 
 # The simulator keeps every sample's events in memory until the trace is written (it does not stream): engine
-# lists, the trace's rows and the parquet writer's copy come to about this much per sample (measured on 20k steps).
+# lists, the trace's rows and the parquet writer's copy come to about this much per sample (measured on 20k steps),
+# and each generator slot about this much whether used or not (measured with 2 million slots: 455 MB).
 BYTES_PER_SAMPLE = 1000
+BYTES_PER_SLOT = 250
+
+
+def memory_needed(samples: int, concurrency: int) -> int:
+    """Bytes the simulator holds for a run of `samples` samples on `concurrency` generator slots."""
+    return samples * BYTES_PER_SAMPLE + concurrency * BYTES_PER_SLOT
 
 
 def available_memory() -> int:
@@ -52,15 +59,16 @@ def available_memory() -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def _check_fits_in_memory(samples: int, source: str) -> None:
-    """Refuse a run whose events cannot fit in this machine's free memory, before anything is launched."""
-    need = samples * BYTES_PER_SAMPLE
+def _check_fits_in_memory(samples: int, concurrency: int, source: str) -> None:
+    """Refuse a run whose events and slots cannot fit in this machine's free memory, before anything is launched."""
+    need = memory_needed(samples, concurrency)
     free = available_memory()
     if need > free:
         raise SpecError(
-            f"{source}: workload.steps x samples per step = {samples:,} samples; the simulator keeps every event "
-            f"in memory (about {BYTES_PER_SAMPLE} bytes a sample, {need / 2**30:,.1f} GiB), more than the "
-            f"{free / 2**30:.1f} GiB free here: lower workload.steps or the batch size"
+            f"{source}: workload.steps x samples per step = {samples:,} samples on sim.concurrency = "
+            f"{concurrency:,} slots; the simulator keeps every event and slot in memory (about {BYTES_PER_SAMPLE} "
+            f"bytes a sample, {BYTES_PER_SLOT} a slot: {need / 2**30:,.1f} GiB), more than the "
+            f"{free / 2**30:.1f} GiB free here: lower workload.steps, the batch size or sim.concurrency"
         )
 
 

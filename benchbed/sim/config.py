@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MAX_CONCURRENCY = 1_000_000  # generator slots; each costs memory in the simulator, and real runs use far fewer
+
 
 class _Strict(BaseModel):
     # strict: `true` is not a concurrency; allow_inf_nan: an infinite latency or sync time can only fail later
@@ -112,7 +114,7 @@ class Sandbox(_Strict):
 class SimConfig(_Strict):
     mode: Literal["sync", "one_step_off", "async"] = "async"
     staleness_policy: Literal["count", "drop"] = "count"
-    concurrency: int = Field(256, gt=0, description="generator sample slots")
+    concurrency: int = Field(256, gt=0, le=MAX_CONCURRENCY, description="generator sample slots")
     latency: Latency = Field(default_factory=Latency)
     train_step_time: float = Field(20.0, gt=0, description="seconds of trainer compute per step")
     weight_sync_time: float = Field(0.0, ge=0)

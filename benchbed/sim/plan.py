@@ -16,10 +16,10 @@ import numpy as np
 from benchbed.errors import SpecError
 from benchbed.metrics import METRICS
 from benchbed.metrics.context import MetricContext
-from benchbed.sim import sim_params, simulate_spec
-from benchbed.sim.config import SimConfig
+from benchbed.sim import memory_needed, sim_params, simulate_spec
+from benchbed.sim.config import MAX_CONCURRENCY, SimConfig
 from benchbed.sim.draws import mean_latency, saturation_factor
-from benchbed.spec import ExperimentSpec, build_spec, set_dotted
+from benchbed.spec import MAX_STEPS, ExperimentSpec, build_spec, set_dotted
 
 VARIABLES = ("sim.concurrency", "workload.max_staleness")
 _OPS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge, "<": operator.lt,
@@ -137,6 +137,22 @@ def closed_form(spec: ExperimentSpec, vary: str, target: Target) -> tuple[float 
     )
 
 
+def _check_range(spec: ExperimentSpec, vary: str, lo: int, hi: int) -> None:
+    """Refuse a range whose largest point is out of bounds or cannot fit in memory, before the first simulation."""
+    if vary == "sim.concurrency" and hi > MAX_CONCURRENCY:
+        samples = spec.workload.steps * spec.workload.samples_per_step
+        raise SpecError(
+            f"--range {lo}:{hi}: sim.concurrency is at most {MAX_CONCURRENCY:,}; simulating {hi:,} generator slots "
+            f"would need about {memory_needed(samples, hi) / 2**30:,.1f} GiB of memory"
+        )
+    if vary == "workload.max_staleness" and hi > MAX_STEPS:
+        raise SpecError(f"--range {lo}:{hi}: workload.max_staleness is at most {MAX_STEPS:,}")
+    try:
+        sim_params(with_value(spec, vary, hi))
+    except SpecError as exc:
+        raise SpecError(f"--range {lo}:{hi}: at {vary} = {hi:,}: {exc}") from None
+
+
 def plan(spec: ExperimentSpec, target: Target, vary: str, lo: int | None = None, hi: int | None = None,
          progress: Callable[[str], None] | None = None) -> PlanResult:  # fmt: skip
     """Sweep `vary` over [lo, hi], then bisect between the bracketing points for the boundary value."""
@@ -147,12 +163,13 @@ def plan(spec: ExperimentSpec, target: Target, vary: str, lo: int | None = None,
     if vary == "sim.concurrency":
         lo = params.group_size if lo is None else lo
         guess = 4 * max(params.config.concurrency, estimate or 0)  # the closed form is a fair centre for the sweep
-        hi = max(lo + 1, int(guess)) if hi is None else hi
+        hi = max(lo + 1, min(int(guess), MAX_CONCURRENCY)) if hi is None else hi
     else:
         lo = 0 if lo is None else lo
         hi = max(lo + 1, min(64, 4 * int(math.ceil(estimate or 16)))) if hi is None else hi
     if not 0 <= lo < hi:
         raise SpecError(f"--range {lo}:{hi}: expected 0 <= LO < HI")
+    _check_range(spec, vary, lo, hi)
     cache: dict[int, float | None] = {}
 
     def at(x: int) -> float | None:

@@ -357,6 +357,24 @@ STUDIES: dict[str, Study] = {
 ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies
 
 
+def study_of(case: str) -> str:
+    """The study a row's case belongs to (SemiAnalysis rows keep their old case ids)."""
+    return case.partition("/")[0] if "/" in case else "semianalysis"
+
+
+def assumptions(study: str) -> list[str]:
+    """Every ASSUMED line of the study's specs (`file: field = value  # why`), each once, in file order."""
+    lines: list[str] = []
+    for name in dict.fromkeys(f for files in STUDIES[study].cases.values() for f in files):
+        for line in (EXPERIMENTS / study / name).read_text().splitlines():
+            code, _, why = line.partition("#")
+            if "ASSUMED" in why and code.strip():
+                entry = f"{name}: {code.strip()}  # {why.strip()}"
+                if entry not in lines:
+                    lines.append(entry)
+    return lines
+
+
 def resolve(target: str) -> list[tuple[str, str]]:
     """`all`, `STUDY`, `STUDY/CASE` or an old case id -> (study, case) pairs, in registry order."""
     if target == "all":

@@ -222,7 +222,7 @@ def test_run_honours_repeats_with_one_seed_per_repeat(tmp_path):
 
 def test_repeated_keeps_the_spec_id_and_counts_up():
     spec = load_spec(QUICKSTART, ["repeats=3"])
-    copies = repeated(spec)
+    copies = list(repeated(spec))
     assert [c.repeat for c in copies] == [0, 1, 2] and {c.spec_id for c in copies} == {spec.spec_id}
 
 

@@ -134,3 +134,17 @@ def test_verl_32_gpu_rows_compare_with_the_published_table():
 def test_unknown_case_is_a_spec_error():
     with pytest.raises(SpecError, match="unknown study or case 'case9'"):
         case_specs("case9")
+
+
+def test_html_page_puts_published_beside_reproduced_with_the_assumptions(tmp_path):
+    page = tmp_path / "reproduce.html"
+    result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/32-gpus", "--json", "--html", str(page)])
+    rows = json.loads(result.output)
+    text = page.read_text()
+    assert STUDIES["verl-fully-async"].title in text and "2 of 2 rows within tolerance; 1 predictions." in text
+    for row in rows:
+        assert f"<td>{row['quantity']}</td><td>{row['published']:.4g}</td><td>{row['reproduced']:.4g}</td>" in text
+    # every ASSUMED line of the study's specs, once: the response-length shape among them
+    assumed = text.split("<li>")[1:]
+    assert len(assumed) == len(set(assumed)) > 5
+    assert any("p99 = 10 x median" in line for line in assumed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchbed.secrets import MASK, is_secret_name, redact_mapping
+from benchbed.secrets import MASK, is_secret_name, redact, redact_env, redact_mapping
 from benchbed.spec import build_spec
 
 
@@ -27,3 +27,49 @@ def test_a_spec_keeps_its_token_limits_and_numbers_while_credentials_are_masked(
     assert masked["workload"]["max_response_tokens"] == 8192
     assert masked["verl"]["ppo_max_token_len_per_gpu"] == 16384
     assert masked["verl"]["env"]["HF_TOKEN"] == MASK
+
+
+@pytest.mark.parametrize("name", ["WANDB_KEY", "HF_AUTH", "PROXY_AUTHORIZATION", "DB_PASS", "ssh_key"])
+def test_credentials_under_short_names_are_secret(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["keymap", "KEYMAP", "author", "passes", "n_keys", "passthrough"])
+def test_words_that_merely_contain_key_auth_or_pass_are_not(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+def test_a_password_in_any_url_is_masked_wherever_it_appears() -> None:
+    text = "push to https://u:sk-live-0123456789@hub.example.com/x, then http://head:8265/ and s3://bucket/key"
+    assert redact(text, []) == "push to https://u:***@hub.example.com/x, then http://head:8265/ and s3://bucket/key"
+    data = {"verl": {"overrides": {"data.url": "postgres://bob:p4ss@db:5432/x"}}, "n": 3}
+    assert redact_mapping(data, []) == {"verl": {"overrides": {"data.url": "postgres://bob:***@db:5432/x"}}, "n": 3}
+    assert redact_env({"HF_ENDPOINT": "https://user:hf_abc@hub", "WANDB_KEY": "abcdefgh"}, []) == {
+        "HF_ENDPOINT": "https://user:***@hub", "WANDB_KEY": MASK,
+    }  # fmt: skip
+
+
+def test_an_exported_secret_never_reaches_the_runs_files(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    quickstart = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"
+    key, auth = "wk-0123456789abcdef", "hfa-9876543210"
+    spec = tmp_path / "s.toml"
+    text = quickstart.read_text().replace('model = "Qwen/Qwen3-30B-A3B"', f'model = "{key}/Qwen3"')
+    spec.write_text(
+        text.replace('description = "generation-bound', 'description = "https://u:pw-123456@hub generation-bound')
+    )
+    env = {**os.environ, "WANDB_KEY": key, "HF_AUTH": auth}
+    store = tmp_path / "store"
+    run = subprocess.run([sys.executable, "-m", "benchbed", "simulate", str(spec), "--set", "workload.steps=10",
+                          "--store", str(store)], capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    run_dir = next(store.rglob("record.json")).parent
+    for path in (p for p in run_dir.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        assert key.encode() not in data and b"pw-123456" not in data, path
+    assert '"model": "***/Qwen3"' in (run_dir / "sim-spec.json").read_text()
+    assert '"description": "https://u:***@hub generation-bound' in (run_dir / "sim-spec.json").read_text()

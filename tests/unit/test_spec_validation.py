@@ -75,11 +75,13 @@ def test_seed_out_of_range_is_refused(seed):
 def test_steps_that_cannot_fit_are_refused_saying_why(steps):
     message = refused(spec_with(workload__steps=steps))
     assert "workload.steps" in message
-    assert ("keeps every event in memory" in message) or ("less than or equal to 10000000" in message)
+    assert ("keeps every event and slot in memory" in message) or ("less than or equal to 10000000" in message)
 
 
 def test_memory_refusal_names_the_need():
-    refused(spec_with(workload__steps=9_000_000, workload__group_size=64), "keeps every event in memory", "GiB")
+    refused(
+        spec_with(workload__steps=9_000_000, workload__group_size=64), "keeps every event and slot in memory", "GiB"
+    )
 
 
 def test_warmup_at_or_beyond_the_run_is_refused():

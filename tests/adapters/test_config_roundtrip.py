@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 text = st.text(max_size=12)  # any Unicode scalar value (hypothesis leaves out lone surrogates, as TOML does)
 times = st.times() | st.datetimes() | st.datetimes(timezones=st.just(dt.timezone.utc)) | st.dates()
 toml_scalars = text | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.booleans() | times

@@ -143,7 +143,10 @@ class Catalog:
         A store with no index yet is left for the first reader to index."""
         rel = self._rel(run_dir)
         machine = rel.split("/")[0]
-        marker = self._mark(rel)
+        try:
+            marker: Path | None = self._mark(rel)
+        except (OSError, OutputError):  # a full disk, say: the record still goes first
+            marker = None
         path = write(run_dir, record)
         try:
             with self._locked(machine):
@@ -152,8 +155,12 @@ class Catalog:
                     index.add([catalog_row(rel, record)])
                     self._store(machine, index)
         except (OSError, OutputError):  # the record is written; the marker tells the next reader to index it
+            if marker is None:  # no marker either: drop the index (freeing space), the next reader rebuilds it
+                with contextlib.suppress(OSError):
+                    self._path(machine).unlink(missing_ok=True)
             return path
-        marker.unlink(missing_ok=True)
+        if marker is not None:
+            marker.unlink(missing_ok=True)
         return path
 
     def _mark(self, rel: str) -> Path:

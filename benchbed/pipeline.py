@@ -15,7 +15,7 @@ from typing import Any
 from benchbed.adapter import Adapter, LaunchPlan, get_adapter
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
-from benchbed.launch.signals import interrupt_for, signal_name
+from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
@@ -45,28 +45,51 @@ def _new_record(spec_data: dict, spec_id: str, adapter_name: str, launcher: str)
 
 
 def _finish(record: RunRecord, store: Store, run_dir: Path, trace: Trace | None, warmup_steps: int) -> None:
-    """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record."""
-    if trace is not None:
-        meta = trace.meta
-        record.adapter.framework = meta.framework
-        record.adapter.version = meta.framework_version
-        record.adapter.mode = meta.mode
-        warnings = list(meta.warnings)
-        if isinstance(record.spec.get("resources"), dict):
-            meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
-        record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
-        record.warnings.extend(redact(w) for w in warnings)
-        record.trace_events = len(trace.events)
-        meta.warnings = [redact(w) for w in meta.warnings]
-        target = run_dir / TRACE_FILENAME
-        if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
-            trace.write(target)
-        if meta.partial and record.status == "succeeded":
-            record.status = "partial"
+    """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record.
+
+    Whatever stops this (a stop signal or an error while the metrics are computed), the record is written with a
+    final status before the exception goes on; the write itself holds stop signals until it is done."""
+    stopped: BaseException | None = None
+    try:
+        if trace is not None:
+            _measure(record, run_dir, trace, warmup_steps)
+    except KeyboardInterrupt as exc:
+        stopped = exc
+        record.status = "partial" if record.status == "succeeded" else "failed"
+        record.metrics = {}
+        message = f"benchbed was interrupted ({signal_name(exc)}) while computing the metrics"
+        record.error = record.error or ErrorInfo(message=f"{message}; the run's artifacts are in {run_dir}")
+    except Exception as exc:
+        stopped = exc
+        record.status, record.metrics = "failed", {}
+        message = f"benchbed failed computing the metrics: {type(exc).__name__}: {exc}"
+        record.error = record.error or ErrorInfo(message=redact(message))
     started = record.started_at
     record.finished_at = utc_now().isoformat()
     record.duration_s = (utc_now() - datetime.fromisoformat(started)).total_seconds()
-    store.save(run_dir, record)
+    with stop_signals_held():
+        store.save(run_dir, record)
+    if stopped is not None:
+        raise stopped
+
+
+def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) -> None:
+    meta = trace.meta
+    record.adapter.framework = meta.framework
+    record.adapter.version = meta.framework_version
+    record.adapter.mode = meta.mode
+    warnings = list(meta.warnings)
+    if isinstance(record.spec.get("resources"), dict):
+        meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
+    record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
+    record.warnings.extend(redact(w) for w in warnings)
+    record.trace_events = len(trace.events)
+    meta.warnings = [redact(w) for w in meta.warnings]
+    target = run_dir / TRACE_FILENAME
+    if not target.exists():  # a trace the launch wrote itself (sim, sandbox-bench) is kept as written
+        trace.write(target)
+    if meta.partial and record.status == "succeeded":
+        record.status = "partial"
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:

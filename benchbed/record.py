@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -15,8 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 import benchbed
+from benchbed.errors import BenchbedError
 
 FORMAT_VERSION = 1
+MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 RunStatus = Literal["started", "succeeded", "failed", "partial"]
 
 
@@ -180,9 +183,15 @@ def _gpus() -> list[GPUInfo]:
 def machine_info() -> MachineInfo:
     """Describe this host; `name` (BENCHBED_MACHINE or the hostname) keys the results layout."""
     host = socket.gethostname()
-    name = os.environ.get("BENCHBED_MACHINE") or host
+    name = os.environ.get("BENCHBED_MACHINE") or ""
+    if name and not MACHINE_NAME.fullmatch(name):  # it names a directory of the store: never `..`, never a path
+        raise BenchbedError(
+            f"BENCHBED_MACHINE={name!r} is not a machine name; expected letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (it names the machine's directory in the store)"
+        )
+    name = name or "".join(c if c.isalnum() or c in "._-" else "-" for c in host).lstrip("._-") or "localhost"
     return MachineInfo(
-        name="".join(c if c.isalnum() or c in "._-" else "-" for c in name),
+        name=name,
         host=host,
         os=f"{platform.system()} {platform.release()}",
         cpu=_cpu_model(),

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchbed.catalog import RECORD_FILENAME, Catalog, read_record
-from benchbed.errors import StoreError
+from benchbed.errors import OutputError, StoreError
 from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import write_output
-from benchbed.record import RunRecord, utc_now
+from benchbed.record import ErrorInfo, RunRecord, utc_now
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,9 +20,51 @@ if TYPE_CHECKING:
 DEFAULT_STORE = Path("results")
 
 
+RECORD_RESERVE = 8192  # bytes of blank padding after a `started` record: room for its final version on a full disk
+
+
 def write_record(run_dir: Path, record: RunRecord) -> Path:
-    """Write record.json atomically (benchbed.outputs: unique temp file, fsync, rename over)."""
-    return write_output(Path(run_dir) / RECORD_FILENAME, record.model_dump_json(indent=2))
+    """Write record.json atomically (benchbed.outputs: unique temp file, fsync, rename over).
+
+    A `started` record is padded with blanks, so when the final record cannot be written (a full disk, a quota),
+    a compact final version (status `failed`, the reason, no metrics) overwrites it in place, in space it
+    already holds: a run is never left `started` because the disk filled up while it ran."""
+    path = Path(run_dir) / RECORD_FILENAME
+    text = record.model_dump_json(indent=2)
+    if record.status == "started":
+        return write_output(path, text + " " * RECORD_RESERVE + "\n")
+    try:
+        return write_output(path, text)
+    except OutputError as exc:
+        if not _overwrite_in_place(path, _compact(record, str(exc))):
+            raise
+        return path
+
+
+def _compact(record: RunRecord, failure: str) -> str:
+    """The smallest honest final record: failed, why (the run's own error first), no metrics or warnings."""
+    reason = f"benchbed could not write the final record ({failure})"
+    if record.error:
+        reason = f"{record.error.message[:1000]}; {reason}"
+    update = {"status": "failed", "metrics": {}, "warnings": [], "error": ErrorInfo(message=reason)}
+    return record.model_copy(update=update).model_dump_json()
+
+
+def _overwrite_in_place(path: Path, text: str) -> bool:
+    """Write `text` over the existing file without allocating (padded with blanks to its size); False if the
+    file is not there or too small."""
+    data = text.encode()
+    try:
+        with open(path, "r+b") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < len(data) + 1:
+                return False
+            fh.write(data + b" " * (size - len(data) - 1) + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        return False
+    return True
 
 
 @dataclass

@@ -22,8 +22,8 @@ ROUNDS = 3
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory, quick: bool) -> dict[str, tuple[Path, int]]:
-    """small: 1 machine × 10 entries × 100 nights × 3; big: 10 machines of the same (100,000 records)."""
-    nights = 10 if quick else 100
+    """small: 1 machine × 10 entries × 334 nights × 3 repeats; big: 10 machines of the same (100,200 records)."""
+    nights = 10 if quick else 334
     out = {}
     for name, machines in (("small", 1), ("big", 10)):
         root = tmp_path_factory.mktemp(name)

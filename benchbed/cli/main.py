@@ -84,8 +84,8 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "reproduce": Lazy(
         "benchbed.cli.simtools:reproduce_command",
-        "Simulate published studies (SemiAnalysis, verl fully_async) from experiments/reproduce/STUDY/*.toml and "
-        "compare each reproduced quantity with the published figure.",
+        "Simulate published studies from their configurations (experiments/reproduce/STUDY/*.toml) and compare "
+        "each reproduced quantity with the published figure.",
     ),
     "calibrate": Lazy(
         "benchbed.cli.simtools:calibrate_command",

@@ -16,6 +16,7 @@ from benchbed.errors import LaunchError
 from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.signals import signal_name
 from benchbed.launch.slurm_jobs import follow_framework_job
+from benchbed.launch.watchdog import Watchdog, die_with_parent
 from benchbed.secrets import redact, secret_values
 from benchbed.spec import ExperimentSpec
 
@@ -52,12 +53,19 @@ def run_captures(plan: LaunchPlan, run_dir: Path, env: dict[str, str], cwd: Path
 
 
 def _pump(stream: IO[bytes], sink: IO[bytes], on_line: Callable[[str], None] | None, secrets: list[str]) -> None:
+    """Copy the child's output into its log; a log that cannot be written (a full disk) is given up, but the
+    stream is still drained, so the child never blocks on a full pipe."""
+    writable = True
     for raw in iter(stream.readline, b""):
         line = raw.decode(errors="replace")
         if secrets:
             line = redact(line, secrets)
-        sink.write(line.encode())
-        sink.flush()
+        if writable:
+            try:
+                sink.write(line.encode())
+                sink.flush()
+            except OSError:
+                writable = False
         if on_line is not None:
             on_line(line.rstrip("\n"))
     stream.close()
@@ -110,7 +118,7 @@ def run_plan(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            preexec_fn=die_with_parent,  # its own session, and SIGTERM if benchbed dies
         )
     except FileNotFoundError as exc:
         raise LaunchError(f"cannot start {plan.argv[0]!r}: not found; is it installed and on PATH?") from exc
@@ -118,7 +126,7 @@ def run_plan(
         raise LaunchError(f"cannot start {plan.argv[0]!r}: permission denied") from exc
     timed_out = interrupted = False
     stop_signal = ""
-    with stdout_path.open("wb") as out_sink, stderr_path.open("wb") as err_sink:
+    with Watchdog(pgid=proc.pid), stdout_path.open("wb") as out_sink, stderr_path.open("wb") as err_sink:
         pumps = [
             threading.Thread(target=_pump, args=(proc.stdout, out_sink, None, secrets), daemon=True),
             threading.Thread(target=_pump, args=(proc.stderr, err_sink, on_line, secrets), daemon=True),

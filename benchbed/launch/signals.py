@@ -44,6 +44,26 @@ def stop_signals_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Inside the block SIGINT, SIGTERM and SIGHUP are held, not raised, so a record write is never cut short; the
+    first one held is raised (KeyboardInterrupt or Terminated) when the block ends. Outside the main thread it
+    does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum))
+                for sig in (signal.SIGINT, *STOP_SIGNALS)}  # fmt: skip
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if held:
+        raise KeyboardInterrupt() if held[0] == signal.SIGINT else Terminated(held[0])
+
+
 def interrupt_for(name: str) -> KeyboardInterrupt:
     """The exception to re-raise once a launch stopped by `name` ('SIGINT', 'SIGTERM', ...) is finalised."""
     return KeyboardInterrupt() if name in ("", "SIGINT") else Terminated(signal.Signals[name].value)

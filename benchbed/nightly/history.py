@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
-from benchbed.errors import StoreError
 from benchbed.metrics import METRICS
 from benchbed.nightly.stats import (
     Comparison,
@@ -41,27 +40,29 @@ def load_points(
     entry: str | None = None,
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """One row per (suite run, metric), filtered with DuckDB, ordered by time; plus unreadable-record errors."""
+    """One row per (suite run, metric) from the store's catalog, filtered, ordered by time; plus unreadable-record
+    errors."""
     runs = Catalog(store.root).table(machine=machine)  # a machine's series: only its own index is read
-    filters = {"machine": machine, "suite": suite, "entry": entry, "metric": metric}
-    where = [f"{column} = ?" for column, value in filters.items() if value is not None]
-    connection = duckdb.connect()
-    connection.register("catalog", runs)
-    errors = [
-        e for (e,) in connection.sql("SELECT error FROM catalog WHERE error IS NOT NULL ORDER BY path").fetchall()
-    ]
-    points = f"""
-        SELECT machine, suite, entry, night, run_id, started_at, repeat, spec_id, adapter, framework,
-               framework_version, benchbed_commit, watch, gate, m.name AS metric, m.value AS value, m.unit AS unit,
-               ? || path AS path
-        FROM (SELECT *, unnest(metrics) AS m FROM catalog WHERE suite IS NOT NULL AND status = 'succeeded')
-        {"WHERE " + " AND ".join(where) if where else ""}
-        ORDER BY started_at, repeat, path, metric"""
-    try:
-        params = [f"{store.root}/", *(value for value in filters.values() if value is not None)]
-        frame = connection.execute(points, params).df()
-    except duckdb.Error as exc:
-        raise StoreError(f"store query failed: {exc}") from exc
+    errors = [e for e in runs.column("error").to_pylist() if e is not None]
+    keep = pc.and_(pc.is_valid(runs.column("suite")), pc.equal(runs.column("status"), "succeeded"))
+    for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
+        if value is not None:
+            keep = pc.and_(keep, pc.equal(runs.column(column), value))
+    runs = runs.filter(keep)
+    metrics = runs.column("metrics")
+    parents = pc.list_parent_indices(metrics)
+    points = runs.select(list(POINT_COLUMNS[:14])).take(parents)
+    flat = pc.list_flatten(metrics)
+    for name in ("metric", "value", "unit"):
+        points = points.append_column(name, pc.struct_field(flat, "name" if name == "metric" else name))
+    absolute = pc.binary_join_element_wise(
+        f"{store.root}/", runs.column("path").take(pc.list_parent_indices(metrics)), ""
+    )
+    points = points.append_column("path", absolute)
+    if metric is not None:
+        points = points.filter(pc.equal(points.column("metric"), metric))
+    order = [(c, "ascending") for c in ("started_at", "repeat", "path", "metric")]
+    frame = points.sort_by(order).to_pandas()
     return frame, errors
 
 

@@ -60,7 +60,7 @@ PINNED = {
     ],
     "experiments/verl-qwen3-30b-a3b-grpo.toml": ["verl-qwen3-30b-a3b-grpo-889d4de8"],
     "experiments/trl-grpo-cpu.toml": ["trl-grpo-cpu-b8fa6b5d"],
-    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-98aa822f"],
+    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-d1d3f5e2"],
 }
 # suite file#entry -> the spec ids of the entry's spec with the entry's `set` overrides (computed at be09333)
 PINNED_SUITE_ENTRIES = {

@@ -127,7 +127,7 @@ def test_key_maps_are_rendered_from_their_files() -> None:
     keymap = keymap_of("example")
     page = keymap_markdown(keymap)
     assert "Releases (oldest first): `1`." in page
-    assert "| `gen` | `trainer.wait` | s | timer | 1 | the trainer waits while the batch is generated" in page
+    assert "| `gen` | `trainer.wait` | s | component | 1 | the trainer waits while the batch is generated" in page
     assert len([line for line in page.splitlines() if line.startswith("| `")]) == len(keymap.entries)
     assert keymap_of("sim") is None
 

@@ -148,8 +148,9 @@ def interval_bars(
 
 
 def overlaid_cdfs(title: str, curves: dict[str, np.ndarray], colors: dict[str, str], xlabel: str,
-                  seconds: bool = False, discrete: bool = False) -> str:  # fmt: skip
-    """Empirical CDFs of each group's pooled values, one step line per group."""
+                  seconds: bool = False, discrete: bool = False,
+                  runs: dict[str, int] | None = None) -> str:  # fmt: skip
+    """Empirical CDFs of each group's pooled values, one step line per group (its legend says over how many runs)."""
     columns = 2 if len(curves) > 1 else 1
     fig = _figure(2.9, left=0.9, legend_rows=_rows(len(curves), columns))
     ax = fig.add_subplot()
@@ -161,7 +162,7 @@ def overlaid_cdfs(title: str, curves: dict[str, np.ndarray], colors: dict[str, s
             xs, first = np.unique(xs, return_index=True)
             ys = np.append(ys[first[1:] - 1], 1.0)
         ax.step(np.append(xs[:1], xs), np.append(0.0, ys), where="post", color=colors[label], linewidth=1.6,
-                label=f"{_short(label)} ({len(values):,} values)")  # fmt: skip
+                label=f"{_short(label)} ({_runs(runs, label)}{len(values):,} values)")  # fmt: skip
     if seconds:
         _time_axis(ax, "x", everything)
     if discrete:
@@ -172,6 +173,13 @@ def overlaid_cdfs(title: str, curves: dict[str, np.ndarray], colors: dict[str, s
     ax.set_ylabel("cumulative fraction (0–1)")
     _legend(fig, *ax.get_legend_handles_labels(), columns=columns)
     return _finish(fig, [ax], title)
+
+
+def _runs(runs: dict[str, int] | None, label: str) -> str:
+    """'n=3, ' for a legend entry ('n=1 (single run), ' for one run); '' when not known."""
+    if runs is None or label not in runs:
+        return ""
+    return f"n={runs[label]}{' (single run)' if runs[label] == 1 else ''}, "
 
 
 def step_time_boxes(labels: Sequence[str], durations: Sequence[np.ndarray], colors: Sequence[str]) -> str:

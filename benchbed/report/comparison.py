@@ -193,6 +193,7 @@ def _staleness(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
     if not curves:
         return Figure("staleness", title, unavailable="No run has trained rollouts with known versions.")
     svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, "staleness v_train − v_start (versions)",
+                                      runs={g.label: g.n for g in groups},
                                       discrete=True)  # fmt: skip
     caption = "Trained samples after warm-up, pooled over each group's repeats."
     if any(count_admission(r, traces[r.run_id]) for g in groups for r in g.records):
@@ -213,7 +214,9 @@ def _sandboxes(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
     if not curves:
         return Figure("sandboxes", title, unavailable="No run has successful sandbox.start spans.")
     xlabel = "start latency, create → ready (time; unit on each tick)"
-    svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, xlabel, seconds=True)
+    svg = compare_plots.overlaid_cdfs(
+        title + " (CDF)", curves, colors, xlabel, seconds=True, runs={g.label: g.n for g in groups}
+    )
     return Figure("sandboxes", title, svg, "Successful sandbox starts of the whole run (start-up included), "
                   "admission wait excluded, pooled over each group's repeats.")  # fmt: skip
 
@@ -228,7 +231,8 @@ def _step_times(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: di
     durations = [np.concatenate([_step_durations(r, traces[r.run_id]) for r in g.records]) for g in groups]
     if not any(len(d) for d in durations):
         return Figure("step_times", title, unavailable="No run has per-step trainer durations.")
-    svg = compare_plots.step_time_boxes([g.label for g in groups], durations, [colors[g.label] for g in groups])
+    labels = [f"{g.label} (n={g.n})" for g in groups]
+    svg = compare_plots.step_time_boxes(labels, durations, [colors[g.label] for g in groups])
     return Figure("step_times", title, svg, "Trainer step durations after warm-up, pooled over repeats.")
 
 

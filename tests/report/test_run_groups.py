@@ -157,3 +157,17 @@ def test_interval_text_states_its_coverage_and_n_everywhere() -> None:
     assert median_interval([1.0, 2.0]).text() == "1.5 [1, 2] (range, 50%) n=2"
     assert median_interval([3.0]).text() == "3 (single run) n=1"
     assert median_interval([float(i) for i in range(1, 11)]).text() == "5.5 [2, 9] (interval, 97.9%) n=10"
+
+
+def test_charts_carry_n_and_mark_single_runs() -> None:
+    """Issue 26: every chart of group values says n; a single run's bar is hatched and said to be one run."""
+    import numpy as np
+
+    from benchbed.report import compare_plots
+
+    four, one = median_interval([1.0, 2.0, 3.0, 4.0]), median_interval([5.0])
+    bars = compare_plots.interval_bars("t", ["a", "b"], {"throughput": [four, one]}, "samples/s")
+    assert "n=4, range, 87.5%" in bars and "n=1, single run" in bars and "single run (no interval)" in bars
+    cdfs = compare_plots.overlaid_cdfs("t", {"a": np.arange(5.0), "b": np.arange(3.0)}, {"a": "#000", "b": "#111"},
+                                       "x", runs={"a": 4, "b": 1})  # fmt: skip
+    assert "a (n=4, 5 values)" in cdfs and "b (n=1 (single run), 3 values)" in cdfs

@@ -81,9 +81,10 @@ COUNT_ADMISSION_NOTE = (
 
 
 def count_admission(record: RunRecord, trace: Trace) -> bool:
-    """Whether the run admitted samples by count (AReaL-style), where the staleness bound is not a per-sample cap."""
-    tables = [t for t in (record.spec.get("sim"), record.spec.get("ref")) if isinstance(t, dict)]
-    return "count" in (trace.meta.mode or "") or any(t.get("staleness_policy") == "count" for t in tables)
+    """Whether the run was simulated with count admission (mode 'async/count'), where the staleness bound caps
+    starts per version, not each sample's age (the reference engine's count policy caps ages: not meant here)."""
+    sim = record.spec.get("sim")
+    return "count" in (trace.meta.mode or "") or (isinstance(sim, dict) and sim.get("staleness_policy") == "count")
 
 
 def staleness_section(record: RunRecord, trace: Trace) -> Section:

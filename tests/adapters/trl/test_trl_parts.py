@@ -231,3 +231,19 @@ def test_without_a_wandb_history_steps_are_trls_step_time_and_idle_is_absent(tmp
     metrics = compute_metrics(trace, warmup_steps=1)
     assert "trainer_idle_ratio" not in metrics and metrics["staleness_mean"].value == pytest.approx(4 / 7)
     assert any("no W&B history" in w for w in trace.meta.warnings)
+
+
+def test_values_from_the_spec_reach_the_script_as_literals_never_as_code(tmp_path: Path) -> None:
+    """A spec name, a path or a reward reference with quotes and newlines stays one string in the script."""
+    import ast
+
+    odd = tmp_path / 'we"ird\'\'\'\n"""dir'
+    odd.mkdir()
+    (odd / "r.py").write_text("def r(prompts, completions, **kw):\n    return [0.0] * len(completions)\n")
+    spec = build_spec({"name": '"""\nimport os\n"""', "adapter": "trl", "workload": {"group_size": 4, "steps": 2},
+                       "trl": {"rewards": [f"{odd / 'r.py'}:r"], "model_path": str(odd)}})  # fmt: skip
+    text = get_adapter("trl").render(spec, tmp_path).files["trl_grpo.py"]
+    tree = ast.parse(text)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) and n.names[0].name == "os"]
+    assert ast.literal_eval(tree.body[0].value).endswith('("""\nimport os\n""").')
+    assert f"{odd / 'r.py'}:r" in [c.value for c in ast.walk(tree) if isinstance(c, ast.Constant)]

@@ -12,8 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapter import Adapter, LaunchPlan, get_adapter
-from benchbed.errors import BenchbedError
+from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
+from benchbed.errors import AdapterError, BenchbedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
 from benchbed.metrics import compute_metrics
@@ -249,6 +249,72 @@ def ingest(
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
         record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
+        record.status = "succeeded"
+        _finish(record, store, run_dir, trace, warmup_steps)
+    except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return RunOutcome(run_dir, record, trace)
+
+
+def recognising_adapters(keys: list[str]) -> list[str]:
+    """The registered adapters whose key maps recognise a history with these keys (see FrameworkAdapter.recognises)."""
+    found = []
+    for name in available_adapters():
+        try:
+            adapter = get_adapter(name)
+        except AdapterError:
+            continue
+        recognises = getattr(adapter, "recognises", None)
+        if recognises is not None and recognises(keys):
+            found.append(name)
+    return found
+
+
+def ingest_history(
+    location: str | Path,
+    adapter_name: str | None,
+    store: Store,
+    warmup_steps: int = 1,
+    resources: dict[str, Any] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> RunOutcome:
+    """Read a tracker's history of a run (W&B, MLflow, TensorBoard; see benchbed.adapterkit.histories) into the
+    store through the adapter's key map; without `adapter_name`, the one adapter that recognises the history.
+    Nothing is stored when the history cannot be opened or no single adapter reads it."""
+    from benchbed.adapterkit.histories import open_history
+
+    history = open_history(location, progress=progress)
+    if adapter_name is None:
+        candidates = recognising_adapters(history.keys)
+        if len(candidates) != 1:
+            shown = ", ".join(history.keys[:6]) + (" ..." if len(history.keys) > 6 else "")
+            which = (
+                f"several adapters recognise it ({', '.join(candidates)})" if candidates else "no adapter recognises it"
+            )
+            raise BenchbedError(f"{history.source.uri}: {which} (keys: {shown}); name one with --adapter")
+        adapter_name = candidates[0]
+    adapter = get_adapter(adapter_name)
+    if getattr(adapter, "history_parser", None) is None:  # the adapter reads these files with its own parser
+        if Path(location).exists():
+            return ingest(Path(location), adapter_name, store, warmup_steps=warmup_steps, resources=resources)
+        raise AdapterError(f"the {adapter_name} adapter reads no tracker histories ({history.source.uri})")
+    source = history.source.uri
+    name = f"{history.source.tracker}-{history.source.run_id}"
+    spec_data: dict[str, Any] = {"name": f"ingest-{name}", "adapter": adapter_name, "source": source}
+    if resources:
+        spec_data["resources"] = resources
+    spec_id = f"ingest-{name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+    record = _new_record(spec_data, spec_id, adapter_name, "ingest")
+    trace = adapter.parse_history(history)  # type: ignore[attr-defined]  # a history the adapter cannot read fails here, before anything is stored
+    run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
+    try:
+        native = run_dir / NATIVE_DIRNAME
+        native.mkdir(parents=True, exist_ok=True)
+        history.frame.to_parquet(native / "history.parquet", index=False)
+        root = Path(os.path.commonpath([str(p.parent) for p in history.files])) if history.files else None
+        for file in history.files:
+            record.warnings.extend(copy_native(file, native / file.parent.relative_to(root)))  # type: ignore[arg-type]
         record.status = "succeeded"
         _finish(record, store, run_dir, trace, warmup_steps)
     except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind

@@ -12,6 +12,11 @@ from pathlib import Path
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def is_variable_name(name: str) -> bool:
+    """True for a name `export` accepts (letters, digits, '_', not starting with a digit)."""
+    return bool(_NAME.match(name))
+
+
 def comment(text: str) -> str:
     """`text` as shell comments: every line, including those a value's line breaks start, begins with '# '."""
     return "\n".join(f"# {line}" for line in (text.splitlines() or [""]))
@@ -20,7 +25,9 @@ def comment(text: str) -> str:
 def exports(env: Mapping[str, str]) -> list[str]:
     """`export NAME='value'` lines; a name the shell cannot export is shown as a comment instead."""
     return [
-        f"export {name}={shlex.quote(value)}" if _NAME.match(name) else comment(f"not a shell variable name: {name!r}")
+        f"export {name}={shlex.quote(value)}"
+        if is_variable_name(name)
+        else comment(f"not a shell variable name: {name!r}")
         for name, value in env.items()
     ]
 

@@ -60,6 +60,11 @@ class TraceMeta(BaseModel):
     sources: list[str] = Field(default_factory=list, description="files the trace was read from")
     warnings: list[str] = Field(default_factory=list)
     partial: bool = False
+    modelled: list[str] = Field(
+        default_factory=list,
+        description="event keys the producer emits whenever the mechanism acts: none of them in the trace means it "
+        "never acted (a metric of 0), not that it went unmeasured (an absent metric)",
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -75,7 +75,7 @@ def test_history_series_on_the_big_store(benchmark, stores, medians: dict[str, f
     """`history`'s analysis of those points (nights, change points, last verdicts), reported beside its query."""
     root, count = stores["big"]
     points, _ = load_points(Store(root))
-    build_series(points[points["machine"] == "machine0"])  # scipy and ruptures imported outside the timing
+    build_series(points[points["machine"] == "machine0"])  # warm: imports and first-call costs outside the timing
     assert len(benchmark.pedantic(build_series, args=(points,), rounds=1, iterations=1)) == 10 * 10 * 2
     ratio(f"history series, {count:,} records", median_of(benchmark), "history's catalog query",
           baseline_median(medians, "history points (big)"), None)  # fmt: skip

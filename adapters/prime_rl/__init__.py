@@ -19,6 +19,7 @@ class PrimeRLAdapter(FrameworkAdapter):
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    keymap = "keymap.toml"
 
 
 __all__ = ["PrimeRLAdapter"]

@@ -165,6 +165,7 @@ def parse_run(path: Path) -> Trace:
         adapter="ref", framework=FRAMEWORK, framework_version=benchbed.__version__, mode=start["mode"],
         concurrency=start["concurrency"], samples_per_step=start["batch_size"],
         group_size=config["group_size"], sources=sources, warnings=warnings, partial=partial,
+        modelled=[K.GENERATOR_PAUSED],  # the engine logs every admission and weight-sync pause
         extra={"model": config["ref"]["model"], "generators": config["ref"]["generators"],
                "device": config["ref"]["device"], "seed": config["ref"]["seed"], "versions": versions,
                "sandbox_spans": sandbox_spans, "processes": _by(events, "spawned")[0]["pids"] if _by(events, "spawned")

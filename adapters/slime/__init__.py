@@ -20,6 +20,7 @@ class SlimeAdapter(FrameworkAdapter):
     renderer = ".render:render"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    keymap = "keymap.toml"
 
 
 __all__ = ["SlimeAdapter"]

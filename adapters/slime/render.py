@@ -101,7 +101,7 @@ def train_args(spec: ExperimentSpec, opts: SlimeOptions, run_dir: Path, mode: st
             "add them to [slime].args"
         )
     args += arch
-    args += ["--hf-checkpoint", opts.hf_checkpoint or w.model]
+    args += option("--hf-checkpoint", opts.hf_checkpoint or w.model)
     for flag, value in (
         ("--ref-load", opts.ref_load),
         ("--load", opts.load),
@@ -109,7 +109,7 @@ def train_args(spec: ExperimentSpec, opts: SlimeOptions, run_dir: Path, mode: st
         ("--prompt-data", opts.prompt_data),
     ):
         if value:
-            args += [flag, value]
+            args += option(flag, value)
     args += [
         "--num-rollout",
         str(w.steps),
@@ -139,15 +139,20 @@ def train_args(spec: ExperimentSpec, opts: SlimeOptions, run_dir: Path, mode: st
     if mode == "fully_async":
         args += ["--rollout-function-path", FULLY_ASYNC_FN]
     elif opts.rollout_function_path:
-        args += ["--rollout-function-path", opts.rollout_function_path]
+        args += option("--rollout-function-path", opts.rollout_function_path)
     if opts.custom_generate_function_path:
-        args += ["--custom-generate-function-path", opts.custom_generate_function_path]
+        args += option("--custom-generate-function-path", opts.custom_generate_function_path)
     if opts.rollout_num_gpus_per_engine:
         args += ["--rollout-num-gpus-per-engine", str(opts.rollout_num_gpus_per_engine)]
     args += ["--use-tensorboard", "--save-debug-rollout-data", str(run_dir / DUMP_SUBDIR / DUMP_TEMPLATE)]
     args += opts.args
     check_arguments(spec.name, args, opts.slime_version)
     return args
+
+
+def option(flag: str, value: str) -> list[str]:
+    """`flag value`, or `flag=value` when the value starts with '-' (argparse would take it for an option)."""
+    return [f"{flag}={value}"] if value.startswith("-") else [flag, value]
 
 
 def _placement(spec: ExperimentSpec) -> list[str]:

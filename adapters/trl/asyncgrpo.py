@@ -45,8 +45,12 @@ def render_async(spec: ExperimentSpec, opts: TrlOptions) -> LaunchPlan:
     }  # fmt: skip
     callbacks = [_local_ref(c, spec.source) for c in opts.callbacks]
     args = ",\n    ".join(f"{k}={v!r}" for k, v in fields.items())
-    text = f'''"""Asynchronous GRPO with TRL (experimental), rendered by benchbed from {spec.source or "a spec"}.
-Spec {spec.name}. Needs a GPU and `trl vllm-serve --model {model}` running at {opts.async_grpo.vllm_server_base_url}."""
+    url = opts.async_grpo.vllm_server_base_url
+    doc = (
+        f"Asynchronous GRPO with TRL (experimental), rendered by benchbed from {spec.source or 'a spec'} "
+        f"({spec.name}). Needs a GPU and `trl vllm-serve --model {model}` at {url}."
+    )
+    text = f"""{doc!r}
 
 from benchbed.adapters.trl import launch
 
@@ -64,7 +68,7 @@ args = AsyncGRPOConfig(
 trainer = AsyncGRPOTrainer(model={model!r}, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                            processing_class=tokenizer, callbacks=launch.callbacks({callbacks!r}))
 launch.run(trainer, recorder)
-'''
+"""
     check_installed()
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline",
            "WANDB_DIR": ".", "WANDB_PROJECT": "benchbed", "WANDB_SILENT": "true"}  # fmt: skip

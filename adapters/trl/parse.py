@@ -1,10 +1,11 @@
-"""Read a TRL GRPO run into the canonical trace, from what TRL writes: `trainer_state.json` (log_history), TRL's
-profiling timers in the W&B offline history, the completions tables where `log_completions` wrote them; plus the
-batch log (rewards, token counts, shuffle permutations) and sandbox events of the rendered script.
+"""Read a TRL GRPO run into the canonical trace, from what TRL writes: `trainer_state.json` (log_history) and TRL's
+profiling timers in the W&B offline history; plus the batch log (rewards, token counts, shuffle permutations) and
+the sandbox events the rendered script leaves.
 
-Trainer steps are spans from the W&B rows (each step ends at its log row); generation and reward scoring are
-`trainer.wait` (a colocated synchronous trainer waits while it generates), the rest of the step is
-`trainer.compute`. Without a W&B history the steps are `agg` rows of TRL's `step_time` and idle is unknown.
+Trainer steps are spans from the W&B rows (each step ends at its log row); the batch's preparation (generation,
+reward scoring) is `trainer.wait` (a colocated synchronous trainer waits while it generates), the rest of the
+step, log-prob passes included, is `trainer.compute` (see timeline.py). Without a W&B history the steps are
+`agg` rows of TRL's `step_time` and idle is unknown.
 Each generated sample is a rollout row: v_start from the schedule, v_train from the slice it was trained in."""
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from benchbed.errors import NotThisFrameworkError, TraceError
 from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
-COMPLETIONS_DIR = "completions"
 TOKEN_COLUMNS = ("prompt_tokens", "completion_tokens")
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 
@@ -175,23 +175,18 @@ def emit_framework(builder: TraceBuilder, run: Run) -> None:
             builder.agg(framework.get(key, f"native.trl.{key}"), step, float(value), actor="trainer")
 
 
-def _batch_table(run: Run, g: int, step: int) -> pd.DataFrame | None:
-    """Batch g's samples in generation order: one column per reward function, and the token counts. From the
-    rendered script's batch log, else TRL's completions table of that step (`log_completions = True`)."""
+def _batch_table(run: Run, g: int) -> pd.DataFrame | None:
+    """Batch g's samples in generation order, as the rendered script recorded them: one column per reward
+    function (what it returned) and the token counts; None when the batch was not recorded."""
     entry = run.batches[g] if g < len(run.batches) else {}
-    if "rewards" in entry:
-        table = pd.DataFrame({name: [math.nan if r is None else r for r in values]
-                              for name, values in entry["rewards"].items()})  # fmt: skip
-        for column in TOKEN_COLUMNS:
-            if len(entry.get(column, [])) == len(table):
-                table[column] = entry[column]
-        return table
-    path = run.path / COMPLETIONS_DIR / f"completions_{step:05d}.parquet"
-    if not path.is_file():
+    if "rewards" not in entry:
         return None
-    run.sources.append(str(path))
-    table = pd.read_parquet(path)
-    return table[table["step"] == step].reset_index(drop=True)
+    table = pd.DataFrame({name: [math.nan if r is None else r for r in values]
+                          for name, values in entry["rewards"].items()})  # fmt: skip
+    for column in TOKEN_COLUMNS:
+        if len(entry.get(column, [])) == len(table):
+            table[column] = entry[column]
+    return table
 
 
 def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int, timeline: Timeline | None) -> None:
@@ -205,7 +200,7 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
         if step not in generated:
             run.warnings.append(f"step {step}: the schedule generates batch {g} here but TRL logged no reward")
             continue
-        table = _batch_table(run, g, step)
+        table = _batch_table(run, g)
         n = schedule.generation_batch
         if table is None or len(table) != n:
             run.warnings.append(f"step {step}: no record of batch {g}'s {n} samples; left out")
@@ -219,8 +214,6 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
             v_train = uses[0] if uses else -1
             tokens = {c: int(table[c][i]) if c in table else -1 for c in TOKEN_COLUMNS}
             attrs = {"generation": g, "slice": slices[i], "uses": uses}
-            if "advantage" in table:
-                attrs["advantage"] = float(table["advantage"][i])
             fields = dict(step=v_train + 1 if uses else step, value=rewards[i], actor="generator", sample=f"g{g}-{i}",
                           group=f"g{g}-p{i // g_size}", v_start=v_start, v_end=v_start, v_train=v_train, status="ok",
                           prompt_tokens=tokens["prompt_tokens"], response_tokens=tokens["completion_tokens"],
@@ -241,8 +234,7 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
 
 def _total_rewards(table: pd.DataFrame, names: list[str], weights: list[float] | None) -> list[float]:
     """TRL's reward per sample: the weighted sum of the reward functions' columns, NaNs left out (nansum)."""
-    columns = names or [c for c in table.columns if c not in ("step", "prompt", "completion", "advantage",
-                                                                *TOKEN_COLUMNS)]  # fmt: skip
+    columns = names or [c for c in table.columns if c not in TOKEN_COLUMNS]
     weights = weights or [1.0] * len(columns)
     out = []
     for i in range(len(table)):

@@ -107,7 +107,8 @@ def script(spec: ExperimentSpec, opts: TrlOptions) -> str:
     data = data_line(opts, spec.source)
     callbacks = [_local_ref(c, spec.source) for c in opts.callbacks]
     args = ",\n    ".join(f"{k}={v!r}" for k, v in fields.items())
-    return f'''"""GRPO with TRL, rendered by benchbed from {spec.source or "a spec"} ({spec.name})."""
+    doc = f"GRPO with TRL, rendered by benchbed from {spec.source or 'a spec'} ({spec.name})."
+    return f"""{doc!r}
 
 from benchbed.adapters.trl import launch
 
@@ -124,7 +125,7 @@ args = GRPOConfig(
 trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=reward_funcs, args=args,
                       train_dataset=train_dataset, callbacks=launch.callbacks({callbacks!r}))
 launch.run(trainer, recorder)
-'''
+"""
 
 
 def check_installed() -> None:

@@ -16,3 +16,5 @@ class VerlAdapter(FrameworkAdapter):
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    history_parser = ".history:parse_history"
+    keymap = "keymap.toml"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Mode = Literal["v1_sync", "v1_colocate_async", "v1_separate_async", "v0", "fully_async", "one_step_off"]
 
@@ -17,6 +18,13 @@ ENTRY_MODULES: dict[str, str] = {
     "one_step_off": "verl.experimental.one_step_off_policy.main_ppo",
 }
 SEPARATE_POOL_MODES = ("v1_separate_async", "fully_async", "one_step_off")
+# A Hydra override key, as Hydra's grammar reads one: an optional +, ++ or ~, then a name, a dotted path of names
+# and integers, or a group path a/b; optionally @package. Names are ASCII (letters, digits, '_', '-', '$', not
+# starting with a digit or '-'). Anything else cannot be passed on verl's command line.
+_ID = r"[A-Za-z_$][A-Za-z0-9_$-]*"
+_SEGMENT = rf"(?:{_ID}|0|[1-9](?:_?[0-9])*)"
+_PATH = rf"(?:{_ID}|{_SEGMENT}(?:\.{_SEGMENT})+)"
+HYDRA_KEY = re.compile(rf"^(?:\+\+|\+|~)?(?:{_PATH}|{_ID}(?:/{_ID})+)(?:@{_PATH}?)?$")
 
 
 class VerlOptions(BaseModel):
@@ -46,3 +54,12 @@ class VerlOptions(BaseModel):
         default_factory=dict,
         description="Hydra overrides passed through last, e.g. {'actor_rollout_ref.actor.optim.lr' = 1e-6}",
     )
+
+    @field_validator("overrides")
+    @classmethod
+    def _hydra_keys(cls, overrides: dict[str, Any]) -> dict[str, Any]:
+        bad = [key for key in overrides if not HYDRA_KEY.match(key)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a Hydra override key (a dotted path of ASCII names: letters, "
+                             "digits, '_', '-', '$'; optionally led by +, ++ or ~)")  # fmt: skip
+        return overrides

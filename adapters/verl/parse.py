@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -106,22 +107,58 @@ def parse_path(path: Path) -> Trace:
             warnings.append(f"{jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
     for reading in readings + consoles:
         warnings.extend(reading.warnings)
-    config = _best_config(consoles, found)
-    actors = {a for c in consoles for a in c.actors}
     explicit = version_from_files(path) if path.is_dir() else None
     if explicit is None:
         hints = [
             (h, c.records[0].source if c.records else str(console_files[0])) for c in consoles for h in c.text_hints
         ]
         explicit = hints[0] if hints else None
+    return build_trace(
+        Inputs(
+            records=records,
+            warnings=warnings,
+            config=_best_config(consoles, found),
+            actors={a for c in consoles for a in c.actors},
+            explicit_version=explicit,
+            plan=found.handoff,
+            dumps=found.of(ROLLOUT_DUMPS),
+            worker_logs=found.of(WORKER_LOGS),
+            partial=any(r.crashed for r in consoles) or any(r.truncated for r in primary),
+            sources=[str(p) for p in jsonl + console_files],
+            timing_source=str((jsonl or console_files or [Path("?")])[0]),
+        )
+    )
+
+
+@dataclass
+class Inputs:
+    """What a verl run's files (or a tracker's history of it) give the trace: the per-step records and the facts
+    around them."""
+
+    records: list[Record]
+    warnings: list[str]
+    config: dict[str, Any] | None
+    timing_source: str  # the file or URI named in warnings about the records' timers
+    sources: list[str]
+    actors: set[str] = field(default_factory=set)
+    explicit_version: tuple[str, str] | None = None
+    plan: Handoff | None = None
+    dumps: list[Path] = field(default_factory=list)
+    worker_logs: list[Path] = field(default_factory=list)
+    partial: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build_trace(inp: Inputs) -> Trace:
+    """The trace of a verl run from its records: detection, steps, samples, warnings, metadata."""
+    records, warnings, config, plan = inp.records, inp.warnings, inp.config, inp.plan
     keys = {k for r in records for k in r.data} if len(records) < 2000 else _sampled_keys(records)
-    plan = found.handoff
-    det = detect(keys, config, actors, explicit, plan.mode if plan else None, warnings)
+    det = detect(keys, config, inp.actors, inp.explicit_version, plan.mode if plan else None, warnings)
     builder = TraceBuilder()
     per_step, per_local, group = _sizes(det.mode, config, plan)
     segments = segments_of(records, warnings)
     step_of = cycle_of_local_step(segments) if det.mode == "fully_async" else None
-    dumps = found.of(ROLLOUT_DUMPS)
+    dumps = inp.dumps
     rollout_counts = read_rollout_dumps(dumps, det.mode, builder, warnings, step_of) if dumps else {}
     mm = mode_map(det.keymap, det.mode)
 
@@ -135,22 +172,20 @@ def parse_path(path: Path) -> Trace:
     summary = emit_steps(segments, mm, builder, samples_for)
     if det.mode.startswith("v1"):
         emit_eviction_counts(segments, group, samples_for, builder)
-    _timing_warnings(summary, records, found, warnings)
+    _timing_warnings(summary, records, inp.timing_source, warnings)
     if mm.first_step != 1 and records:
         warnings.append(
             f"verl {det.keymap} key map: this release counts steps from {mm.first_step}; "
             f"steps are shifted by {1 - mm.first_step:+d} so that the first step is 1"
         )
-    failures = scan_worker_logs(found.of(WORKER_LOGS)) if found.of(WORKER_LOGS) else None
-    crashed = any(r.crashed for r in consoles)
-    truncated = any(r.truncated for r in primary)
+    failures = scan_worker_logs(inp.worker_logs) if inp.worker_logs else None
     total = None if config is None or config.get("_partial") else _int(config, "trainer", "total_training_steps")
     stopped_early = total is not None and summary.steps and summary.last_step < total and det.mode != "fully_async"
     if stopped_early:
         warnings.append(f"the run stopped at step {summary.last_step} of trainer.total_training_steps={total}")
     extra: dict[str, Any] = {
         "keymap": det.keymap, "version_source": det.version_source, "mode_source": det.mode_source,
-        "segments": summary.segments, "steps": summary.steps,
+        "segments": summary.segments, "steps": summary.steps, **inp.extra,
     }  # fmt: skip
     if det.mode == "fully_async":
         extra["step_unit"] = "parameter-sync cycle (verl logs step = parameter version)"
@@ -165,9 +200,9 @@ def parse_path(path: Path) -> Trace:
         concurrency=plan.concurrency if plan else None,
         samples_per_step=per_step,
         group_size=group,
-        sources=[str(p) for p in jsonl + console_files + dumps[:1] + found.of(WORKER_LOGS)],
+        sources=inp.sources + [str(p) for p in dumps[:1] + inp.worker_logs],
         warnings=warnings,
-        partial=bool(crashed or truncated or stopped_early),
+        partial=bool(inp.partial or stopped_early),
         extra=extra,
     )
     return builder.build(meta).validate()
@@ -228,8 +263,7 @@ def _sampled_keys(records: list[Record]) -> set[str]:
     return {k for r in picks for k in r.data}
 
 
-def _timing_warnings(summary: Any, records: list[Record], found: Artifacts, warnings: list[str]) -> None:
-    source = str((found.of(JSONL) or found.of(CONSOLE) or [Path("?")])[0])
+def _timing_warnings(summary: Any, records: list[Record], source: str, warnings: list[str]) -> None:
     if records and not summary.timing_keys:
         warnings.append(
             f"{source}: no verl timing keys ({', '.join(EXPECTED_TIMERS)} ...): trainer step time, idle ratio and "

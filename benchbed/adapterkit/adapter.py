@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -16,6 +16,7 @@ from benchbed.runs import runs_under
 
 if TYPE_CHECKING:
     from benchbed.adapter import LaunchPlan
+    from benchbed.adapterkit.histories import History
     from benchbed.spec import ExperimentSpec
     from benchbed.trace import Trace
 
@@ -26,19 +27,62 @@ Ref = str | Callable[..., Any]
 class FrameworkAdapter(Adapter):
     """An adapter (the `benchbed.adapter.Adapter` contract) as data: a subclass sets `name`, `options_model`,
     `renderer` (spec, run_dir) -> LaunchPlan, `parser` (path) -> Trace and `run_marker` (file) -> the run
-    directory it marks, or None (see `benchbed.runs.runs_under`)."""
+    directory it marks, or None (see `benchbed.runs.runs_under`).
+
+    An adapter that reads tracker histories (W&B, MLflow, TensorBoard) also sets `history_parser` (History) ->
+    Trace, `history_kinds` (the sources `parse` hands to it) and `keymap` (its key-map file, whose `identify`
+    list says which keys mark a history as this framework's)."""
 
     renderer: ClassVar[Ref]
     parser: ClassVar[Ref]
     run_marker: ClassVar[Ref]
+    history_parser: ClassVar[Ref | None] = None
+    history_kinds: ClassVar[tuple[str, ...]] = ("wandb", "wandb-cloud", "mlflow", "tensorboard")
+    keymap: ClassVar[str | None] = None  # file name beside the adapter's package, e.g. "keymap.toml"
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         """The command that runs `spec` with its artifacts written under `run_dir`."""
         return self._function("renderer")(spec, Path(run_dir))
 
     def parse(self, path: Path) -> Trace:
-        """A run directory or a native file as the canonical trace (NotThisFrameworkError for another's)."""
+        """A run directory or a native file as the canonical trace (NotThisFrameworkError for another's); a tracker
+        history the adapter reads (a W&B run directory, an MLflow store, TensorBoard event files) goes to
+        `parse_history`."""
+        if self.history_parser is not None:
+            from benchbed.adapterkit.histories import history_kind, open_history
+
+            if history_kind(Path(path)) in self.history_kinds:
+                return self.parse_history(open_history(Path(path)))
         return self._function("parser")(Path(path))
+
+    def parse_history(self, history: History) -> Trace:
+        """A tracker's history of a run as the canonical trace, through the adapter's key map."""
+        if self.history_parser is None:
+            from benchbed.errors import AdapterError
+
+            raise AdapterError(f"the {self.name} adapter reads no tracker histories ({history.source.uri})")
+        if self.keymap is not None and not self.recognises(history.keys):
+            from benchbed.errors import NotThisFrameworkError
+
+            shown = ", ".join(history.keys[:6]) + (" ..." if len(history.keys) > 6 else "")
+            raise NotThisFrameworkError(
+                f"not a {self.name} history: {history.source.uri}: none of its keys ({shown}) is one only "
+                f"{self.name} logs ({', '.join(self._keymap().identify)})"
+            )
+        return self._function("history_parser")(history)
+
+    def recognises(self, keys: Iterable[str]) -> bool:
+        """Whether a history with these keys is this framework's: one of them matches the key map's `identify`."""
+        if self.keymap is None:
+            return False
+        pattern = self._keymap().identifier()
+        return any(pattern.match(k) for k in keys)
+
+    def _keymap(self) -> Any:
+        from benchbed.adapterkit.keymaps import load_keymap
+
+        package = sys.modules[type(self).__module__]
+        return load_keymap(Path(package.__file__ or "").with_name(str(self.keymap)))
 
     def find_runs(self, path: Path) -> list[Path]:
         """The run directories under `path`: those its files mark, outermost first."""

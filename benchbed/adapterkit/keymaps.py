@@ -5,7 +5,9 @@ and `[[key]]` entries: `native` (the framework's key; in patterns an inner `*` i
 `*` any rest), `canonical` (the benchbed key it becomes, '' for keys that only identify a source), `unit`,
 `role` (what the adapter does with it), optional `first`/`last` (the releases it applies to, inclusive, as
 Holistic Trace Analysis versions its field maps), optional `modes` (trainer modes it applies to) and `note`.
-An optional `[lines]` table names the console lines the adapter reads: name = a Python regular expression."""
+An optional `[lines]` table names the console lines the adapter reads: name = a Python regular expression.
+An optional `identify` list holds native keys (patterns as above) that only this framework logs: a tracker history
+with any of them is this framework's (`benchbed ingest` without --adapter)."""
 
 from __future__ import annotations
 
@@ -85,10 +87,16 @@ class KeyMap:
     release_facts: dict[str, dict[str, Any]]
     entries: tuple[KeyEntry, ...]
     lines: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False)  # [lines], compiled
+    identify: tuple[str, ...] = ()  # native keys (patterns) that mark a history as this framework's
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._index.update({r: i for i, r in enumerate(self.releases)})
+
+    def identifier(self) -> re.Pattern[str]:
+        """One pattern matching every `identify` key (never matches when there are none)."""
+        parts = [KeyEntry(n, "", "", "identify").regex() for n in self.identify]
+        return re.compile("^(?:" + "|".join(parts) + ")$" if parts else r"(?!)")
 
     def facts(self, release: str) -> dict[str, Any]:
         return self.release_facts.get(release, {})
@@ -192,7 +200,11 @@ def load_keymap(path: Path) -> KeyMap:
     if unknown:
         raise AdapterError(f"{path}: [release] tables for unknown releases {unknown}")
     lines = _compile_lines(path, raw.get("lines") or {})
-    return KeyMap(raw.get("framework", path.parent.name), path, releases, facts, tuple(entries), lines)
+    identify = raw.get("identify") or []
+    if not isinstance(identify, list) or not all(isinstance(k, str) and k for k in identify):
+        raise AdapterError(f'{path}: `identify` must be a list of native keys, e.g. ["timing_s/step"]')
+    framework = raw.get("framework", path.parent.name)
+    return KeyMap(framework, path, releases, facts, tuple(entries), lines, identify=tuple(identify))
 
 
 def _compile_lines(path: Path, table: dict[str, Any]) -> dict[str, re.Pattern[str]]:

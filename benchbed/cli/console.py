@@ -41,3 +41,13 @@ def launch_progress(description: str, enabled: bool = True) -> Iterator[Callable
 def stdout_console() -> Console:
     """Console for tables on stdout: the terminal's width, or wide enough not to truncate when piped."""
     return Console(width=None if sys.stdout.isatty() else 200)
+
+
+@contextmanager
+def history_progress(description: str) -> Iterator[Callable[[int, int | None], None]]:
+    """A progress bar for a history fetched from a server: called with (done, total) as pages or metrics arrive."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn())  # fmt: skip
+    with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
+        task = progress.add_task(description, total=None)
+        yield lambda done, total: progress.update(task, completed=done, total=total)

@@ -17,13 +17,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchbed.adapter import available_adapters
-from benchbed.cli.console import err_console, launch_progress, stdout_console
+from benchbed.cli.console import err_console, history_progress, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
 from benchbed.metrics.registry import headline_metrics, listed_columns
-from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, preflight, render
+from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, ingest_history, preflight, render
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.shell import comment, exports, heredoc
@@ -166,30 +166,49 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
 
 
 @click.command(name="ingest")
-@click.argument("path", type=click.Path(path_type=Path, readable=False))
-@click.option("--adapter", "adapter_name", required=True,
-              help=f"framework that wrote PATH (one of: {', '.join(available_adapters())})")  # fmt: skip
+@click.argument("location", metavar="PATH_OR_URI")
+@click.option("--adapter", "adapter_name", default=None,
+              help=f"framework that wrote the run (one of: {', '.join(available_adapters())}); may be left out for a "
+                   "tracker history that exactly one adapter's key map recognises")  # fmt: skip
 @click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
 @click.option("--all", "each", is_flag=True, help="PATH holds several runs: ingest each of them")
 @resources_options
 @store_option
 @json_option
-def ingest_command(path: Path, adapter_name: str, warmup_steps: int, each: bool, store_dir: Path,
+def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, each: bool, store_dir: Path,
                    as_json: bool, **resources: Any) -> None:  # fmt: skip
-    """Read an existing run (a run directory or a log/metrics file) into the store and measure it.
+    """Read an existing run into the store and measure it: a run directory or a log/metrics file, or a tracker's
+    history of the run: a W&B run (`wandb/offline-run-*`, `wandb/run-*`, a `run-*.wandb` file, or
+    `wandb://ENTITY/PROJECT/RUN_ID`), an MLflow run (`mlruns/`, `sqlite:///mlflow.db`, a `.db` file, or a tracking
+    server: `http://HOST:PORT/#/experiments/E/runs/RUN_ID`, `mlflow://HOST:PORT/RUN_ID`; `#RUN_ID` picks a run),
+    or TensorBoard event files.
 
     A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
     --all is given, which ingests each one. GPU counts and a price per GPU-hour give the run the cost metrics."""
+    from benchbed.adapterkit.histories import history_kind
+    from benchbed.adapterkit.histories.locate import TRACKERS
+
     table = resources_table(**resources)
-    runs = find_runs(path, adapter_name) if each else [path]
-    outcomes, errors = [], []
-    for run in runs:
-        try:
-            outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps, resources=table))
-        except BenchbedError as exc:
-            if not each:
-                raise
-            errors.append(str(exc))
+    kind = history_kind(location)
+    if kind in TRACKERS:
+        with history_progress(f"reading {kind} history") as progress:
+            outcome = ingest_history(location, adapter_name, Store(store_dir), warmup_steps, table, progress)
+        outcomes, errors = [outcome], []
+    else:
+        if adapter_name is None:
+            raise click.UsageError(
+                f"{location}: not a tracker history; name the framework that wrote it with --adapter"
+            )
+        path = Path(location)
+        runs = find_runs(path, adapter_name) if each else [path]
+        outcomes, errors = [], []
+        for run in runs:
+            try:
+                outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps, resources=table))
+            except BenchbedError as exc:
+                if not each:
+                    raise
+                errors.append(str(exc))
     if as_json:
         _print_record_json([o.record for o in outcomes])
     else:

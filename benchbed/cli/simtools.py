@@ -59,9 +59,10 @@ def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tupl
                       as_json: bool, html_path: Path | None) -> None:  # fmt: skip
     """Simulate published studies from their configurations (experiments/reproduce/STUDY/*.toml) and compare each
     reproduced quantity with the published figure. TARGETS: `all` (the default), a study (`semianalysis`,
-    `verl-fully-async`), one case (`verl-fully-async/128-gpus`) or a SemiAnalysis case by its old id (`case1`
-    ... `case4`). Rows are `prediction` (the published value was not an input) or `consistency` (it was, directly or
-    through a derived parameter). Exits 1 if a row is out of tolerance, 2 on an unknown study or case."""
+    `verl-fully-async`, `verl-one-step-off`), one case (`verl-fully-async/128-gpus`) or a SemiAnalysis case by
+    its old id (`case1` ... `case4`). Rows are `prediction` (the published value was not an input) or
+    `consistency` (it was, directly or through a derived parameter). Exits 1 if a row is out of tolerance, 2 on an
+    unknown study or case."""
     if list_only:
         if as_json:
             click.echo(json.dumps({s.name: {"title": s.title, "cases": list(s.cases)} for s in STUDIES.values()}))

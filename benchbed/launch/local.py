@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -10,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+import psutil
 
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
@@ -71,23 +74,40 @@ def _pump(stream: IO[bytes], sink: IO[bytes], on_line: Callable[[str], None] | N
     stream.close()
 
 
+def _descendants(pid: int) -> list[psutil.Process]:
+    """Every process below `pid` now (psutil walks the tree), including those that left its process group or
+    session (`setsid`, a daemonising launcher), which a group kill misses."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    for one in procs:
+        with contextlib.suppress(psutil.Error):
+            one.send_signal(sig)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period."""
+    """SIGTERM the child's process group and every descendant (found before any is signalled, so none is lost to
+    re-parenting), then SIGKILL whatever is left after a grace period."""
+    tree = _descendants(proc.pid)
     for sig, wait in ((signal.SIGTERM, TERMINATE_GRACE_S), (signal.SIGKILL, None)):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
+        _signal_all(tree, sig)
+        deadline = None if wait is None else time.monotonic() + wait
         try:
             proc.wait(timeout=wait)
-            if sig == signal.SIGTERM:
-                # The leader is gone; make sure its group is too.
-                os.killpg(proc.pid, signal.SIGKILL)
-            return
         except subprocess.TimeoutExpired:
             continue
-        except ProcessLookupError:
-            return
+        _, tree = psutil.wait_procs(tree, timeout=0 if deadline is None else max(0.0, deadline - time.monotonic()))
+        if sig == signal.SIGTERM:  # the leader is gone; make sure its group and its tree are too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            _signal_all(tree, signal.SIGKILL)
+        return
 
 
 def run_plan(

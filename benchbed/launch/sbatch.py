@@ -8,8 +8,10 @@ import shlex
 from pathlib import Path
 
 from benchbed.adapter import LaunchPlan
+from benchbed.errors import SpecError
 from benchbed.launch.ray_submission import UNREACHABLE_EXIT, is_ray_submit
 from benchbed.secrets import is_secret_name
+from benchbed.shell import is_variable_name
 from benchbed.spec import ExperimentSpec, SlurmSpec
 
 SCRIPT_NAME = "benchbed.sbatch"
@@ -62,6 +64,8 @@ def render_script(spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
         "--output": str(run_dir / STDOUT_LOG),
         "--error": str(run_dir / STDERR_LOG),
     }
+    env = {**public_env(plan.env), **options.env}
+    _check_script_values(spec, header, options.sbatch_options, env)
     lines = ["#!/bin/bash", f"# Rendered by benchbed for spec {spec.name!r} ({spec.spec_id})."]
     lines += [f"#SBATCH {flag}={value}" for flag, value in header.items() if value is not None]
     lines += [f"#SBATCH {option}" for option in options.sbatch_options]
@@ -71,7 +75,6 @@ def render_script(spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
         "put --store on a filesystem both sides see"
     )
     lines += ["", f"test -d {run} || {{ echo {missing} >&2; exit {UNREACHABLE_EXIT}; }}"]
-    env = {**public_env(plan.env), **options.env}
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     cwd = plan.cwd or str(run_dir)
     lines.append(f"cd {shlex.quote(cwd)} || exit 1")
@@ -92,6 +95,18 @@ def render_script(spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
     else:
         lines += steps
     return "\n".join(lines) + "\n"
+
+
+def _check_script_values(spec: ExperimentSpec, header: dict[str, str | None], options: list[str],
+                         env: dict[str, str]) -> None:  # fmt: skip
+    """Refuse what would break out of its line of the script: a line break in an #SBATCH value, an environment
+    name `export` does not accept (values are quoted, names cannot be)."""
+    for flag, value in [*header.items(), *(("sbatch_options", o) for o in options)]:
+        if value is not None and ("\n" in value or "\r" in value):
+            raise SpecError(f"{spec.source}: [slurm] {flag.lstrip('-')} holds a line break; an #SBATCH line cannot")
+    bad = [name for name in env if not is_variable_name(name)]
+    if bad:
+        raise SpecError(f"{spec.source}: environment variable name {bad[0]!r} is not one a shell can export")
 
 
 def wants_ray_cluster(options: SlurmSpec, plan: LaunchPlan, nodes: int) -> bool:

@@ -74,9 +74,10 @@ ADMISSION_IDLE_DEFINITION = (
 
 
 def _window_pauses(ctx: MetricContext) -> tuple[np.ndarray, np.ndarray] | None:
-    """generator.paused spans clipped to the window and merged, or None without spans or a window."""
+    """generator.paused spans clipped to the window and merged, or None without a window or without spans (none
+    at all is no pause, when the trace says its producer models pauses: then the ratios are 0, not absent)."""
     spans = ctx.rows(K.GENERATOR_PAUSED, "span")
-    if ctx.window is None or not len(spans):
+    if ctx.window is None or not (len(spans) or K.GENERATOR_PAUSED in ctx.trace.meta.modelled):
         return None
     w0, w1 = ctx.window
     return merged_intervals(np.clip(spans["t0"].to_numpy(), w0, w1), np.clip(spans["t1"].to_numpy(), w0, w1))

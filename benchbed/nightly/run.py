@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchbed.launch.base import Launcher
+from benchbed.launch.base import Launcher, get_launcher
 from benchbed.nightly.history import Series, build_series, load_points, night_verdicts
 from benchbed.nightly.regimes import EntryRegime, entry_regimes
 from benchbed.nightly.stats import EntryVerdict
@@ -67,6 +67,7 @@ def run_night(
 
     `progress(label)` gives each launch its line callback (a progress bar); `on_run(label, record)` hears of each
     finished run. A failed launch keeps its record and the night goes on."""
+    launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     store_machine = machine_info().name
     night = night_id()
     preflight([entry.spec for entry in planned], store, launcher)  # the whole night is launchable before it starts

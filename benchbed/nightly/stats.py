@@ -216,8 +216,9 @@ def _optimal_partition(signal: np.ndarray, penalty: float, min_size: int) -> lis
     best = np.full(n + 1, np.inf)
     best[0] = -penalty  # the first segment costs no change
     previous = np.zeros(n + 1, dtype=int)
+    every_start = np.arange(n + 1)
     for end in range(1, n + 1):
-        starts = np.concatenate([[0], np.arange(1, end - min_size + 1)])  # 0, or a start leaving min_size points
+        starts = every_start[: max(end - min_size, 0) + 1]  # 0, or a start leaving min_size points
         length = end - starts
         cost = s2[end] - s2[starts] - (s1[end] - s1[starts]) ** 2 / length
         total = best[starts] + cost + penalty

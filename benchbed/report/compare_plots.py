@@ -104,7 +104,8 @@ def interval_bars(
     title: str, labels: Sequence[str], series: dict[str, Sequence[Interval | None]], xlabel: str,
     percent: bool = False,
 ) -> str:  # fmt: skip
-    """Grouped horizontal bars (one per series) at the median with a line over the 95% interval; '—' if absent."""
+    """Grouped horizontal bars (one per series) at the median with a line over its interval, each labelled with n
+    and the interval's coverage; a single-run group's bar is hatched; 'n/a' if absent."""
     names = list(series)
     fig = _figure(0.9 + BAR_ROW * len(labels) * max(1.0, 0.6 * len(names)), left=_label_margin(labels))
     ax = fig.add_subplot()
@@ -115,30 +116,41 @@ def interval_bars(
         y = np.arange(len(labels)) - 0.4 + band * (j + 0.5)
         intervals = series[name]
         median = np.array([iv.median if iv else 0.0 for iv in intervals])
-        ax.barh(y, median, height=band * 0.9, color=palette[j % len(palette)], label=name)
+        bars = ax.barh(y, median, height=band * 0.9, color=palette[j % len(palette)], label=name)
+        for bar, iv in zip(bars, intervals, strict=True):
+            if iv is not None and iv.n == 1:
+                bar.set_hatch("///")
+                bar.set_edgecolor("#ffffff")
         for yi, iv in zip(y, intervals, strict=True):
             if iv is None:
                 ax.annotate(
                     "n/a", (0, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7, color="#666"
                 )
-            elif iv.n > 1:
-                ax.plot([iv.low, iv.high], [yi, yi], color="#222", linewidth=1.2)
+            else:
+                if iv.n > 1:
+                    ax.plot([iv.low, iv.high], [yi, yi], color="#222", linewidth=1.2)
+                note = f"n={iv.n}, {iv.coverage_label()}"
+                ax.annotate(note, (iv.high, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7,
+                            color="#444")  # fmt: skip
             top = max(top, iv.high if iv else 0.0)
-    ax.set_xlim(0, max(top * 1.08, 1.0 if percent else 1e-9))
+    ax.set_xlim(0, max(top * 1.3, 1.0 if percent else 1e-9))  # room for the n and coverage notes
     if percent:
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=None))
     _bar_axis(ax, labels)
     ax.set_xlabel(xlabel)
     handles, names_ = ax.get_legend_handles_labels()
     handles.append(Line2D([], [], color="#222", linewidth=1.2))
-    names_.append("95% interval of the median (n > 1)")
+    names_.append("interval of the median (its coverage at each bar)")
+    handles.append(Patch(facecolor="#bbbbbb", hatch="///", edgecolor="#ffffff"))
+    names_.append("single run (no interval)")
     _legend(fig, handles, names_, columns=len(handles))
     return _finish(fig, [ax], title)
 
 
 def overlaid_cdfs(title: str, curves: dict[str, np.ndarray], colors: dict[str, str], xlabel: str,
-                  seconds: bool = False, discrete: bool = False) -> str:  # fmt: skip
-    """Empirical CDFs of each group's pooled values, one step line per group."""
+                  seconds: bool = False, discrete: bool = False,
+                  runs: dict[str, int] | None = None) -> str:  # fmt: skip
+    """Empirical CDFs of each group's pooled values, one step line per group (its legend says over how many runs)."""
     columns = 2 if len(curves) > 1 else 1
     fig = _figure(2.9, left=0.9, legend_rows=_rows(len(curves), columns))
     ax = fig.add_subplot()
@@ -150,7 +162,7 @@ def overlaid_cdfs(title: str, curves: dict[str, np.ndarray], colors: dict[str, s
             xs, first = np.unique(xs, return_index=True)
             ys = np.append(ys[first[1:] - 1], 1.0)
         ax.step(np.append(xs[:1], xs), np.append(0.0, ys), where="post", color=colors[label], linewidth=1.6,
-                label=f"{_short(label)} ({len(values):,} values)")  # fmt: skip
+                label=f"{_short(label)} ({_runs(runs, label)}{len(values):,} values)")  # fmt: skip
     if seconds:
         _time_axis(ax, "x", everything)
     if discrete:
@@ -161,6 +173,13 @@ def overlaid_cdfs(title: str, curves: dict[str, np.ndarray], colors: dict[str, s
     ax.set_ylabel("cumulative fraction (0–1)")
     _legend(fig, *ax.get_legend_handles_labels(), columns=columns)
     return _finish(fig, [ax], title)
+
+
+def _runs(runs: dict[str, int] | None, label: str) -> str:
+    """'n=3, ' for a legend entry ('n=1 (single run), ' for one run); '' when not known."""
+    if runs is None or label not in runs:
+        return ""
+    return f"n={runs[label]}{' (single run)' if runs[label] == 1 else ''}, "
 
 
 def step_time_boxes(labels: Sequence[str], durations: Sequence[np.ndarray], colors: Sequence[str]) -> str:
@@ -199,8 +218,8 @@ def matrix_panels(axis: str, panels: dict[str, tuple[str, list[Curve]]]) -> str:
     for _, curves in panels.values():
         for curve in curves:
             fixed_labels.setdefault(_fixed_label(curve.fixed), group_colors(12)[len(fixed_labels) % 12])
-    legend_columns = min(4, len(fixed_labels) + 1)
-    fig = _figure(2.75 * rows - 0.35, left=1.0, legend_rows=_rows(len(fixed_labels) + 1, legend_columns) + 1)
+    legend_columns = min(4, len(fixed_labels) + 2)
+    fig = _figure(2.75 * rows - 0.35, left=1.0, legend_rows=_rows(len(fixed_labels) + 2, legend_columns) + 1)
     fig.subplots_adjust(hspace=0.6, wspace=0.3)
     axes = [fig.add_subplot(rows, columns, i + 1) for i in range(len(names))]
     for ax, name in zip(axes, names, strict=True):
@@ -211,6 +230,10 @@ def matrix_panels(axis: str, panels: dict[str, tuple[str, list[Curve]]]) -> str:
             high = np.array([iv.high for iv in curve.y]) - median
             ax.errorbar(curve.x, median, yerr=[low, high], marker="o", markersize=4, capsize=3, linewidth=1.5,
                         color=fixed_labels[_fixed_label(curve.fixed)])  # fmt: skip
+            single = [k for k, iv in enumerate(curve.y) if iv.n == 1]
+            if single:  # a single run: no interval, drawn hollow
+                ax.scatter([curve.x[k] for k in single], median[single], s=40, facecolors="white", zorder=3,
+                           edgecolors=fixed_labels[_fixed_label(curve.fixed)], linewidths=1.5)  # fmt: skip
         ax.set_title(name, fontsize=9)
         ax.set_xlabel(f"{axis} (matrix value)", fontsize=9)
         ax.set_ylabel(unit, fontsize=9)
@@ -222,5 +245,11 @@ def matrix_panels(axis: str, panels: dict[str, tuple[str, list[Curve]]]) -> str:
         ax.minorticks_off()
     handles = [Line2D([], [], color=c, marker="o") for c in fixed_labels.values()]
     handles.append(Line2D([], [], color="#222", marker="|", linestyle="", markersize=8))
-    _legend(fig, handles, [*fixed_labels, "bars: 95% interval of the median"], columns=legend_columns)
+    handles.append(Line2D([], [], color="#222", marker="o", markerfacecolor="white", linestyle=""))
+    _legend(
+        fig,
+        handles,
+        [*fixed_labels, "bars: interval of the median (range below six runs)", "hollow: single run"],
+        columns=legend_columns,
+    )
     return _finish(fig, axes, f"Metrics versus {axis.rsplit('.', 1)[-1]} (one line per value of the other matrix axes)")

@@ -28,6 +28,7 @@ from benchbed.report.run_groups import (
     per_gpu_unit,
     what_differs,
 )  # fmt: skip
+from benchbed.report.sections import COUNT_ADMISSION_NOTE, count_admission
 from benchbed.report.tables import TextTable
 from benchbed.trace import Trace
 
@@ -192,8 +193,12 @@ def _staleness(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
     if not curves:
         return Figure("staleness", title, unavailable="No run has trained rollouts with known versions.")
     svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, "staleness v_train − v_start (versions)",
+                                      runs={g.label: g.n for g in groups},
                                       discrete=True)  # fmt: skip
-    return Figure("staleness", title, svg, "Trained samples after warm-up, pooled over each group's repeats.")
+    caption = "Trained samples after warm-up, pooled over each group's repeats."
+    if any(count_admission(r, traces[r.run_id]) for g in groups for r in g.records):
+        caption += " " + COUNT_ADMISSION_NOTE
+    return Figure("staleness", title, svg, caption)
 
 
 def _sandbox_starts(record: RunRecord, trace: Trace) -> np.ndarray:
@@ -209,7 +214,9 @@ def _sandboxes(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
     if not curves:
         return Figure("sandboxes", title, unavailable="No run has successful sandbox.start spans.")
     xlabel = "start latency, create → ready (time; unit on each tick)"
-    svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, xlabel, seconds=True)
+    svg = compare_plots.overlaid_cdfs(
+        title + " (CDF)", curves, colors, xlabel, seconds=True, runs={g.label: g.n for g in groups}
+    )
     return Figure("sandboxes", title, svg, "Successful sandbox starts of the whole run (start-up included), "
                   "admission wait excluded, pooled over each group's repeats.")  # fmt: skip
 
@@ -224,7 +231,8 @@ def _step_times(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: di
     durations = [np.concatenate([_step_durations(r, traces[r.run_id]) for r in g.records]) for g in groups]
     if not any(len(d) for d in durations):
         return Figure("step_times", title, unavailable="No run has per-step trainer durations.")
-    svg = compare_plots.step_time_boxes([g.label for g in groups], durations, [colors[g.label] for g in groups])
+    labels = [f"{g.label} (n={g.n})" for g in groups]
+    svg = compare_plots.step_time_boxes(labels, durations, [colors[g.label] for g in groups])
     return Figure("step_times", title, svg, "Trainer step durations after warm-up, pooled over repeats.")
 
 
@@ -258,8 +266,9 @@ def _curves(groups: Sequence[RunGroup], records: Sequence[RunRecord]) -> list[Fi
         if not panels:
             figures.append(Figure(f"matrix-{axis}", title, unavailable="No headline metric along this axis."))
             continue
-        caption = (f"Median over repeats at each value of {axis}, with the 95% interval of the median as error bars; "
-                   "one line per combination of the other matrix fields.")  # fmt: skip
+        caption = (f"Median over repeats at each value of {axis}, with an interval of the median as error bars (the "
+                   "range of the repeats below six runs: 50% coverage at two runs, 87.5% at four; the metrics table "
+                   "gives each one's coverage); one line per combination of the other matrix fields.")  # fmt: skip
         figures.append(Figure(f"matrix-{axis}", title, compare_plots.matrix_panels(axis, panels), caption))
     return figures
 
@@ -322,11 +331,11 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
 
 
 def markdown_comparison(records: Sequence[RunRecord]) -> str:
-    """The comparison as a compact Markdown table: headline metrics by group, median [95% interval] n."""
+    """The comparison as a compact Markdown table: headline metrics by group, median [interval] (coverage) n."""
     groups = group_runs(records)
     aggregated = aggregate(groups, _headline())
     rows = [(name, values) for name, values in aggregated.items() if any(values)]
-    lines = ["## Comparison (median [95% interval] n=runs, per group of repeats)", ""]
+    lines = ["## Comparison (median [interval] (what it is, its coverage) n=runs, per group of repeats)", ""]
     lines.append("| metric | unit | " + " | ".join(g.label.replace("|", "\\|") for g in groups) + " |")
     lines.append("|" + "---|" * (2 + len(groups)))
     lines += [f"| {name} | {_unit(name, records)} | " + " | ".join(map(_interval_cell, values)) + " |"

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, PercentFormatter
 
 from benchbed.metrics.series import COMPONENTS, NO_LEVEL
 
@@ -223,7 +223,8 @@ def _duration(seconds: float) -> str:
 
 
 def _time_axis(ax: matplotlib.axes.Axes, which: str, values: np.ndarray) -> None:
-    """Seconds on the x or y axis, labelled with units; logarithmic when the values span over LOG_SPREAD times."""
+    """Seconds on the x or y axis, every label a duration with its unit; logarithmic when the values span over
+    LOG_SPREAD times (labels at 1-2-5, 1-3 or 1 per decade so they never touch; minor ticks unlabelled)."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     positive = values[np.isfinite(values) & (values > 0)]
     if len(positive) and positive.max() > LOG_SPREAD * positive.min():
@@ -231,6 +232,7 @@ def _time_axis(ax: matplotlib.axes.Axes, which: str, values: np.ndarray) -> None
         decades = float(np.log10(positive.max() / positive.min()))
         subs = (1.0, 2.0, 5.0) if decades <= 1.2 else (1.0, 3.0) if decades <= 2.5 else (1.0,)  # labels must not touch
         axis.set_major_locator(LogLocator(base=10, subs=subs))
+        axis.set_minor_formatter(NullFormatter())  # minor ticks unlabelled: no '6×10⁰' beside '5 s'
     else:
         axis.set_major_locator(MaxNLocator(nbins=6))
     axis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else _duration(v)))

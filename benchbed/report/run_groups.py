@@ -1,8 +1,10 @@
-"""Comparing runs: group repeats by (adapter, spec), median and 95% interval per metric, what differs, per-GPU
-figures and matrix curves. Pure functions of RunRecords, shared by the report and `benchbed compare`."""
+"""Comparing runs: group repeats by (adapter, configuration), median and an interval with its coverage per metric,
+what differs, per-GPU figures and matrix curves. Pure functions of RunRecords, shared by the report and
+`benchbed compare`."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -15,13 +17,16 @@ CONFIDENCE = 0.95
 GPU_DENOMINATOR = "every GPU of the run: trainer + generator GPUs (colocated: the shared GPUs counted once)"
 # Spec fields that never say what was measured (the matrix point is shown by its flattened fields).
 IGNORED_SPEC_FIELDS = ("description", "matrix", "variant", "repeats", "source")
+CONFIGURATION_IGNORES = ("description", "repeats", "source")  # a group is one configuration, however often it ran
+LABEL_FIELDS = 2  # differing fields that name groups whose spec names are the same
 PER_GPU_SUFFIX = "_per_gpu"
 PER_GPU_METRICS = ("trainer_throughput_sps",)  # samples trained per second: what the GPUs were bought for
 
 
 @dataclass(frozen=True)
 class RunGroup:
-    """Runs of one spec with one adapter: repeats of the same measurement, with a label unique in its comparison."""
+    """Runs of one configuration with one adapter: repeats of the same measurement, with a label unique in its
+    comparison (`spec_id` is its first run's)."""
 
     adapter: str
     spec_id: str
@@ -55,26 +60,47 @@ class Interval:
     high: float
     n: int
     coverage: float
+    is_range: bool = False  # the interval is [min, max]: too few values for a narrower one
+
+    def coverage_label(self) -> str:
+        """What the interval is, with its actual coverage: 'range, 87.5%', 'interval, 97.9%' or 'single run'."""
+        if self.n == 1:
+            return "single run"
+        return f"{'range' if self.is_range else 'interval'}, {self.coverage * 100:.3g}%"
 
     def text(self, digits: int = 4) -> str:
-        """'median [low, high] n=k' (just the value when n = 1)."""
+        """'median [low, high] (range, 87.5%) n=4'; 'value (single run) n=1'."""
         if self.n == 1:
-            return f"{self.median:.{digits}g}"
-        return f"{self.median:.{digits}g} [{self.low:.{digits}g}, {self.high:.{digits}g}] n={self.n}"
+            return f"{self.median:.{digits}g} (single run) n=1"
+        interval = f"[{self.low:.{digits}g}, {self.high:.{digits}g}]"
+        return f"{self.median:.{digits}g} {interval} ({self.coverage_label()}) n={self.n}"
+
+
+def configuration(record: RunRecord) -> str:
+    """The run's configuration: its spec without the fields that do not change what is measured (`repeats`,
+    description, source), so one configuration run once and run seven times is one group."""
+    spec = {k: v for k, v in record.spec.items() if k not in CONFIGURATION_IGNORES}
+    return json.dumps(spec, sort_keys=True, default=str)
 
 
 def group_runs(records: Iterable[RunRecord]) -> list[RunGroup]:
-    """Runs grouped by (adapter name, spec_id), in order of first appearance; labels made unique with the spec id."""
+    """Runs grouped by (adapter name, configuration), in order of first appearance. Labels are the spec name with
+    its matrix point (or adapter and mode), made unique by the fields that differ (`sim.concurrency=8`)."""
     groups: dict[tuple[str, str], list[RunRecord]] = {}
     for record in records:
-        groups.setdefault((record.adapter.name, record.spec_id), []).append(record)
+        groups.setdefault((record.adapter.name, configuration(record)), []).append(record)
     labels = {key: _base_label(key[0], rs[0]) for key, rs in groups.items()}
-    counts = Counter(labels.values())
-    return [
-        RunGroup(adapter, spec_id, tuple(rs), labels[(adapter, spec_id)] + (
-            f" {spec_id.rsplit('-', 1)[-1]}" if counts[labels[(adapter, spec_id)]] > 1 else ""))
-        for (adapter, spec_id), rs in groups.items()
-    ]  # fmt: skip
+    for label, count in Counter(labels.values()).items():
+        if count > 1:
+            same = [key for key in groups if labels[key] == label]
+            unlabelled = [RunGroup(key[0], groups[key][0].spec_id, tuple(groups[key]), "") for key in same]
+            fields = [field for field, _ in what_differs(unlabelled)[:LABEL_FIELDS]]
+            described = [_describe(groups[key][0]) for key in same]
+            for key, fields_of in zip(same, described, strict=True):
+                parts = ",".join(f"{f.removeprefix('spec.')}={fields_of.get(f, '—')}" for f in fields)
+                labels[key] = f"{label} {parts}" if parts else f"{label} {groups[key][0].spec_id.rsplit('-', 1)[-1]}"
+    return [RunGroup(adapter, rs[0].spec_id, tuple(rs), labels[(adapter, config)])
+            for (adapter, config), rs in groups.items()]  # fmt: skip
 
 
 def _binomial_cdf(k: int, n: int) -> float:
@@ -98,7 +124,7 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     while j + 1 <= n // 2 and 1 - 2 * _binomial_cdf(j, n) >= confidence:
         j += 1
     coverage = 1 - 2 * _binomial_cdf(j - 1, n)
-    return Interval(median, xs[j - 1], xs[n - j], n, coverage)
+    return Interval(median, xs[j - 1], xs[n - j], n, coverage, is_range=j == 1)
 
 
 def gpu_count(record: RunRecord) -> int | None:
@@ -168,7 +194,8 @@ def _text(value: Any) -> str:
 
 def what_differs(groups: Sequence[RunGroup]) -> list[tuple[str, list[str]]]:
     """(field, one value per group) for every spec field, framework version, mode or machine that is not the same
-    everywhere; repeats that disagree within a group show their values joined by ' / '."""
+    everywhere; repeats that disagree within a group show their values joined by ' / '. Fields whose values differ
+    among the groups that have them come first; fields only some groups have ('—' elsewhere) follow."""
     described = []
     for group in groups:
         runs = [_describe(r) for r in group.records]
@@ -180,7 +207,7 @@ def what_differs(groups: Sequence[RunGroup]) -> list[tuple[str, list[str]]]:
         values = [d.get(field, "—") for d in described]
         if len(set(values)) > 1:
             rows.append((field, values))
-    return rows
+    return sorted(rows, key=lambda row: len({v for v in row[1] if v != "—"}) < 2)
 
 
 @dataclass(frozen=True)

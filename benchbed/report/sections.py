@@ -73,6 +73,20 @@ def breakdown_section(record: RunRecord, trace: Trace) -> Section:
     return Section(key, title, plots.step_breakdown(result.frame), caption)
 
 
+COUNT_ADMISSION_NOTE = (
+    "Count admission bounds how many samples start per policy version, not each sample's age: a slow sample can be "
+    "trained more than max_staleness versions after it started, so staleness_max and staleness_p99 may exceed the "
+    "bound."
+)
+
+
+def count_admission(record: RunRecord, trace: Trace) -> bool:
+    """Whether the run was simulated with count admission (mode 'async/count'), where the staleness bound caps
+    starts per version, not each sample's age (the reference engine's count policy caps ages: not meant here)."""
+    sim = record.spec.get("sim")
+    return "count" in (trace.meta.mode or "") or (isinstance(sim, dict) and sim.get("staleness_policy") == "count")
+
+
 def staleness_section(record: RunRecord, trace: Trace) -> Section:
     key, title = "staleness", TITLES["staleness"]
     if not _has(trace, K.ROLLOUT):
@@ -84,6 +98,8 @@ def staleness_section(record: RunRecord, trace: Trace) -> Section:
             key, title, f"no trained rollouts with known v_start and v_train after warmup step {warmup}"
         )
     caption = f"v_train − v_start of {len(values)} trained samples in the steps after warmup step {warmup}."
+    if count_admission(record, trace):
+        caption += " " + COUNT_ADMISSION_NOTE
     return Section(key, title, plots.staleness_histogram(values), caption)
 
 

@@ -8,6 +8,7 @@ policy and bound. A calibrated spec is a normal spec: `--set sim.concurrency=...
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,16 +103,23 @@ class Calibration:
 
 
 def _one_line(text: str) -> str:
-    """A comment holds one line: line breaks become spaces."""
-    return " ".join(str(text).splitlines())
+    """A comment holds one line of printable text: line breaks become spaces, control characters `\\xNN`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(str(text).splitlines()))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # what a TOML comment may not hold
 
 
 def _item(value: Any) -> Any:
-    """A tomlkit item; a table value (a distribution) is written inline, beside its comment."""
+    """A tomlkit item; tables (a distribution), also inside lists, are written inline, beside their comment."""
     if isinstance(value, dict):
         inline = tomlkit.inline_table()
         inline.update({k: _item(v) for k, v in value.items()})
         return inline
+    if isinstance(value, list):
+        array = tomlkit.array()
+        array.extend(_item(v) for v in value)
+        return array
     return tomlkit.item(value)
 
 

@@ -331,6 +331,23 @@ def rows_verl_128(runs: list[CaseRun]) -> list[Row]:
     return rows  # fmt: skip
 
 
+def _verl_one_step_off(engine: str, runs: list[CaseRun]) -> list[Row]:
+    """Colocated step (consistency), one-step-off step and the total-time gain (predictions) for one engine."""
+    q = published("verl-one-step-off")["quantities"]
+    case, key = f"verl-one-step-off/{engine.lower()}", engine.lower()
+    colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    overlapped = next(run for run in runs if run.spec.sim["mode"] == "one_step_off")
+    sync_s, overlap_s = version_step_s(colocated), version_step_s(overlapped)
+    inputs = ["sim.latency (its generate_sequences on 4 GPUs)", "sim.train_step_time (old_log_prob + update_actor)"]
+    return [
+        _near(case, f"colocated sync step time, {engine} (s)", q[f"colocate_step_{key}"], sync_s, 0.10, "consistency",
+              ["sim.train_step_time", "sim.weight_sync_time (the rest)", "sim.latency (generate_sequences)"]),
+        _near(case, f"one-step-off step time, {engine} (s)", q[f"step_{key}"], overlap_s, 0.15, "prediction", inputs),
+        _near(case, f"one-step-off gain in total time, {engine}", q[f"gain_{key}"], sync_s / overlap_s, 0.15,
+              "prediction", inputs),
+    ]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Study:
     """A published study: its cases (spec files in experiments/reproduce/NAME/) and how each case's rows are made."""
@@ -352,6 +369,13 @@ STUDIES: dict[str, Study] = {
          "32-gpus": ("colocate-32.toml", "async-16-16.toml")},
         {"128-gpus": rows_verl_128, "64-gpus": lambda runs: _verl_scale(64, runs),
          "32-gpus": lambda runs: _verl_scale(32, runs)},
+    ),
+    "verl-one-step-off": Study(
+        "verl-one-step-off", "verl one_step_off_policy README: Qwen2.5-Math-7B DAPO, 16 H20, colocated vs one step off",
+        {"fsdp2": ("colocate-fsdp2.toml", "one-step-off-fsdp2.toml"),
+         "megatron": ("colocate-megatron.toml", "one-step-off-megatron.toml")},
+        {"fsdp2": lambda runs: _verl_one_step_off("FSDP2", runs),
+         "megatron": lambda runs: _verl_one_step_off("Megatron", runs)},
     ),
 }  # fmt: skip
 ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies

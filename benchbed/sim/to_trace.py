@@ -174,6 +174,7 @@ def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
         concurrency=cfg.concurrency,
         samples_per_step=params.samples_per_step,
         group_size=params.group_size,
+        modelled=[K.GENERATOR_PAUSED],  # admission is simulated: no pause span means admission never held back
         extra={
             "end_time_s": out.end_time,
             "seed": cfg.seed,

@@ -3,7 +3,8 @@ them (doctest-style) and check them against the CLI.
 
 A ```bash block runs as a test, in order with the page's other bash blocks, in one temporary directory per page.
 A block that cannot run on a CPU (a GPU cluster, a Slurm allocation, a long nightly) is preceded by
-`<!-- not-run: why -->`; its `benchbed` command lines, like those in cron and YAML blocks, are still checked
+`<!-- not-run: why -->`, and one whose documented exit status is not 0 by `<!-- expect-exit: N -->` (its last
+command's status); a not-run block's `benchbed` command lines, like those in cron and YAML blocks, are still checked
 against the click commands (every subcommand and option must exist, a choice must be one of its values)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import click
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)(?P<rest>.*)$")
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<why>.+?)\s*-->")
+EXPECT_EXIT = re.compile(r"<!--\s*expect-exit:\s*(?P<status>\d+)\s*-->")
 RUNNABLE = ("bash",)
 CHECKED = ("bash", "sh", "shell", "console", "cron", "yaml", "text")
 # `benchbed SUBCOMMAND ...` as a command word: at a line start, after whitespace, a `/` (.venv/bin/benchbed),
@@ -37,6 +39,7 @@ class Block:
     lang: str
     text: str
     not_run: str = ""
+    exit_status: int = 0
 
     @property
     def runs(self) -> bool:
@@ -58,12 +61,19 @@ def blocks(page: Path) -> Iterator[Block]:
             continue
         fence, indent = match["fence"], len(match["indent"])
         before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
-        why = NOT_RUN.search(before)
+        why, status = NOT_RUN.search(before), EXPECT_EXIT.search(before)
         body, j = [], i + 1
         while j < len(lines) and not lines[j].strip().startswith(fence):
             body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j].lstrip())
             j += 1
-        yield Block(page, i + 1, match["lang"], "\n".join(body) + "\n", why["why"] if why else "")
+        yield Block(
+            page,
+            i + 1,
+            match["lang"],
+            "\n".join(body) + "\n",
+            why["why"] if why else "",
+            int(status["status"]) if status else 0,
+        )
         i = j + 1
 
 

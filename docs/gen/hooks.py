@@ -2,9 +2,10 @@
 
 A page asks for generated content with a marker comment, `<!-- benchbed:NAME [ARG] -->`, replaced when the site is
 built: `cli`, `metrics`, `trace-keys`, `rollout-statuses`, `sandbox-failure-reasons`, `spec`, `adapters`,
-`keymap ADAPTER`, `readme`. The build fails (strict or not) when a marker is unknown, a CLI option or metric is
-undocumented, a registered adapter has no page under frameworks/ (or its page does not show its key map), or a
-built page loads an asset from the network (the site must work offline)."""
+`keymap ADAPTER`, `api module:Class` (a class's contract: docstring and method signatures), `plugins GROUP` (the
+entry points registered in a group), `readme`. The build fails (strict or not) when a marker is unknown, a CLI
+option or metric is undocumented, a registered adapter has no page under frameworks/ (or its page does not show
+its key map), or a built page loads an asset from the network (the site must work offline)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gen_api import api_markdown
 from gen_cli import cli_markdown
 from gen_common import DocsError
 from gen_keys import keymap_markdown, trace_keys_markdown, vocabulary_markdown
 from gen_metrics import metrics_markdown
 from gen_spec import spec_markdown
 from mkdocs.exceptions import PluginError
-from registry import adapter_pages, adapters, keymap_of, readme_markdown
+from registry import adapter_pages, adapters, keymap_of, plugins_markdown, readme_markdown
 
 MARKER = re.compile(r"<!--\s*benchbed:([a-z-]+)(?:[ \t]+([^\s>]+))?\s*-->")
 # A script, image or frame from another host, or a stylesheet, icon or font link (preload, preconnect) to one; a
@@ -37,8 +39,9 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
         return cli_markdown(cli)
     if name == "metrics":
         from benchbed.metrics import METRICS
+        from benchbed.metrics.registry import PRESENTATION
 
-        return metrics_markdown(METRICS)
+        return metrics_markdown(METRICS, PRESENTATION)
     if name == "trace-keys":
         from benchbed.keys import AGG_PREFIXES, KEYS
 
@@ -62,6 +65,14 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
         if keymap is None:
             return f"`{arg}` has no key map: it writes the canonical trace itself, so there is nothing to translate.\n"
         return keymap_markdown(keymap)
+    if name == "api":
+        if not arg:
+            raise DocsError(f"{page_path}: `benchbed:api` needs a class, `module:Class`")
+        return api_markdown(arg)
+    if name == "plugins":
+        if not arg:
+            raise DocsError(f"{page_path}: `benchbed:plugins` needs an entry-point group")
+        return plugins_markdown(arg)
     if name == "readme":
         return readme_markdown()
     raise DocsError(f"{page_path}: unknown marker `benchbed:{name}`")

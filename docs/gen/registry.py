@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gen_common import cell
+from gen_common import DocsError, cell
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +50,16 @@ def adapter_pages(page_path: str) -> str:
         link = posixpath.relpath(f"frameworks/{name}.md", here or ".")
         rows.append(f"| [`{name}`]({link}) | `[{table}]` | {cell(_summary(name))} |")
     return "\n".join([*rows, ""])
+
+
+def plugins_markdown(group: str) -> str:
+    """The entry points registered in a plug-in group (`benchbed.launchers`, ...), as a table of name and class."""
+    from importlib import metadata
+
+    rows = sorted((ep.name, ep.value) for ep in metadata.entry_points(group=group))
+    if not rows:
+        raise DocsError(f"no entry points registered in {group!r}")
+    return "\n".join(["| name | class |", "|---|---|", *(f"| `{name}` | `{value}` |" for name, value in rows), ""])
 
 
 def readme_markdown() -> str:

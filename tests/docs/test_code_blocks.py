@@ -35,12 +35,14 @@ def test_the_block_reader_sees_runnable_and_marked_blocks(tmp_path: Path) -> Non
     page.write_text(
         "text\n\n```bash\nbenchbed ls\n```\n\n<!-- not-run: needs a cluster -->\n```bash\n"
         "benchbed run x.toml --launcher slurm \\\n  --store /shared\n```\n\n```toml\nname = 'x'\n```\n"
+        "\n<!-- expect-exit: 3 -->\n```bash\nbenchbed compare a --vs b --fail-on regression\n```\n"
     )
     found = list(blocks(page))
-    assert [(b.line, b.lang, b.runs, b.not_run) for b in found] == [
-        (3, "bash", True, ""),
-        (8, "bash", False, "needs a cluster"),
-        (13, "toml", False, ""),
+    assert [(b.line, b.lang, b.runs, b.not_run, b.exit_status) for b in found] == [
+        (3, "bash", True, "", 0),
+        (8, "bash", False, "needs a cluster", 0),
+        (13, "toml", False, "", 0),
+        (18, "bash", True, "", 3),
     ]
     assert list(command_lines(found[1])) == ["benchbed run x.toml --launcher slurm --store /shared"]
 
@@ -51,11 +53,11 @@ def test_the_command_check_names_what_is_wrong() -> None:
     assert check_command(cli, "benchbed sandbox run --timeout 10 -- python3 -c 'print(1)' --anything") == ""
     assert check_command(cli, "benchbed runn x.toml") == "`benchbed` has no subcommand 'runn'"
     assert check_command(cli, "benchbed run x.toml --lancher slurm") == "`benchbed run` has no option --lancher"
-    assert check_command(cli, "benchbed run x.toml --launcher=k8s") == (
-        "`benchbed run` option --launcher: 'k8s' is not one of ['local', 'ray', 'slurm']"
+    assert check_command(cli, "benchbed export RUN --format=svg") == (
+        "`benchbed export` option --format: 'svg' is not one of ['perfetto', 'csv', 'parquet']"
     )
     assert check_command(cli, "benchbed sandbox exec") == "`benchbed sandbox` has no subcommand 'exec'"
-    assert check_command(cli, "benchbed run --launcher NAME") == ""  # a placeholder the reader fills in
+    assert check_command(cli, "benchbed export RUN --format FORMAT") == ""  # a placeholder the reader fills in
 
 
 def test_every_benchbed_command_in_the_docs_exists() -> None:
@@ -109,8 +111,9 @@ def _run_block(block: Block, cwd: Path, env: dict[str, str]) -> None:
         text=True,
         timeout=900,
     )
-    assert result.returncode == 0, (
-        f"{block.where}: the block exited {result.returncode}\n--- block\n{block.text}--- stdout (end)\n"
+    assert result.returncode == block.exit_status, (
+        f"{block.where}: the block exited {result.returncode}, not {block.exit_status}\n--- block\n{block.text}"
+        f"--- stdout (end)\n"
         f"{result.stdout[-3000:]}\n--- stderr (end)\n{result.stderr[-3000:]}"
     )
 

@@ -19,7 +19,7 @@ from registry import adapters, keymap_of, readme_markdown
 from benchbed.cli.main import cli
 from benchbed.keys import AGG_PREFIXES, KEYS
 from benchbed.metrics import METRICS
-from benchbed.metrics.registry import MetricDef
+from benchbed.metrics.registry import FAMILIES, PRESENTATION, MetricDef, Presentation
 from benchbed.spec import ExperimentSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def test_every_cli_command_and_option_is_in_the_reference() -> None:
     for name in ("run", "simulate", "ingest", "report", "nightly", "compare", "history", "plan", "sandbox run"):
         assert f"\n## benchbed {name}\n" in page or f"\n### benchbed {name}\n" in page, name
     run = page.split("\n## benchbed run\n", 1)[1].split("\n## ", 1)[0]
-    assert "| `--launcher [local|ray|slurm]` | where to launch:" in run
+    assert "| `--launcher NAME` | where to launch:" in run
     nightly = page.split("\n## benchbed nightly\n", 1)[1].split("\n## ", 1)[0]
     for option in cli.get_command(click.Context(cli), "nightly").params:
         if isinstance(option, click.Option):
@@ -62,23 +62,32 @@ def test_a_new_option_appears_and_one_without_help_fails_the_build() -> None:
 
 
 def test_every_metric_is_in_the_metric_reference_with_its_unit_direction_and_definition() -> None:
-    page = metrics_markdown(METRICS)
+    page = metrics_markdown(METRICS, PRESENTATION)
     direction = {True: "higher", False: "lower", None: "—"}
     for name, metric in METRICS.items():
+        headline = "yes" if PRESENTATION[name].headline else ""
         row = f'| <span id="{name}">`{name}`</span> | {cell(metric.unit)} | {direction[metric.higher_is_better]} |'
-        assert f"{row} {cell(metric.description)} |" in page, name
+        assert f"{row} {headline} | {cell(metric.description)} |" in page, name
+    families = re.findall(r"^### (.+)$", page, re.M)
+    assert [f.lower() for f in families] == list(FAMILIES)
 
 
 def test_a_new_metric_changes_the_page_and_one_without_definition_fails() -> None:
     metrics = dict(METRICS)
+    presentation = {**PRESENTATION, "queue_depth_mean": Presentation("staleness", headline=True)}
     metrics["queue_depth_mean"] = MetricDef("queue_depth_mean", "samples", False, "mean finished, untrained", len)
-    page = metrics_markdown(metrics)
+    page = metrics_markdown(metrics, presentation)
+    staleness = page.split("### Staleness", 1)[1].split("###", 1)[0]
     assert (
-        '| <span id="queue_depth_mean">`queue_depth_mean`</span> | samples | lower | mean finished, untrained |' in page
+        '| <span id="queue_depth_mean">`queue_depth_mean`</span> | samples | lower | yes | mean finished' in staleness
     )
     metrics["mystery"] = MetricDef("mystery", "ratio", None, " ", len)
     with pytest.raises(DocsError, match="mystery"):
-        metrics_markdown(metrics)
+        metrics_markdown(metrics, {**presentation, "mystery": Presentation("other")})
+    del metrics["mystery"]
+    metrics["unshown"] = MetricDef("unshown", "ratio", None, "a metric with no presentation entry", len)
+    with pytest.raises(DocsError, match="unshown"):
+        metrics_markdown(metrics, presentation)
 
 
 class _Inner(BaseModel):
@@ -152,3 +161,29 @@ def test_the_offline_check_refuses_network_assets_but_not_page_links() -> None:
         '<a href="https://ui.perfetto.dev">',
     ]
     assert [bool(EXTERNAL_ASSET.search(tag)) for tag in refused + allowed] == [True] * 5 + [False] * 4
+
+
+def test_the_extending_pages_show_each_contract_as_the_code_defines_it() -> None:
+    from gen_api import api_markdown
+
+    page = api_markdown("benchbed.sandbox.base:SandboxBackend")
+    assert page.startswith("`benchbed.sandbox.base.SandboxBackend`: create -> exec* -> close;")
+    assert (
+        "    async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle: ..."
+        in page
+    )
+    assert "    async def sweep(self, *, final: bool = False) -> int: ..." in page
+    adapter = api_markdown("benchbed.adapter:Adapter")
+    assert "- `parse`: Read a run directory (or a single native file) into the canonical trace." in adapter
+    with pytest.raises(DocsError, match="cannot import it"):
+        api_markdown("benchbed.launch.base:NoSuchLauncher")
+
+
+def test_plug_in_groups_are_listed_from_their_entry_points() -> None:
+    from registry import plugins_markdown
+
+    launchers = plugins_markdown("benchbed.launchers")
+    assert "| `slurm` | `benchbed.launch.slurm:SlurmLauncher` |" in launchers
+    assert "| `local` | `benchbed.sandbox.local:LocalBackend` |" in plugins_markdown("benchbed.sandbox_backends")
+    with pytest.raises(DocsError, match="no entry points registered in 'benchbed.nothing'"):
+        plugins_markdown("benchbed.nothing")

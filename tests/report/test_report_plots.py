@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from benchbed.report import plots
 
@@ -28,3 +31,28 @@ def test_svg_is_an_inline_element_without_prolog() -> None:
     svg = plots.staleness_histogram(np.array([0, 1, 1, 2]))
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     assert "<?xml" not in svg and "<!DOCTYPE" not in svg
+
+
+@pytest.mark.parametrize("span", [(4.5, 61.0), (0.04, 35.0), (2.0, 900.0)])
+def test_log_time_axes_label_every_tick_as_a_duration_and_nothing_else(span) -> None:
+    """Issue 26: the step-time chart's log axis mixed '5 s' with '6×10⁰' (labelled minor ticks) and labels
+    overlapped; every label is now a duration with its unit and minor ticks carry none."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from benchbed.report.plots import _time_axis
+
+    fig = Figure(figsize=(9.5, 2))
+    ax = fig.add_subplot()
+    values = np.geomspace(*span, 20)
+    ax.plot(values, np.zeros(20))
+    _time_axis(ax, "x", values)
+    FigureCanvasAgg(fig).draw()
+    assert ax.get_xscale() == "log"
+    low, high = ax.get_xlim()
+    majors = [t for t in ax.xaxis.get_major_ticks() if low <= t.get_loc() <= high]
+    labels = [t.label1.get_text() for t in majors]
+    assert len(labels) >= 3 and all(re.fullmatch(r"[\d.]+ (µs|ms|s|min)", label) for label in labels), labels
+    assert [t.label1.get_text() for t in ax.xaxis.get_minor_ticks()] == [""] * len(ax.xaxis.get_minor_ticks())
+    boxes = [t.label1.get_window_extent() for t in majors]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False))  # no two labels overlap

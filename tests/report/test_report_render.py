@@ -213,3 +213,14 @@ def test_timeline_keeps_the_first_48_of_64_busy_slots(sim_run: Callable[..., tup
     timeline = section_html(render.render_html([run]), "timeline")
     assert "on 48 generator lane(s)" in timeline
     assert ">slot/0<" in timeline and ">slot/45<" in timeline and ">slot/48<" not in timeline
+
+
+def test_staleness_under_count_admission_says_the_bound_is_on_starts_not_ages(sim_run) -> None:
+    """Issue 26: with count admission staleness_max may pass max_staleness; the report says why where it shows it."""
+    from benchbed.report.sections import COUNT_ADMISSION_NOTE, staleness_section
+
+    counted, counted_trace = sim_run("counted", staleness_policy="count")
+    dropped, dropped_trace = sim_run("dropped", staleness_policy="drop")
+    assert counted_trace.meta.mode == "async/count" and dropped_trace.meta.mode == "async/drop"
+    assert staleness_section(counted, counted_trace).caption.endswith(COUNT_ADMISSION_NOTE)
+    assert COUNT_ADMISSION_NOTE not in staleness_section(dropped, dropped_trace).caption

@@ -54,7 +54,7 @@ def test_median_interval_uses_order_statistics_and_states_weak_coverage() -> Non
     assert (ten.median, ten.low, ten.high) == (5.5, 2.0, 9.0)
     assert ten.coverage == pytest.approx(1 - 22 / 1024)
     assert median_interval([1.0, float("nan"), 3.0]).n == 2
-    assert ten.text() == "5.5 [2, 9] n=10" and one.text() == "3"
+    assert ten.text() == "5.5 [2, 9] (interval, 97.9%) n=10" and one.text() == "3 (single run) n=1"
 
 
 def test_runs_group_by_adapter_and_spec_and_aggregate_repeats() -> None:
@@ -69,9 +69,12 @@ def test_runs_group_by_adapter_and_spec_and_aggregate_repeats() -> None:
     assert idle["staleness_mean"] == [None, None]
 
 
-def test_duplicate_labels_get_the_spec_hash() -> None:
-    groups = group_runs([record("a-11111111"), record("a-22222222")])
-    assert [g.label for g in groups] == ["a (sim async) 11111111", "a (sim async) 22222222"]
+def test_duplicate_labels_get_the_fields_that_differ_not_a_hash() -> None:
+    steps = [record(f"a-{n}", spec={"workload": {"steps": n}}) for n in (10, 20)]
+    labels = ["a (sim async) workload.steps=10", "a (sim async) workload.steps=20"]
+    assert [g.label for g in group_runs(steps)] == labels
+    same_spec = group_runs([record("a-11111111"), record("a-22222222")])  # one configuration: one group
+    assert [(g.label, g.n) for g in same_spec] == [("a (sim async)", 2)]
 
 
 def test_per_gpu_figures_divide_by_every_gpu_of_the_run() -> None:
@@ -130,3 +133,41 @@ def test_verdicts_compare_each_group_with_the_first_by_the_regression_gate() -> 
     assert rows["trainer_idle_ratio"] == ("regression +93.0%, p=0.029", "too few runs (n=4 vs 1)")
     assert rows["staleness_mean"] == ("unchanged +0.0%, p=1", "—")
     assert "exact permutation p-value with average ranks" in note
+
+
+def test_groups_are_configurations_named_by_what_differs_with_that_field_first() -> None:
+    """Issue 26: the same configuration run once and run seven times is one group (`repeats` is not part of the
+    configuration); groups with one spec name are labelled by the field that separates them, which leads the
+    what-differs table ahead of fields only one adapter has."""
+
+    def run(concurrency: int, repeats: int, extra: dict[str, Any] | None = None) -> RunRecord:
+        spec = {"repeats": repeats, "sim": {"concurrency": concurrency, "mode": "async"}, **(extra or {})}
+        return record(f"q-{concurrency}{repeats}", spec=spec, trainer_idle_ratio=0.1)
+
+    groups = group_runs([run(8, 1), *[run(8, 7)] * 7, run(12, 1), run(16, 1)])
+    assert [(g.label, g.n) for g in groups] == [("q (sim async) sim.concurrency=8", 8),
+                                                ("q (sim async) sim.concurrency=12", 1),
+                                                ("q (sim async) sim.concurrency=16", 1)]  # fmt: skip
+    mixed = group_runs([run(8, 1), run(12, 1, {"verl": {"rollout": "vllm"}}), run(16, 1)])
+    assert [field for field, _ in what_differs(mixed)] == ["spec.sim.concurrency", "spec.verl.rollout"]
+
+
+def test_interval_text_states_its_coverage_and_n_everywhere() -> None:
+    assert median_interval([1.0, 2.0, 3.0, 4.0]).text() == "2.5 [1, 4] (range, 87.5%) n=4"
+    assert median_interval([1.0, 2.0]).text() == "1.5 [1, 2] (range, 50%) n=2"
+    assert median_interval([3.0]).text() == "3 (single run) n=1"
+    assert median_interval([float(i) for i in range(1, 11)]).text() == "5.5 [2, 9] (interval, 97.9%) n=10"
+
+
+def test_charts_carry_n_and_mark_single_runs() -> None:
+    """Issue 26: every chart of group values says n; a single run's bar is hatched and said to be one run."""
+    import numpy as np
+
+    from benchbed.report import compare_plots
+
+    four, one = median_interval([1.0, 2.0, 3.0, 4.0]), median_interval([5.0])
+    bars = compare_plots.interval_bars("t", ["a", "b"], {"throughput": [four, one]}, "samples/s")
+    assert "n=4, range, 87.5%" in bars and "n=1, single run" in bars and "single run (no interval)" in bars
+    cdfs = compare_plots.overlaid_cdfs("t", {"a": np.arange(5.0), "b": np.arange(3.0)}, {"a": "#000", "b": "#111"},
+                                       "x", runs={"a": 4, "b": 1})  # fmt: skip
+    assert "a (n=4, 5 values)" in cdfs and "b (n=1 (single run), 3 values)" in cdfs

@@ -327,3 +327,21 @@ def test_buffered_partial_rollout_time_holds_no_slot(span_trace):
     m = values(trace)
     assert m["generator_utilization"] == pytest.approx((54 - 3) / 90)
     assert m["generator_admission_idle_ratio"] == pytest.approx((33 - (20 - 3)) / 90)
+
+
+def test_a_modelled_mechanism_that_never_acted_is_0_and_an_unmodelled_one_is_absent():
+    """Issue 26: a simulated run whose admission never held a slot back has no generator.paused span; the trace
+    says the simulator models pauses, so both pause metrics are 0. The same events from a producer that does not
+    say so leave them absent (not measured)."""
+    from benchbed.sim import simulate_spec
+    from benchbed.spec import build_spec
+
+    workload = {"prompts_per_step": 2, "group_size": 4, "steps": 10, "max_staleness": 8}
+    sim = {"mode": "async", "concurrency": 8}
+    spec = build_spec({"name": "free", "adapter": "sim", "sim": sim, "workload": workload})
+    trace = simulate_spec(spec)
+    assert trace.meta.modelled == ["generator.paused"] and not (trace.events["key"] == "generator.paused").any()
+    metrics = compute_metrics(trace)
+    assert (metrics["generator_paused_ratio"].value, metrics["generator_admission_idle_ratio"].value) == (0.0, 0.0)
+    unmodelled = compute_metrics(Trace(trace.events, trace.meta.model_copy(update={"modelled": []})))
+    assert "generator_paused_ratio" not in unmodelled and "generator_admission_idle_ratio" not in unmodelled

@@ -84,7 +84,7 @@ def test_targets_resolve_to_studies_and_cases_and_old_ids_still_work():
     assert resolve("case3") == [("semianalysis", "case3")]
     assert resolve("verl-fully-async/64-gpus") == [("verl-fully-async", "64-gpus")]
     assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in ("128-gpus", "64-gpus", "32-gpus")]
-    assert len(resolve("all")) == 7
+    assert len(resolve("all")) == 9
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/48-gpus"])
     assert result.exit_code == 2 and "unknown study or case 'verl-fully-async/48-gpus'" in result.output
 
@@ -96,6 +96,7 @@ def test_list_names_every_study_and_case():
     assert {name: entry["cases"] for name, entry in listed.items()} == {
         "semianalysis": ["case1", "case2", "case3", "case4"],
         "verl-fully-async": ["128-gpus", "64-gpus", "32-gpus"],
+        "verl-one-step-off": ["fsdp2", "megatron"],
     }
 
 
@@ -148,3 +149,16 @@ def test_html_page_puts_published_beside_reproduced_with_the_assumptions(tmp_pat
     assumed = text.split("<li>")[1:]
     assert len(assumed) == len(set(assumed)) > 5
     assert any("p99 = 10 x median" in line for line in assumed)
+
+
+def test_verl_one_step_off_rows_and_the_gain_its_own_step_times_do_not_give():
+    result = CliRunner().invoke(cli, ["reproduce", "verl-one-step-off", "--json"])
+    assert result.exit_code == 1  # the FSDP2 gain row fails (explained in docs/guides/reproduce.md)
+    rows = {(r["case"], r["quantity"]): r for r in json.loads(result.output)}
+    gain = rows[("verl-one-step-off/fsdp2", "one-step-off gain in total time, FSDP2")]
+    assert gain["published"] == 1.23 and not gain["ok"] and gain["reproduced"] == pytest.approx(1.635, abs=0.002)
+    # the published step times themselves give 749 / 520 = 1.44, not the +23% of the total times
+    step = rows[("verl-one-step-off/fsdp2", "one-step-off step time, FSDP2 (s)")]
+    assert step["ok"] and step["reproduced"] == pytest.approx(458.1, abs=0.1)
+    megatron = rows[("verl-one-step-off/megatron", "one-step-off gain in total time, Megatron")]
+    assert megatron["ok"] and megatron["kind"] == "prediction"

@@ -100,3 +100,16 @@ def test_ray_cluster_only_when_needed_or_asked():
     assert "ray start --head" in render_script(asked, SIM_PLAN, RUN_DIR)
     declined = build_spec({"name": "x", "adapter": "sim", "slurm": {"nodes": 4, "ray_cluster": False}})
     assert "ray start" not in render_script(declined, SIM_PLAN, RUN_DIR)
+
+
+def test_a_value_that_would_break_out_of_its_script_line_is_refused():
+    base = {"name": "q", "adapter": "sim", "resources": {"trainer_gpus": 8, "generator_gpus": 8}}
+    spec = build_spec({**base, "slurm": {"partition": "h200\ntouch /tmp/pwned"}})
+    with pytest.raises(SpecError, match=r"\[slurm\] partition holds a line break; an #SBATCH line cannot"):
+        render_script(spec, SIM_PLAN, RUN_DIR)
+    spec = build_spec({**base, "slurm": {"sbatch_options": ["--exclusive\nrm -rf ~"]}})
+    with pytest.raises(SpecError, match=r"\[slurm\] sbatch_options holds a line break"):
+        render_script(spec, SIM_PLAN, RUN_DIR)
+    spec = build_spec({**base, "slurm": {"env": {"A;touch /tmp/pwned;B": "1"}}})
+    with pytest.raises(SpecError, match=r"environment variable name 'A;touch /tmp/pwned;B' is not one a shell can"):
+        render_script(spec, SIM_PLAN, RUN_DIR)

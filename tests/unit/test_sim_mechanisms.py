@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sim import simulate_spec
 from benchbed.spec import build_spec
@@ -217,3 +218,20 @@ def test_cost_per_step_and_per_million_trained_tokens():
     dollars_per_step = (8 * 2.0 + 16 * 3.0) * 15 / 3600
     assert m["cost_per_step"] == pytest.approx(dollars_per_step)
     assert m["cost_per_mtok"] == pytest.approx(dollars_per_step / (4 * 1000 / 1e6))
+
+
+def test_staleness_threshold_admits_a_fraction_of_a_push_ahead_counted_from_the_last_push():
+    # B = 4, a push every 2 steps, threshold 0.5: (1 + 0.5) x 2 - 1 = 2 steps of lookahead from the pushed version,
+    # so 12 samples start at t = 0, none when step 1 ends (no push), 8 more when step 2 ends and pushes (v = 2).
+    spec = make_spec({"mode": "async", "concurrency": 100, "latency": 10.0, "train_step_time": 100.0,
+                      "update_weights_interval": 2, "staleness_threshold": 0.5}, steps=3)  # fmt: skip
+    trace = simulate_spec(spec)
+    starts = trace.of("rollout")["t0"].value_counts().sort_index()
+    ends = trace.of("trainer.step")["t1"].tolist()
+    assert ends[:2] == [110.0, 210.0]
+    assert starts.to_dict() == {0.0: 12, 210.0: 8}
+
+
+def test_staleness_threshold_needs_async_count_admission():
+    with pytest.raises(SpecError, match="staleness_threshold needs mode = 'async'"):
+        simulate_spec(make_spec({"mode": "sync", "staleness_threshold": 0.5}))

@@ -41,6 +41,12 @@ PINNED = {
     "experiments/reproduce/verl-fully-async/colocate-128.toml": ["reproduce-verl-colocate-128-b5a4a3bb"],
     "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-93d2b7cf"],
     "experiments/reproduce/verl-fully-async/colocate-64.toml": ["reproduce-verl-colocate-64-522b756e"],
+    "experiments/reproduce/verl-one-step-off/colocate-fsdp2.toml": ["reproduce-verl-1off-colocate-fsdp2-1483b963"],
+    "experiments/reproduce/verl-one-step-off/colocate-megatron.toml": [
+        "reproduce-verl-1off-colocate-megatron-8f721df0"
+    ],
+    "experiments/reproduce/verl-one-step-off/one-step-off-fsdp2.toml": ["reproduce-verl-1off-fsdp2-443c6d1a"],
+    "experiments/reproduce/verl-one-step-off/one-step-off-megatron.toml": ["reproduce-verl-1off-megatron-76802cdb"],
     "experiments/sandbox-nightly.toml": ["sandbox-nightly-local-40f089b6"],
     "experiments/sandbox-scaling-modal.toml": ["sandbox-scaling-modal-4d256849", "sandbox-scaling-modal-cc0ae6ce"],
     "experiments/sandbox-scaling.toml": ["sandbox-scaling-local-1f24e2ff", "sandbox-scaling-local-19c1a28f"],
@@ -54,7 +60,7 @@ PINNED = {
     ],
     "experiments/verl-qwen3-30b-a3b-grpo.toml": ["verl-qwen3-30b-a3b-grpo-889d4de8"],
     "experiments/trl-grpo-cpu.toml": ["trl-grpo-cpu-b8fa6b5d"],
-    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-98aa822f"],
+    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-d1d3f5e2"],
 }
 # suite file#entry -> the spec ids of the entry's spec with the entry's `set` overrides (computed at be09333)
 PINNED_SUITE_ENTRIES = {

@@ -24,12 +24,13 @@ Progress = Callable[[int, int | None], None]  # (rows read so far, total rows or
 def safe_uri(uri: str) -> str:
     """The URI without a password or user in its authority and without secret-named query parameters."""
     parts = urlsplit(uri)
-    if not parts.scheme or parts.scheme == "file":
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if not (parts.username or parts.password or any(is_secret_name(k) for k, _ in pairs)):
         return uri
     netloc = parts.hostname or ""
     if parts.port:
         netloc += f":{parts.port}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_name(k)])
+    query = urlencode([(k, v) for k, v in pairs if not is_secret_name(k)])
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

@@ -1,0 +1,32 @@
+"""A tracker's history of a verl run (W&B, MLflow, TensorBoard, as verl's `Tracking` logs to them) -> the trace,
+through the same step rules as the file logger's records."""
+
+from __future__ import annotations
+
+from benchbed.adapters.verl.parse import Inputs, build_trace
+from benchbed.adapters.verl.records import Record
+
+from benchbed.adapterkit.histories import History
+from benchbed.errors import NotThisFrameworkError
+from benchbed.trace import Trace
+
+
+def parse_history(history: History) -> Trace:
+    """Each history row is one `Tracking.log(data, step)` (rows of one step merged, as the trackers merge them)."""
+    uri = history.source.uri
+    records = [Record(step, data, uri, i + 1) for i, (step, _, data) in enumerate(history.rows()) if data]
+    if not records:
+        raise NotThisFrameworkError(f"not a verl history: {uri}: no rows with numeric values")
+    version = history.packages.get("verl")
+    return build_trace(
+        Inputs(
+            records=records,
+            warnings=list(history.warnings),
+            config=history.config or None,
+            timing_source=uri,
+            sources=[uri],
+            explicit_version=(version, f"{history.source.tracker} run's requirements.txt") if version else None,
+            partial=history.partial,
+            extra={"history": history.source.as_dict()},
+        )
+    )

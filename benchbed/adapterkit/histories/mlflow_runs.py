@@ -1,0 +1,196 @@
+"""MLflow runs read through mlflow's own client: a file store (`mlruns/`), a SQLite store, or a tracking server.
+Each metric's full history (`get_metric_history`) becomes one column; rows are the union of the logged steps."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_columns
+from benchbed.adapterkit.histories.locate import Progress, safe_uri
+
+INSTALL_HINT = "pip install 'benchbed[mlflow]'"
+_RUN_ID = re.compile(r"(?:^|/)runs/([0-9a-fA-F]{32}|[\w-]{8,64})/?$")
+_REMOTE = ("http", "https")
+
+
+def split_location(location: str | Path) -> tuple[str, str | None]:
+    """(tracking URI, run id or None) of an MLflow location: a path, a store URI with an optional `#RUN_ID`, the
+    MLflow UI's address of a run (`http://HOST/#/experiments/E/runs/RUN_ID`), `mlflow://HOST:PORT/RUN_ID` or
+    `runs:/RUN_ID` (the store named by MLFLOW_TRACKING_URI)."""
+    if isinstance(location, Path) or "://" not in str(location) and not str(location).startswith("runs:"):
+        path = Path(location).resolve()
+        if path.is_file():
+            return f"sqlite:///{path}", None
+        if (path / "meta.yaml").is_file() and (path / "metrics").is_dir():
+            return path.parents[1].as_uri(), path.name
+        return path.as_uri(), None
+    text = str(location)
+    if text.startswith("runs:/"):
+        store = os.environ.get("MLFLOW_TRACKING_URI")
+        if not store:
+            raise HistoryError(f"{text}: a runs:/ URI needs MLFLOW_TRACKING_URI to name the tracking store")
+        return store, text.removeprefix("runs:/").strip("/").split("/")[0]
+    parts = urlsplit(text)
+    base, fragment = text.split("#", 1) if "#" in text else (text, "")
+    run_id = None
+    if fragment:
+        match = _RUN_ID.search(fragment)
+        run_id = match.group(1) if match else fragment.strip("/")
+    if parts.scheme == "mlflow":
+        match = _RUN_ID.search(parts.path) or re.search(r"^/([\w-]{8,64})/?$", parts.path)
+        run_id = run_id or (match.group(1) if match else None)
+        base = f"http://{parts.netloc}"
+    return base.rstrip("/") if parts.scheme in _REMOTE + ("mlflow",) else base, run_id
+
+
+@contextlib.contextmanager
+def _request_limits(timeout_s: float) -> Iterator[None]:
+    """Bound each request to a tracking server (mlflow's defaults: 120 s and 7 retries)."""
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+                                            "MLFLOW_ALLOW_FILE_STORE")}  # fmt: skip
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, int(timeout_s)))
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # reading an existing mlruns/ store (mlflow 3.x refuses by default)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_s: float = 30.0) -> History:
+    """The history of one MLflow run; HistoryError (one line) for a missing run or store, or a server that does not
+    answer within `timeout_s`."""
+    try:
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+    except ImportError as exc:
+        raise HistoryError(f"reading an MLflow run needs the mlflow package: {INSTALL_HINT}") from exc
+    tracking_uri, run_id = split_location(location)
+    shown = safe_uri(tracking_uri)
+    secret = urlsplit(tracking_uri).password if "://" in tracking_uri else None
+    with _request_limits(timeout_s):
+        client = MlflowClient(tracking_uri=tracking_uri)
+        try:
+            run_id = run_id or _only_run(client, shown)
+            run = client.get_run(run_id)
+            keys = sorted(run.data.metrics)
+            series = {}
+            for i, key in enumerate(keys):
+                series[key] = client.get_metric_history(run_id, key)
+                if progress is not None:
+                    progress(i + 1, len(keys))
+        except HistoryError:
+            raise
+        except Exception as exc:  # mlflow's own errors; the HTTP client's connection errors and timeouts
+            remote = urlsplit(tracking_uri).scheme in _REMOTE
+            unreachable = not isinstance(exc, MlflowException) or "failed with exception" in str(exc)
+            if remote and unreachable:
+                what = f"MLflow tracking store did not answer within {timeout_s:g} s"
+            elif unreachable:
+                what = "MLflow tracking store could not be read"
+            else:
+                what = f"MLflow run {run_id or '?'}"
+            raise HistoryError(_clean(f"{shown}: {what}: {_first_line(exc)}", secret)) from None
+    if not keys:
+        raise HistoryError(f"{shown}: MLflow run {run_id} logged no metrics (params only): no per-step figures")
+    info = run.info
+    source = HistorySource("mlflow", run_id, f"{shown}#{run_id}", project=str(info.experiment_id),
+                           name=str(info.run_name or ""))  # fmt: skip
+    local = Path(urlsplit(tracking_uri).path) if tracking_uri.startswith(("file:", "sqlite:")) else None
+    files = _store_files(local, tracking_uri, info.experiment_id, run_id) if local else []
+    return History(source, _frame(series), config=unflatten(dict(run.data.params)), files=files)
+
+
+def _only_run(client: Any, shown: str) -> str:
+    """The run of a store that holds one; HistoryError listing them when it holds several or none."""
+    experiments = client.search_experiments()
+    runs = client.search_runs([e.experiment_id for e in experiments], max_results=50) if experiments else []
+    if len(runs) == 1:
+        return runs[0].info.run_id
+    if not runs:
+        raise HistoryError(f"{shown}: the MLflow store holds no runs")
+    ids = ", ".join(r.info.run_id for r in runs[:5]) + (" ..." if len(runs) > 5 else "")
+    raise HistoryError(f"{shown}: the MLflow store holds {len(runs)} runs; name one as {shown}#RUN_ID: {ids}")
+
+
+def _frame(series: dict[str, list[Any]]) -> Any:
+    """Columns by step: the union of every key's steps; a step logged twice keeps its last value; the row's wall time
+    is the latest timestamp among its values."""
+    arrays = {}
+    for key, metrics in series.items():
+        steps = np.fromiter((m.step for m in metrics), dtype=np.int64, count=len(metrics))
+        times = np.fromiter((m.timestamp for m in metrics), dtype=float, count=len(metrics))
+        values = np.fromiter((m.value for m in metrics), dtype=float, count=len(metrics))
+        arrays[key] = (steps, times, values)
+    all_steps = np.unique(np.concatenate([a[0] for a in arrays.values()])) if arrays else np.empty(0, np.int64)
+    wall = np.full(len(all_steps), np.nan)
+    columns = {}
+    for key, (steps, times, values) in arrays.items():
+        at = np.searchsorted(all_steps, steps)
+        column = np.full(len(all_steps), np.nan)
+        column[at] = values  # numpy assigns in order: the last of a repeated step wins
+        columns[key] = column
+        wall[at] = np.fmax(wall[at], times / 1000.0)
+    return frame_from_columns(all_steps, wall, columns)
+
+
+def unflatten(params: dict[str, str]) -> dict[str, Any]:
+    """MLflow params (strings under `a/b/c` keys, as verl flattens its config) as a nested dict of values."""
+    out: dict[str, Any] = {}
+    for key, text in sorted(params.items()):
+        node = out
+        parts = key.split("/")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = _value(text)
+    return out
+
+
+def _value(text: str) -> Any:
+    if text in ("True", "False", "true", "false"):
+        return text.lower() == "true"
+    if text in ("None", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _store_files(root: Path, uri: str, experiment_id: str, run_id: str) -> list[Path]:
+    """The local files that hold the run: its folder in a file store, or the SQLite database."""
+    if uri.startswith("sqlite:"):
+        return [root] if root.is_file() else []
+    folder = root / str(experiment_id) / run_id
+    return [p for p in sorted(folder.rglob("*")) if p.is_file()] if folder.is_dir() else []
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+_USERINFO = re.compile(r"(?<=//)[^/@\s]+@")
+
+
+def _clean(text: str, secret: str | None) -> str:
+    """A message without the URL's user and password (mlflow's own messages repeat the URL it was given)."""
+    text = _USERINFO.sub("", text)
+    return text.replace(secret, "***") if secret else text

@@ -1,0 +1,66 @@
+"""`benchbed ingest PATH_OR_URI` on tracker histories: the adapter found from the keys, the source recorded without
+credentials, and bad input as one line, exit 2, nothing stored."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+RUN = FIXTURES / "histories" / "verl" / "verl-0.9.1-v1_sync"
+
+pytest.importorskip("wandb", reason="the `wandb` extra is not installed: pip install 'benchbed[wandb]'")
+
+
+def benchbed(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)  # fmt: skip
+
+
+def test_a_wandb_run_is_ingested_without_naming_the_adapter(tmp_path: Path) -> None:
+    (run_dir,) = (RUN / "wandb").glob("offline-run-*")
+    done = benchbed("ingest", run_dir, "--store", tmp_path / "results", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert (record["adapter"]["name"], record["adapter"]["mode"], record["adapter"]["version"]) == (
+        "verl", "v1_sync", "0.9.1")  # fmt: skip
+    assert record["spec"]["source"] == str((run_dir / f"run-{run_dir.name.rsplit('-', 1)[1]}.wandb").resolve())
+    (stored,) = [p for p in (tmp_path / "results").rglob("native") if p.is_dir()]
+    assert (stored / "history.parquet").is_file() and (stored / "files" / "requirements.txt").is_file()
+
+
+def test_a_history_no_adapter_recognises_names_its_keys(tmp_path: Path, wandb_run) -> None:
+    run_dir = wandb_run({"rows": [{"step": 1, "data": {"loss": 0.5}}]}, tmp_path / "w")
+    done = benchbed("ingest", run_dir, "--store", tmp_path / "results")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("no adapter recognises it (keys: loss); name one with --adapter")
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "results").exists()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_dead_mlflow_server_is_one_line_and_keeps_the_password_out(tmp_path: Path) -> None:
+    pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed")
+    url = f"http://reader:hunter2-secret@127.0.0.1:{_closed_port()}/#/experiments/0/runs/{'a' * 32}"
+    done = benchbed("ingest", url, "--adapter", "verl", "--store", tmp_path / "results")
+    assert done.returncode == 2
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1 and "hunter2-secret" not in line and "reader" not in line
+    assert "MLflow tracking store did not answer within 30 s" in line and "http://127.0.0.1:" in line
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_missing_wandb_run_and_a_non_history_need_an_adapter(tmp_path: Path) -> None:
+    done = benchbed("ingest", tmp_path / "nope", "--store", tmp_path / "results")
+    assert done.returncode == 2 and "not a tracker history; name the framework that wrote it with --adapter" in (
+        done.stderr)  # fmt: skip
+    assert not (tmp_path / "results").exists()

@@ -165,7 +165,9 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
     _exit_for(outcomes)
 
 
-@click.command(name="ingest")
+@click.command(
+    name="ingest", short_help="Read an existing run, or a tracker's history of one, into the store and measure it."
+)
 @click.argument("location", metavar="PATH_OR_URI")
 @click.option("--adapter", "adapter_name", default=None,
               help=f"framework that wrote the run (one of: {', '.join(available_adapters())}); may be left out for a "

@@ -358,6 +358,30 @@ class Study:
     rows: dict[str, Callable[[list[CaseRun]], list[Row]]]
 
 
+def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
+    """AReaL v0.3: synchronous hours (consistency), asynchronous hours and speedup at eta = 4 (predictions), and the
+    interruptible-generation ablation's gain in generation throughput (prediction)."""
+    q = published("areal")["quantities"]
+    case, key = f"areal/{size}", size.replace(".", "")
+    sync = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    interrupting = next(run for run in runs if run.spec.sim.get("abort_on_weight_push"))
+    plain = next(run for run in runs if run.spec.sim["mode"] == "async" and not run.spec.sim["abort_on_weight_push"])
+    sync_h, async_h = version_step_s(sync) * 1000 / 3600, version_step_s(interrupting) * 1000 / 3600
+    gain = interrupting.metrics["generator_throughput_sps"] / plain.metrics["generator_throughput_sps"]
+    lengths = "response-length distribution (p99 = 10 x median, p99 at the cap)"
+    trainer = "sim.train_step_time (FLOPs at an assumed MFU 0.343)"
+    return [
+        _near(case, f"synchronous hours for 1000 steps, {size.upper()}", q[f"sync_hours_{key}"], sync_h, 0.10,
+              "consistency", ["the step time is derived from this figure"]),
+        _near(case, f"asynchronous hours for 1000 steps, {size.upper()} (eta 4)", q[f"async_hours_{key}"], async_h,
+              0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
+        _near(case, f"speedup, asynchronous over synchronous AReaL, {size.upper()}", q[f"speedup_{key}"],
+              sync_h / async_h, 0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
+        _near(case, f"interruptible generation: generation throughput gain, {size.upper()}", q[f"interrupt_gain_{key}"],
+              gain, 0.05, "prediction", ["sim.abort_on_weight_push", "sim.reprefill_fraction (assumed 0)"]),
+    ]  # fmt: skip
+
+
 STUDIES: dict[str, Study] = {
     "semianalysis": Study(
         "semianalysis", "SemiAnalysis, RL Systems Mind the Gap: four case studies (anchors.md section 1)",
@@ -376,6 +400,12 @@ STUDIES: dict[str, Study] = {
          "megatron": ("colocate-megatron.toml", "one-step-off-megatron.toml")},
         {"fsdp2": lambda runs: _verl_one_step_off("FSDP2", runs),
          "megatron": lambda runs: _verl_one_step_off("Megatron", runs)},
+    ),
+    "areal": Study(
+        "areal", "AReaL v0.3 blog: R1-Distill-Qwen math RL, synchronous vs asynchronous AReaL (eta 4), 1000 steps",
+        {"1.5b": ("sync-1.5b.toml", "async-1.5b.toml", "async-1.5b-no-interrupt.toml"),
+         "7b": ("sync-7b.toml", "async-7b.toml", "async-7b-no-interrupt.toml")},
+        {"1.5b": lambda runs: _areal("1.5b", runs), "7b": lambda runs: _areal("7b", runs)},
     ),
 }  # fmt: skip
 ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies

@@ -84,7 +84,7 @@ def test_targets_resolve_to_studies_and_cases_and_old_ids_still_work():
     assert resolve("case3") == [("semianalysis", "case3")]
     assert resolve("verl-fully-async/64-gpus") == [("verl-fully-async", "64-gpus")]
     assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in ("128-gpus", "64-gpus", "32-gpus")]
-    assert len(resolve("all")) == 9
+    assert len(resolve("all")) == 11
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/48-gpus"])
     assert result.exit_code == 2 and "unknown study or case 'verl-fully-async/48-gpus'" in result.output
 
@@ -97,6 +97,7 @@ def test_list_names_every_study_and_case():
         "semianalysis": ["case1", "case2", "case3", "case4"],
         "verl-fully-async": ["128-gpus", "64-gpus", "32-gpus"],
         "verl-one-step-off": ["fsdp2", "megatron"],
+        "areal": ["1.5b", "7b"],
     }
 
 
@@ -162,3 +163,36 @@ def test_verl_one_step_off_rows_and_the_gain_its_own_step_times_do_not_give():
     assert step["ok"] and step["reproduced"] == pytest.approx(458.1, abs=0.1)
     megatron = rows[("verl-one-step-off/megatron", "one-step-off gain in total time, Megatron")]
     assert megatron["ok"] and megatron["kind"] == "prediction"
+
+
+def test_areal_specs_carry_the_published_configuration_and_one_set_of_assumptions():
+    sync, interrupting, plain = case_specs("areal/7b")
+    assert sync.workload.samples_per_step == 512 * 16 and sync.sim["mode"] == "sync"
+    assert sync.resources.generator_gpus == 24 * 8 and sync.resources.colocated
+    # the synchronous step is the published 57.7 h over 1000 steps: trainer + push + a cap-length response
+    assert sync.sim["train_step_time"] + 3.0 + sync.sim["latency"]["mean"] * 6.12 == pytest.approx(57.7 * 3.6, abs=0.1)
+    assert interrupting.workload.max_staleness == 4 and interrupting.sim["abort_on_weight_push"]
+    assert not plain.sim["abort_on_weight_push"]
+    # 3:1 generation : training, and the trainer's FLOPs on a quarter of the GPUs take 4x the synchronous time
+    assert (interrupting.resources.generator_gpus, interrupting.resources.trainer_gpus) == (144, 48)
+    assert interrupting.sim["train_step_time"] == pytest.approx(4 * sync.sim["train_step_time"], abs=0.05)
+    shapes = {
+        (s.sim["latency"]["cv"], s.sim["tokens"]["response_mean"], s.sim["weight_sync_time"])
+        for case in STUDIES["areal"].cases
+        for s in case_specs(f"areal/{case}")
+    }
+    assert shapes == {(1.29, 4518, 3.0)}
+
+
+def test_areal_1_5b_rows_predict_the_speedup_and_fail_the_interruption_ablation():
+    result = CliRunner().invoke(cli, ["reproduce", "areal/1.5b", "--json"])
+    assert result.exit_code == 1  # the ablation row fails (explained in docs/guides/reproduce.md)
+    rows = json.loads(result.output)
+    q = published("areal")["quantities"]
+    assert [(r["published"], r["kind"], r["ok"]) for r in rows] == [
+        (q["sync_hours_15b"], "consistency", True),
+        (q["async_hours_15b"], "prediction", True),
+        (q["speedup_15b"], "prediction", True),
+        (q["interrupt_gain_15b"], "prediction", False),
+    ]
+    assert [round(r["reproduced"], 3) for r in rows] == [40.993, 15.078, 2.719, 1.0]

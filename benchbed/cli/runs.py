@@ -320,9 +320,12 @@ def demo(real: bool, store_dir: Path) -> None:
 
 def _calibrated_twin(outcome: RunOutcome, store: Store) -> RunOutcome:
     """Calibrate the simulator to a real run and simulate it, so the demo's report compares the two."""
-    from benchbed.sim.calibrate import calibrate
+    from benchbed.sim.calibrate import calibrate, round_trip
 
     calibration = calibrate(outcome.run_dir)
+    for row in round_trip(calibration):  # a figure the twin does not reproduce is said, not left to the reader
+        if not row.ok:
+            err_console.print(f"[yellow]warning:[/] {row.line()}", highlight=False, soft_wrap=True)
     spec = build_spec(calibration.spec_data(), f"calibrated from {outcome.run_dir}")
     with launch_progress(f"simulating its calibrated twin {spec.name}") as on_line:
         return execute(spec, store, on_line=on_line)

@@ -26,7 +26,7 @@ def parse_path(path: Path) -> Trace:
         raise NotThisFrameworkError(f"not an example run: {path} has no {LOG}")
     header = _header(log)
     release, _ = KEYMAP.nearest(str(header.get("version", "")))
-    timers = KEYMAP.mapping(release, "timer")
+    timers = KEYMAP.mapping(release, "component")
     builder = TraceBuilder()
     groups: dict[str, Group] = {}
     warnings: list[str] = []

@@ -88,6 +88,7 @@ def emit_rollouts(b: TraceBuilder, events: list[dict[str, Any]], origin: float) 
             fate[e["group"]] = (GROUP_STATUS[e["status"]], e["step"])
     for e in _by(events, "drop"):
         fate[e["group"]] = ("dropped_stale", e["step"])
+    env_staleness = {e["sample"]: e["env_staleness"] for e in _by(events, "resume")}
     for e in _by(events, "rollout"):
         sid, gid = e["sample"], e["group"]
         status, step, v_train = e["status"], -1, -1
@@ -103,8 +104,8 @@ def emit_rollouts(b: TraceBuilder, events: list[dict[str, Any]], origin: float) 
         reward = e["reward"] if isinstance(e["reward"], int | float) else math.nan
         attrs = {"tokens": e["tokens"], "versions": e["spans"], "resumes": e["resumes"], "straggler": e["straggler"],
                  "env_version": e["env_version"]}  # fmt: skip
-        if e["env_version"] >= 0 and e["v_end"] >= 0:
-            attrs["env_staleness"] = e["v_end"] - e["env_version"]
+        if sid in env_staleness:  # the metric's key; the engine's own figure at the sample's last resume
+            attrs["staleness_env"] = env_staleness[sid]
         if e["error"]:
             attrs["error"] = e["error"]
         t1 = e["t1"] if isinstance(e["t1"], int | float) and math.isfinite(e["t1"]) else e["t"]

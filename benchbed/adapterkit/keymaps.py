@@ -27,6 +27,16 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 UNITS = ("s", "ratio", "count", "samples", "groups", "versions", "tokens", "tokens/s", "samples/s", "%", "GiB", "")
+# The shared vocabulary of `role`: what an adapter does with a key. A new adapter uses these words; verl, slime and
+# prime-rl still carry a few roles of their own for keys only their parsers treat specially.
+ROLES = {
+    "step": "the trainer step's duration (-> trainer.step)",
+    "component": "a part of the trainer step (-> trainer.compute, trainer.wait, trainer.weight_sync, ...)",
+    "counter": "a per-step count (-> samples.*, groups.*)",
+    "framework": "the framework's own figure of a benchbed metric, kept for comparison (-> framework.*)",
+    "native": "a figure kept as the framework logged it (-> native.<framework>.*)",
+    "marker": "a key that only identifies a framework, release or process (canonical '')",
+}
 
 
 @dataclass(frozen=True)

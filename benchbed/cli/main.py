@@ -36,7 +36,7 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "ingest": Lazy(
         "benchbed.cli.runs:ingest_command",
-        "Read an existing run (a run directory or a log/metrics file) into the store and measure it.",
+        "Read an existing run, or a tracker's history of one, into the store and measure it.",
     ),
     "report": Lazy(
         "benchbed.cli.runs:report",

@@ -165,7 +165,9 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
     _exit_for(outcomes)
 
 
-@click.command(name="ingest")
+@click.command(
+    name="ingest", short_help="Read an existing run, or a tracker's history of one, into the store and measure it."
+)
 @click.argument("location", metavar="PATH_OR_URI")
 @click.option("--adapter", "adapter_name", default=None,
               help=f"framework that wrote the run (one of: {', '.join(available_adapters())}); may be left out for a "
@@ -318,9 +320,12 @@ def demo(real: bool, store_dir: Path) -> None:
 
 def _calibrated_twin(outcome: RunOutcome, store: Store) -> RunOutcome:
     """Calibrate the simulator to a real run and simulate it, so the demo's report compares the two."""
-    from benchbed.sim.calibrate import calibrate
+    from benchbed.sim.calibrate import calibrate, round_trip
 
     calibration = calibrate(outcome.run_dir)
+    for row in round_trip(calibration):  # a figure the twin does not reproduce is said, not left to the reader
+        if not row.ok:
+            err_console.print(f"[yellow]warning:[/] {row.line()}", highlight=False, soft_wrap=True)
     spec = build_spec(calibration.spec_data(), f"calibrated from {outcome.run_dir}")
     with launch_progress(f"simulating its calibrated twin {spec.name}") as on_line:
         return execute(spec, store, on_line=on_line)

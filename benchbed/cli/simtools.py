@@ -13,7 +13,7 @@ from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.outputs import check_output, write_output
 from benchbed.pipeline import execute
-from benchbed.sim.calibrate import calibrate, simulated
+from benchbed.sim.calibrate import calibrate, round_trip
 from benchbed.sim.plan import VARIABLES, parse_target, plan
 from benchbed.sim.reproduce import STUDIES, CaseRun, Row, reproduce, resolve, simulate_in_process
 from benchbed.spec import ExperimentSpec, load_spec
@@ -110,7 +110,8 @@ def calibrate_command(run_dir: Path, output: Path | None, warmup_steps: int | No
     """Fit a simulator spec to the stored run in RUN_DIR (any adapter's trace.parquet): rollout latency,
     batch and group size, trainer compute and weight sync, concurrency, pass rates, mode and staleness bound.
     Every parameter's comment says where it came from; what the trace lacked is listed on stderr with what was
-    assumed, and the round trip (the run's idle and staleness beside the calibrated spec's) is printed there."""
+    assumed, and the round trip of every headline metric (the run's beside the calibrated spec's, simulated)
+    is printed there, with a warning for each one off by more than 10% (or 0.02)."""
     if output is not None:
         check_output(output)
     cal = calibrate(run_dir, warmup_steps)
@@ -122,10 +123,9 @@ def calibrate_command(run_dir: Path, output: Path | None, warmup_steps: int | No
         err_console.print(f"calibrated spec: {output}", highlight=False)
     for line in cal.missing:
         err_console.print(f"[yellow]missing or fitted:[/] {line}", highlight=False, soft_wrap=True)
-    for name, observed in cal.observed.items():
-        value = simulated(cal, name)
-        shown = "n/a" if value is None else f"{value:.4g}"
-        err_console.print(f"round trip {name}: run {observed:.4g}, calibrated spec {shown}", highlight=False)
+    for row in round_trip(cal):
+        warn = "" if row.ok else "[yellow]warning:[/] "
+        err_console.print(f"{warn}{row.line()}", highlight=False, soft_wrap=True)
 
 
 def _range(text: str | None) -> tuple[int | None, int | None]:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +20,7 @@ from benchbed.errors import LaunchError
 from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
 from benchbed.launch.ray_submission import RaySubmission, entrypoint, unwrap, with_env
+from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, redact_env, secret_values
 from benchbed.shell import comment
@@ -27,6 +29,10 @@ from benchbed.spec import ExperimentSpec, RaySpec
 POLL_S = 0.5
 STOP_WAIT_S = 30.0
 LOG_JOIN_S = 10.0
+
+
+# What the watchdog runs when benchbed dies during a Ray job: the Jobs API's stop, with Ray's own SDK.
+STOP_JOB = "import sys; from ray.job_submission import JobSubmissionClient as C; C(sys.argv[1]).stop_job(sys.argv[2])"
 
 
 class RayLauncher(Launcher):
@@ -72,7 +78,8 @@ class RayLauncher(Launcher):
             try:
                 tail.start()
                 info.version = _ray_version(address)
-                timed_out = _wait(client, job_id, timeout_s, start) is None
+                with Watchdog(command=[sys.executable, "-c", STOP_JOB, address, job_id]):  # benchbed killed: stopped
+                    timed_out = _wait(client, job_id, timeout_s, start) is None
             except KeyboardInterrupt:
                 interrupted = True
             warnings = _stop(client, job_id) if timed_out or interrupted else []

@@ -12,6 +12,7 @@ from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_inte
 from benchbed.launch.local import LocalLauncher, write_plan_files
 from benchbed.launch.sbatch import SCRIPT_NAME, STDERR_LOG, STDOUT_LOG, render_script
 from benchbed.launch.slurm_jobs import follow, slurm_info, submit
+from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, secret_values
 from benchbed.shell import comment, heredoc
@@ -84,7 +85,9 @@ class SlurmLauncher(Launcher):
         with sigterm_as_interrupt():  # from submission on, SIGTERM is a Ctrl-C: the job is cancelled
             job_id = submit(script, env)
             info = LaunchInfo(scheduler="slurm", job_id=job_id)
-            result = follow(job_id, info, timeout_s, start, poll=_FileTail(run_dir / STDERR_LOG, on_line, secrets).poll)
+            with Watchdog(command=["scancel", job_id]):  # benchbed killed (SIGKILL, OOM): the job is cancelled
+                result = follow(job_id, info, timeout_s, start,
+                                poll=_FileTail(run_dir / STDERR_LOG, on_line, secrets).poll)  # fmt: skip
         info.address, info.version = slurm_info()
         for rel in (STDOUT_LOG, STDERR_LOG):
             redact_file(run_dir / rel, secrets)

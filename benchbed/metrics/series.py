@@ -46,7 +46,7 @@ def step_breakdown(trace: Trace) -> StepSeries:
     """Seconds per trainer step in wait/compute/weight_sync/checkpoint/other, plus the step total `step_s`.
 
     The same derivation as the trainer ratios (metrics.trainer.step_breakdown): spans win over agg rows,
-    overlapping components are scaled to the step, `other` is the unexplained rest of the step; components
+    overlapping components lose the overlap from compute, `other` is the unexplained rest of the step; components
     never logged are 0 here, and a step without a total gets the sum of its components.
     """
     result = trainer_metrics.step_breakdown(MetricContext(trace, warmup_steps=0))
@@ -62,7 +62,7 @@ def step_breakdown(trace: Trace) -> StepSeries:
     out.index.name = "step"
     source = "trainer spans" if result.kind == "span" else "per-step agg rows"
     if result.overlap:
-        source += f" (components scaled to the step in {len(result.overlap)} step(s) where they overlap)"
+        source += f" (overlap taken out of compute in {len(result.overlap)} step(s) where components overlap)"
     return StepSeries(out.reset_index(), source)
 
 

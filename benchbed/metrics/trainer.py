@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from benchbed import keys as K
@@ -50,7 +51,13 @@ def _breakdown(ctx: MetricContext) -> Breakdown | None:
     total = named.sum(axis=1)
     step_s = frame["step_s"]
     over = step_s.notna() & (total > step_s * (1 + OVERLAP_TOLERANCE))  # a step timed 0 keeps 0 of its phases
-    named = named.mul((step_s / total).where(over, 1.0), axis=0)
+    excess = (total - step_s).where(over, 0.0)
+    if K.TRAINER_COMPUTE in named_keys:  # nested compute timers (verl forks whose `adv` wraps `ref`): the overlap
+        absorbed = np.minimum(named[K.TRAINER_COMPUTE], excess)  # is compute counted twice; wait stays as measured
+        named[K.TRAINER_COMPUTE] = named[K.TRAINER_COMPUTE] - absorbed
+        excess = excess - absorbed
+    contradictory = over & (excess > step_s * OVERLAP_TOLERANCE)  # compute cannot explain it: scale them all
+    named = named.mul((step_s / named.sum(axis=1)).where(contradictory, 1.0), axis=0)
     frame[named_keys] = named
     if K.TRAINER_COMPUTE in parts or K.TRAINER_OTHER in parts:
         rest = (step_s - named.sum(axis=1)).clip(lower=0.0)
@@ -81,8 +88,9 @@ def _window_rows(ctx: MetricContext) -> tuple[pd.DataFrame, str] | None:
         named = ", ".join(f"{s} ({r:.3f}×)" for s, r in list(over.items())[:MAX_NAMED_STEPS])
         more = f" and {len(over) - MAX_NAMED_STEPS} more" if len(over) > MAX_NAMED_STEPS else ""
         ctx.warnings.append(
-            f"trainer components add up to {max(over.values()):.3f} of step time in {len(over)} step(s) "
-            f"(overlapping or inconsistent timers); scaled to the step there: steps {named}{more}"
+            f"trainer components add up to {max(over.values()):.3f} of step time in {len(over)} step(s) (nested or "
+            f"overlapping timers): the overlap is taken out of trainer.compute (all components are scaled to the "
+            f"step only where compute is too small to hold it): steps {named}{more}"
         )
     return frame, result.kind
 

@@ -53,7 +53,7 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ComparisonSection:
     """Everything the template shows above the per-run sections of a multi-run report."""
 
     groups: TextTable
@@ -273,7 +273,7 @@ def _curves(groups: Sequence[RunGroup], records: Sequence[RunRecord]) -> list[Fi
     return figures
 
 
-def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
+def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> ComparisonSection:
     """The comparison of these runs: repeats grouped by (adapter, spec) and aggregated, figures side by side."""
     records = [r for r, _ in runs]
     traces = {r.run_id: t for r, t in runs}
@@ -319,7 +319,7 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> Comparison:
         *_curves(groups, records),
     ]
     verdicts, verdicts_note = verdict_table(groups)
-    return Comparison(
+    return ComparisonSection(
         verdicts=verdicts,
         verdicts_note=verdicts_note,
         groups=_group_table(groups, traces),

@@ -22,6 +22,7 @@ from benchbed import keys as K
 from benchbed.errors import BenchbedError
 from benchbed.metrics import METRICS
 from benchbed.metrics.context import FINISHED_STATUSES, MetricContext
+from benchbed.metrics.registry import headline_metrics
 from benchbed.record import RunRecord
 from benchbed.spec import build_spec
 from benchbed.store import read_record
@@ -48,7 +49,7 @@ class Calibration:
     params: dict[tuple[str, str], Param] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     lognormal: dict[str, float] | None = None
-    observed: dict[str, float] = field(default_factory=dict)  # the run's own idle and staleness, for the round trip
+    observed: dict[str, float] = field(default_factory=dict)  # the run's headline metrics, for the round trip
 
     def set(self, table: str, key: str, value: Any, source: str) -> None:
         self.params[(table, key)] = Param(value, source)
@@ -204,6 +205,45 @@ def simulated(cal: Calibration, name: str) -> float | None:
     spec = build_spec(cal.spec_data(), f"<{cal.name}>")
     ctx = MetricContext(simulate_spec(spec), warmup_steps=spec.warmup_steps)
     return _observed(ctx, name)
+
+
+ROUND_TRIP_RELATIVE = 0.10  # a calibrated figure within 10% of the run's ...
+ROUND_TRIP_ABSOLUTE = 0.02  # ... or within 0.02 of it (figures near 0, such as a small idle ratio)
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """One headline metric of the run beside the same metric of its calibrated spec, simulated."""
+
+    metric: str
+    run: float
+    calibrated: float | None
+
+    @property
+    def tolerance(self) -> float:
+        return max(ROUND_TRIP_RELATIVE * abs(self.run), ROUND_TRIP_ABSOLUTE)
+
+    @property
+    def ok(self) -> bool:
+        return self.calibrated is not None and abs(self.calibrated - self.run) <= self.tolerance
+
+    def line(self) -> str:
+        if self.calibrated is None:
+            return f"round trip {self.metric}: run {self.run:.4g}, not produced by the calibrated spec"
+        shown = f"{self.calibrated:.4g}"
+        within = f"{'within' if self.ok else 'OFF by more than'} ±{self.tolerance:.3g}"
+        return f"round trip {self.metric}: run {self.run:.4g}, calibrated spec {shown} ({within})"
+
+
+def round_trip(cal: Calibration) -> list[RoundTrip]:
+    """Every headline metric the run has, beside the calibrated spec's (one simulation for all of them); a row
+    that is not `ok` is a figure the calibration does not reproduce."""
+    from benchbed.metrics import compute_metrics
+    from benchbed.sim import simulate_spec
+
+    spec = build_spec(cal.spec_data(), f"<{cal.name}>")
+    twin = compute_metrics(simulate_spec(spec), warmup_steps=spec.warmup_steps)
+    return [RoundTrip(name, run, twin[name].value if name in twin else None) for name, run in cal.observed.items()]
 
 
 def _bisect(cal: Calibration, idle: float, setter: Callable[[float], None], lo: float, hi: float,
@@ -398,7 +438,7 @@ def calibrate(run_dir: str | Path, warmup_steps: int | None = None) -> Calibrati
                     f"Beta by moments of {len(means)} group mean rewards (binomial noise removed)")  # fmt: skip
     else:
         cal.assume("sim", "pass_rate", {"dist": "beta", "a": 1.0, "b": 1.0}, "no per-group rewards in the trace")
-    for name in ("trainer_idle_ratio", "staleness_mean"):
+    for name in headline_metrics():  # every headline figure of the run, for the round trip
         value = _observed(ctx, name)
         if value is not None:
             cal.observed[name] = value

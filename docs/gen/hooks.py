@@ -18,9 +18,9 @@ from gen_cli import cli_markdown
 from gen_common import DocsError
 from gen_keys import keymap_markdown, trace_keys_markdown, vocabulary_markdown
 from gen_metrics import metrics_markdown
+from gen_registry import adapter_pages, adapters, keymap_of, plugins_markdown, readme_markdown
 from gen_spec import spec_markdown
 from mkdocs.exceptions import PluginError
-from registry import adapter_pages, adapters, keymap_of, plugins_markdown, readme_markdown
 
 MARKER = re.compile(r"<!--\s*benchbed:([a-z-]+)(?:[ \t]+([^\s>]+))?\s*-->")
 # A script, image or frame from another host, or a stylesheet, icon or font link (preload, preconnect) to one; a

@@ -16,6 +16,7 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "prime_rl": ("prime_rl/head-*", "prime_rl/v0.*", "prime_rl/*.log"),
     "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*"),
     "example": ("example/*",),
+    "example_history": ("example_history/*",),  # made by histloop.py (the render of its spec), 6 steps
     "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
     "trl": ("trl/*",),  # made by `benchbed run experiments/trl-grpo-cpu.toml`; logs and W&B debug files left out
 }

@@ -12,9 +12,9 @@ from gen_cli import cli_markdown, undocumented
 from gen_common import DocsError, cell
 from gen_keys import keymap_markdown, trace_keys_markdown
 from gen_metrics import metrics_markdown
+from gen_registry import adapters, keymap_of, readme_markdown
 from gen_spec import spec_markdown
 from pydantic import BaseModel, Field
-from registry import adapters, keymap_of, readme_markdown
 
 from benchbed.cli.main import cli
 from benchbed.keys import AGG_PREFIXES, KEYS
@@ -127,7 +127,7 @@ def test_key_maps_are_rendered_from_their_files() -> None:
     keymap = keymap_of("example")
     page = keymap_markdown(keymap)
     assert "Releases (oldest first): `1`." in page
-    assert "| `gen` | `trainer.wait` | s | timer | 1 | the trainer waits while the batch is generated" in page
+    assert "| `gen` | `trainer.wait` | s | component | 1 | the trainer waits while the batch is generated" in page
     assert len([line for line in page.splitlines() if line.startswith("| `")]) == len(keymap.entries)
     assert keymap_of("sim") is None
 
@@ -180,7 +180,7 @@ def test_the_extending_pages_show_each_contract_as_the_code_defines_it() -> None
 
 
 def test_plug_in_groups_are_listed_from_their_entry_points() -> None:
-    from registry import plugins_markdown
+    from gen_registry import plugins_markdown
 
     launchers = plugins_markdown("benchbed.launchers")
     assert "| `slurm` | `benchbed.launch.slurm:SlurmLauncher` |" in launchers

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .refrun import RefRun, engine_available, load_run, run_ref
+from .refrun import ROOT, RefRun, engine_available, load_run, run_ref
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -148,7 +148,11 @@ def test_partial_rollouts_resume_under_new_weights_in_the_same_sandbox(drop_run)
     r = drop_run.trace.of("rollout")
     attrs = [json.loads(a) for a in r["attrs"]]
     resumed = [a for a in attrs if a["resumes"] > 0]
-    assert resumed and all("env_staleness" in a for a in resumed if a["versions"])
+    assert resumed and all("staleness_env" in a for a in resumed)
+    last = {e["sample"]: e["env_staleness"] for e in resumes}  # the engine's own figure at each sample's last resume
+    assert {sid: a["staleness_env"] for sid, a in zip(r["sample"], attrs, strict=True) if a["resumes"]} == {
+        sid: last[sid] for sid, a in zip(r["sample"], attrs, strict=True) if a["resumes"]
+    }
     starts = drop_run.trace.of("sandbox.start")
     ok = starts[starts["status"] == "ok"]
     assert ok["sample"].is_unique  # one sandbox per rollout, kept across its resumes
@@ -205,3 +209,31 @@ def test_a_dead_generator_ends_the_run_partial_with_a_clear_error(tmp_path_facto
     for pid in run.native("spawned")[0]["pids"].values():
         stat = Path(f"/proc/{pid}/stat")
         assert not stat.exists() or stat.read_text().split()[2] == "Z", f"engine worker {pid} left running"
+
+
+@pytest.fixture(scope="module")
+def partial_experiment_run(tmp_path_factory) -> RefRun:
+    """experiments/ref-partial.toml itself, as a user runs it."""
+    from benchbed.pipeline import execute
+    from benchbed.spec import load_spec
+    from benchbed.store import Store
+
+    engine_available()
+    outcome = execute(load_spec(ROOT / "experiments" / "ref-partial.toml"), Store(tmp_path_factory.mktemp("p")))
+    assert outcome.trace is not None, outcome.record.error
+    return load_run(outcome.run_dir)
+
+
+def test_the_partial_rollouts_experiment_resumes_rollouts_and_reports_their_environment_staleness(
+    partial_experiment_run,
+):
+    """ref-partial exercises what it is named for, and staleness_env_* equal the engine's own figures."""
+    from benchbed.metrics.context import MetricContext
+
+    run = partial_experiment_run
+    last = {e["sample"]: e["env_staleness"] for e in run.native("resume")}
+    assert len(last) >= 10  # rollouts resumed under new weights
+    trained = MetricContext(run.trace, run.record.spec["warmup_steps"]).trained_in_window
+    expected = [last.get(sid, 0) for sid in trained["sample"]]
+    assert run.metric("staleness_env_mean") == pytest.approx(float(np.mean(expected)))
+    assert run.metric("staleness_env_max") == max(expected) >= 1

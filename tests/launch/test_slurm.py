@@ -130,3 +130,23 @@ def test_a_framework_that_runs_sbatch_itself_is_followed_and_recorded(slurm_clus
     assert result.info.submitted_by == "prime_rl" and result.info.job_id.isdigit()
     assert result.info.state == "COMPLETED" and result.info.nodes == [slurm_cluster.host]
     assert (tmp_path / "done.txt").read_text() == "framework job done\n"  # benchbed waited for the job to end
+
+
+def test_sigkill_of_benchbed_cancels_the_job(slurm_cluster, tmp_path):
+    """benchbed killed outright (SIGKILL, the OOM killer) cannot scancel; its watchdog does."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "slurm-sigkill"\nadapter = "sim"\n[workload]\nsteps = 100000\n'
+                    "[slurm]\nnodes = 1\ngpus_per_node = 0\n")  # fmt: skip
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchbed", "run", str(spec), "--launcher", "slurm", "--store", str(store)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    run_dir = wait_for_job_process(store)
+    assert squeue_ids(), "the job is queued"
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (squeue_ids() or processes_in(run_dir)):
+        time.sleep(0.5)
+    assert squeue_ids() == [] and processes_in(run_dir) == []

@@ -46,11 +46,12 @@ def test_step_breakdown_from_agg_uses_logged_other_without_step_total(build: Cal
     ])  # fmt: skip
     frame = series.step_breakdown(trace).frame
     source = series.step_breakdown(trace).source
-    assert source == "per-step agg rows (components scaled to the step in 1 step(s) where they overlap)"
+    assert source == "per-step agg rows (overlap taken out of compute in 1 step(s) where components overlap)"
     assert frame["step"].tolist() == [1, 2, 3]
     assert frame["other"].tolist() == [1.0, 2.0, 0.0]
     assert frame["step_s"].tolist() == [10.0, 7.0, 4.0]
-    assert frame["wait"].tolist() == [3.0, 0.0, 2.0]  # step 3: 6 s of components in 4 s, scaled as in the ratios
+    assert frame["wait"].tolist() == [3.0, 0.0, 3.0]  # step 3: 6 s of components in 4 s: compute holds the 2 s
+    assert frame["compute"].tolist() == [6.0, 5.0, 1.0]
 
 
 def test_step_breakdown_empty_without_components(build: Callable[..., Trace]) -> None:

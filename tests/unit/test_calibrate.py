@@ -79,3 +79,28 @@ def test_calibrate_cli_writes_a_spec_that_runs_with_what_if_overrides(tmp_path):
     assert "concurrency = 64  # trace metadata" in text and "[sim.latency]" in text
     what_if = load_spec(out, ["sim.concurrency=128"])
     assert what_if.sim["concurrency"] == 128
+
+
+def test_the_round_trip_covers_every_headline_metric_and_flags_one_that_is_off(tmp_path):
+    """Every headline metric the run has is compared with its calibrated twin's; a figure off by more than 10%
+    (or 0.02) is flagged, such as `benchbed demo --real`'s generator_utilization (0.46 run, 0.007 twin)."""
+    from benchbed.metrics.registry import headline_metrics
+    from benchbed.sim.calibrate import RoundTrip, round_trip
+
+    spec = load_spec(QUICKSTART, ["workload.steps=80"])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    trace = simulate_spec(spec)
+    trace.write(run_dir)
+    run = compute_metrics(trace, warmup_steps=spec.warmup_steps)
+    rows = round_trip(calibrate(run_dir))
+    assert [r.metric for r in rows] == [m for m in headline_metrics() if m in run]
+    assert {r.metric: r.run for r in rows} == pytest.approx({m: run[m].value for m in headline_metrics() if m in run})
+    off = {r.metric for r in rows if not r.ok}
+    assert off <= {"staleness_max"}  # a simulator calibrated to a simulated run reproduces it
+    demo = RoundTrip("generator_utilization", 0.46, 0.007)
+    assert not demo.ok and demo.line() == (
+        "round trip generator_utilization: run 0.46, calibrated spec 0.007 (OFF by more than ±0.046)"
+    )
+    assert RoundTrip("trainer_idle_ratio", 0.01, 0.025).ok  # within the 0.02 floor near 0
+    assert RoundTrip("sandbox_start_p50_s", 0.18, None).line().endswith("not produced by the calibrated spec")

@@ -220,7 +220,7 @@ def test_components_never_logged_are_absent_not_zero():
     assert "trainer_capacity_sps" not in m
 
 
-def test_overlapping_components_are_scaled_with_a_warning():
+def test_overlapping_components_lose_the_overlap_from_compute_with_a_warning():
     b = TraceBuilder()
     add_step(b, 1, 0, compute=1)
     b.span("trainer.step", 1, 11, step=2)
@@ -228,8 +228,9 @@ def test_overlapping_components_are_scaled_with_a_warning():
     b.span("trainer.compute", 1, 11, step=2)  # overlaps the wait: 18 s of components in a 10 s step
     warnings: list[str] = []
     metrics = compute_metrics(b.build(TraceMeta(adapter="t")), warnings=warnings)
-    assert metrics["trainer_idle_ratio"].value == pytest.approx(8 / 18)
-    assert any("add up to 1.800" in w for w in warnings)
+    assert metrics["trainer_idle_ratio"].value == pytest.approx(8 / 10)  # the wait as measured; compute holds 8 s
+    assert metrics["trainer_compute_ratio"].value == pytest.approx(2 / 10)  # 10 s of compute less the 8 s overlap
+    assert any("add up to 1.800" in w and "taken out of trainer.compute" in w for w in warnings)
 
 
 def test_empty_trace_has_no_metrics():
@@ -270,7 +271,7 @@ def test_every_design_metric_is_registered():
         "sandbox_queue_p99_s",
         "step_time_mean_s",
         "startup_s",
-        # issue 12: partial rollout, response cap and cost (README deliberate additions)
+        # issue 12: partial rollout, response cap and cost (docs/reference/metrics.md)
         "staleness_env_mean",
         "staleness_env_max",
         "partial_resumed_fraction",
@@ -279,7 +280,7 @@ def test_every_design_metric_is_registered():
         "gpu_hours_per_step",
         "cost_per_step",
         "cost_per_mtok",
-        # issue 27: the diagnosis's oversampling-discard flag (README deliberate additions)
+        # issue 27: the diagnosis's oversampling-discard flag (docs/reference/metrics.md)
         "discarded_fraction",
     ]
     assert sorted(METRICS) == sorted(design)
@@ -312,7 +313,7 @@ def test_a_plot_and_its_ratio_agree_when_components_overlap():
     warnings: list[str] = []
     ratio = compute_metrics(trace, warmup_steps=0, warnings=warnings)["trainer_idle_ratio"].value
     frame = series.step_breakdown(trace).frame
-    assert frame["wait"].sum() / frame["step_s"].sum() == pytest.approx(ratio) == pytest.approx((2 + 6 / 1.4) / 20)
+    assert frame["wait"].sum() / frame["step_s"].sum() == pytest.approx(ratio) == pytest.approx((2 + 6) / 20)
     assert frame["other"].tolist() == [0.0, 0.0]
     assert any("1.400 of step time in 1 step(s)" in w and "steps 2 (1.400×)" in w for w in warnings)
 

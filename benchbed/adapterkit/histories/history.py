@@ -4,19 +4,37 @@ records one) the wall-clock time, plus where it came from. Every history source 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
 
 from benchbed.errors import BenchbedError
+from benchbed.secrets import is_secret_name
 
 STEP, WALL_TIME = "step", "wall_time"
 PART = "part"  # optional column: which file of a multi-file history (TensorBoard: one per process) a row came from
 RESERVED = (STEP, WALL_TIME, PART)
+
+
+Progress = Callable[[int, int | None], None]  # (rows read so far, total rows or None)
+
+
+def safe_uri(uri: str) -> str:
+    """The URI without a password or user in its authority and without secret-named query parameters."""
+    parts = urlsplit(uri)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if not (parts.username or parts.password or any(is_secret_name(k) for k, _ in pairs)):
+        return uri
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    query = urlencode([(k, v) for k, v in pairs if not is_secret_name(k)])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 class HistoryError(BenchbedError):

@@ -5,33 +5,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from benchbed.adapterkit.histories.history import History, HistoryError
-from benchbed.secrets import is_secret_name
+from benchbed.adapterkit.histories.history import History, HistoryError, Progress
 
 WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD, JSONL = "wandb", "wandb-cloud", "mlflow", "tensorboard", "jsonl"
 TRACKERS = (WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD)  # sources only a tracker writes (JSONL is also a framework's own)
 MLFLOW_SCHEMES = ("http", "https", "mlflow", "sqlite", "postgresql", "mysql", "mssql", "file", "runs")
 EVENT_FILE = "events.out.tfevents"
 _SCAN_LIMIT = 2000  # files looked at to decide whether a folder holds only event files
-
-Progress = Callable[[int, int | None], None]  # (rows read so far, total rows or None)
-
-
-def safe_uri(uri: str) -> str:
-    """The URI without a password or user in its authority and without secret-named query parameters."""
-    parts = urlsplit(uri)
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    if not (parts.username or parts.password or any(is_secret_name(k) for k, _ in pairs)):
-        return uri
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    query = urlencode([(k, v) for k, v in pairs if not is_secret_name(k)])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _scheme(location: str) -> str:

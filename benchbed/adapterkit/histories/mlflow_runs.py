@@ -13,8 +13,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_columns
-from benchbed.adapterkit.histories.locate import Progress, safe_uri
+from benchbed.adapterkit.histories.history import (
+    History,
+    HistoryError,
+    HistorySource,
+    Progress,
+    frame_from_columns,
+    safe_uri,
+)
 
 INSTALL_HINT = "pip install 'benchbed[mlflow]'"
 _RUN_ID = re.compile(r"(?:^|/)runs/([0-9a-fA-F]{32}|[\w-]{8,64})/?$")

@@ -1,0 +1,8 @@
+"""A run is the folder holding the loop's history file."""
+
+from __future__ import annotations
+
+from benchbed.runs import by_name
+
+HISTORY = "history.jsonl"
+marks_run = by_name((HISTORY,))

@@ -1,4 +1,4 @@
-"""Adapter `example`: the documented template for adding a framework (README "Adding an adapter").
+"""Adapter `example`: the documented template for adding a framework (docs/extending/adapter.md).
 
 A framework integration is this one package and one entry point in pyproject.toml:
 

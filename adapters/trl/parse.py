@@ -76,6 +76,10 @@ def parse_path(path: Path) -> Trace:
     if timeline is not None:
         run.sources.extend(timeline.sources)
         emit_step_spans(builder, timeline, steps)
+        untimed = [k for k in steps if k not in timeline.step_bounds]
+        if untimed:
+            run.warnings.append(f"steps {untimed} are in trainer_state.json but not in the W&B history (a killed "
+                                "run loses its last rows): they have no timing and are outside the window")  # fmt: skip
     else:
         run.warnings.append("no W&B history (TRL sends its profiling timers only to trackers): the steps are TRL's "
                             "step_time, and trainer idle is unknown")  # fmt: skip

@@ -182,7 +182,7 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 
     for name in metrics:
         if metric_direction(name) is None:
-            raise SpecError(f"--metric {name}: not a metric with a better direction (README: Metric definitions)")
+            raise SpecError(f"--metric {name}: not a metric with a better direction (docs/reference/metrics.md)")
     gate_options(alpha, min_effect)
     if junit_path is not None:
         check_output(junit_path)
@@ -227,7 +227,7 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
     if metric is not None and not is_known_metric(metric):
-        raise SpecError(f"--metric {metric}: not a metric this benchbed computes (README: Metric definitions)")
+        raise SpecError(f"--metric {metric}: not a metric this benchbed computes (docs/reference/metrics.md)")
     if output is not None:
         check_output(output)
     points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)

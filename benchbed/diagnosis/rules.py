@@ -1,7 +1,7 @@
 """The diagnosis rules: one regime per run and flags for waste, read from the run's metrics alone (pure).
 
-Each rule names the metrics and thresholds that decide it, so a diagnosis states its evidence; the README's
-"Diagnosis" section explains every threshold. The rules are checked in order, the first that holds wins."""
+Each rule names the metrics and thresholds that decide it, so a diagnosis states its evidence;
+docs/reference/diagnosis.md explains every threshold. The rules are checked in order, the first that holds wins."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<": opera
 
 @dataclass(frozen=True)
 class Threshold:
-    """`metric op value`, with the reason for the value (shown in the README and the evidence)."""
+    """`metric op value`, with the reason for the value (shown in docs/reference/diagnosis.md and the evidence)."""
 
     metric: str
     op: Literal[">=", "<"]

@@ -47,7 +47,7 @@ def parse_target(text: str) -> Target:
         raise SpecError(f"--target {text!r}: expected METRIC<=VALUE (or >=, <, >), e.g. 'trainer_idle_ratio<=0.1'")
     name, op, value = match.groups()
     if name not in METRICS:
-        raise SpecError(f"--target {text!r}: unknown metric {name!r}; see the README's metric definitions")
+        raise SpecError(f"--target {text!r}: unknown metric {name!r}; see docs/reference/metrics.md")
     return Target(name, op, float(value))
 
 

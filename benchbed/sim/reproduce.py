@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -382,6 +383,25 @@ def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
     ]  # fmt: skip
 
 
+def _nemo_rl(model: str, runs: list[CaseRun]) -> list[Row]:
+    """NeMo RL v0.6: the on-policy step (consistency), the 1-step-off step and its gain over on policy (predictions)."""
+    q = published("nemo-rl")["quantities"]
+    case = f"nemo-rl/{model}"
+    on_policy = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    off = next(run for run in runs if run.spec.sim["mode"] == "one_step_off")
+    on_s, off_s = version_step_s(on_policy), version_step_s(off)
+    split = "generation and training halves of the step (assumed)"
+    return [
+        _near(case, f"on-policy step time, {model} (s)", q[f"on_policy_step_{model}"], on_s, 0.10, "consistency",
+              ["the step is an input", split]),
+        _near(case, f"1-step-off step time, {model} (s)", q[f"off_step_{model}"], off_s, 0.15, "prediction",
+              ["the on-policy step on half the GPUs", split, "response-length distribution"]),
+        _near(case, f"1-step-off gain over on policy, {model}", q[f"gain_{model}"], on_s / off_s, 0.15, "prediction",
+              ["the on-policy step on half the GPUs", split]),
+    ]  # fmt: skip
+
+
+NEMO_RL_MODELS = ("qwen3-30b-a3b", "deepseek-v3", "qwen3-235b")
 STUDIES: dict[str, Study] = {
     "semianalysis": Study(
         "semianalysis", "SemiAnalysis, RL Systems Mind the Gap: four case studies (anchors.md section 1)",
@@ -406,6 +426,11 @@ STUDIES: dict[str, Study] = {
         {"1.5b": ("sync-1.5b.toml", "async-1.5b.toml", "async-1.5b-no-interrupt.toml"),
          "7b": ("sync-7b.toml", "async-7b.toml", "async-7b-no-interrupt.toml")},
         {"1.5b": lambda runs: _areal("1.5b", runs), "7b": lambda runs: _areal("7b", runs)},
+    ),
+    "nemo-rl": Study(
+        "nemo-rl", "NeMo RL v0.6 performance summary: GRPO on H100, on policy vs 1-step off",
+        {model: (f"on-policy-{model}.toml", f"one-step-off-{model}.toml") for model in NEMO_RL_MODELS},
+        {model: partial(_nemo_rl, model) for model in NEMO_RL_MODELS},
     ),
 }  # fmt: skip
 ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies

@@ -133,7 +133,7 @@ def test_history_refuses_an_unknown_metric_like_compare(tmp_path: Path) -> None:
     (tmp_path / "store").mkdir()
     result = invoke("history", "--store", tmp_path / "store", "--metric", "foo")
     assert error_line(result) == (
-        "benchbed: error: --metric foo: not a metric this benchbed computes (README: Metric definitions)"
+        "benchbed: error: --metric foo: not a metric this benchbed computes (docs/reference/metrics.md)"
     )
 
 

@@ -271,7 +271,7 @@ def test_every_design_metric_is_registered():
         "sandbox_queue_p99_s",
         "step_time_mean_s",
         "startup_s",
-        # issue 12: partial rollout, response cap and cost (README deliberate additions)
+        # issue 12: partial rollout, response cap and cost (docs/reference/metrics.md)
         "staleness_env_mean",
         "staleness_env_max",
         "partial_resumed_fraction",
@@ -280,7 +280,7 @@ def test_every_design_metric_is_registered():
         "gpu_hours_per_step",
         "cost_per_step",
         "cost_per_mtok",
-        # issue 27: the diagnosis's oversampling-discard flag (README deliberate additions)
+        # issue 27: the diagnosis's oversampling-discard flag (docs/reference/metrics.md)
         "discarded_fraction",
     ]
     assert sorted(METRICS) == sorted(design)

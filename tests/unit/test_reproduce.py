@@ -84,7 +84,7 @@ def test_targets_resolve_to_studies_and_cases_and_old_ids_still_work():
     assert resolve("case3") == [("semianalysis", "case3")]
     assert resolve("verl-fully-async/64-gpus") == [("verl-fully-async", "64-gpus")]
     assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in ("128-gpus", "64-gpus", "32-gpus")]
-    assert len(resolve("all")) == 11
+    assert len(resolve("all")) == 14
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/48-gpus"])
     assert result.exit_code == 2 and "unknown study or case 'verl-fully-async/48-gpus'" in result.output
 
@@ -98,6 +98,7 @@ def test_list_names_every_study_and_case():
         "verl-fully-async": ["128-gpus", "64-gpus", "32-gpus"],
         "verl-one-step-off": ["fsdp2", "megatron"],
         "areal": ["1.5b", "7b"],
+        "nemo-rl": ["qwen3-30b-a3b", "deepseek-v3", "qwen3-235b"],
     }
 
 
@@ -196,3 +197,29 @@ def test_areal_1_5b_rows_predict_the_speedup_and_fail_the_interruption_ablation(
         (q["interrupt_gain_15b"], "prediction", False),
     ]
     assert [round(r["reproduced"], 3) for r in rows] == [40.993, 15.078, 2.719, 1.0]
+
+
+def test_nemo_rl_specs_split_the_published_steps_in_halves():
+    on_policy, off = case_specs("nemo-rl/deepseek-v3")
+    assert on_policy.workload.samples_per_step == off.workload.samples_per_step == 32 * 16
+    assert on_policy.resources.colocated and on_policy.resources.trainer_gpus == 512
+    assert (off.resources.trainer_gpus, off.resources.generator_gpus) == (256, 256)
+    # the 1-step-off spec's inputs are the on-policy step on 256 GPUs (134 s), halved; its own 64.1 s is not one
+    assert off.sim["train_step_time"] == 134.0 / 2 and on_policy.sim["train_step_time"] == 111.0 / 2
+    shapes = {s.sim["latency"]["cv"] for case in STUDIES["nemo-rl"].cases for s in case_specs(f"nemo-rl/{case}")}
+    assert shapes == {1.29}
+
+
+def test_nemo_rl_rows_compare_with_the_v0_6_table():
+    result = CliRunner().invoke(cli, ["reproduce", "nemo-rl", "--json"])
+    assert result.exit_code == 1  # three rows fail (explained in docs/guides/reproduce.md)
+    rows = {(r["case"].split("/")[1], r["quantity"].split(",")[0]): r for r in json.loads(result.output)}
+    assert [(k, round(r["reproduced"], 2), r["ok"]) for k, r in rows.items() if r["kind"] == "prediction"] == [
+        (("qwen3-30b-a3b", "1-step-off step time"), 192.07, False),
+        (("qwen3-30b-a3b", "1-step-off gain over on policy"), 1.0, False),
+        (("deepseek-v3", "1-step-off step time"), 67.01, True),
+        (("deepseek-v3", "1-step-off gain over on policy"), 1.66, True),
+        (("qwen3-235b", "1-step-off step time"), 197.5, True),
+        (("qwen3-235b", "1-step-off gain over on policy"), 1.58, False),
+    ]
+    assert rows[("deepseek-v3", "1-step-off step time")]["published"] == 64.1

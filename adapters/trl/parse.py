@@ -65,8 +65,6 @@ def parse_path(path: Path) -> Trace:
     """A TRL run directory (or its trainer_state.json) as a trace; NotThisFrameworkError for anything else."""
     run = read_run(path)
     if any("perf/step_s" in e for e in run.log):
-        from benchbed.adapters.trl.asyncgrpo import parse_async
-
         return parse_async(run)
     builder = TraceBuilder()
     timeline = read_timeline(run.path, run.warnings, origin=run.header.get("process_start"))
@@ -280,3 +278,40 @@ def emit_sandboxes(builder: TraceBuilder, run: Run, origin: float) -> int:
                               reason=e["reason"], attrs=e["attrs"])
                  for e in events if e.get("ev") == "sandbox"]  # fmt: skip
     return add_spans(builder, lifecycle)
+
+
+def parse_async(run: Run) -> Trace:
+    """TRL's asynchronous GRPO: per-step agg rows from its log_history (`perf/*`, `sample/*`, `batch/*`), mapped by
+    keymap.toml (mode "async"); they carry no per-sample rows, so staleness is TRL's own figure."""
+    release, _ = KEYMAP.nearest(run.versions.get("trl", ""))
+    by_role = {role: KEYMAP.mapping(release, role, "async") for role in ("step", "component", "counter", "framework",
+                                                                          "native")}  # fmt: skip
+    builder = TraceBuilder()
+    for e in run.log:
+        step = int(e["step"])
+        summed: dict[str, float] = {}
+        for key, value in e.items():
+            if key in ("step", "epoch") or not isinstance(value, int | float) or not math.isfinite(value):
+                continue
+            for role in ("step", "component", "counter"):
+                if key in by_role[role]:
+                    canonical = by_role[role][key]
+                    summed[canonical] = summed.get(canonical, 0.0) + float(value)
+                    break
+            else:
+                name = by_role["framework"].get(key) or by_role["native"].get(key) or f"native.trl.{key}"
+                builder.agg(name, step, float(value), actor="trainer")
+        if K.TRAINER_STEP not in summed:
+            summed.pop(K.TRAINER_WAIT, None)  # step 1 has no measured step time (TRL: nothing before it to measure)
+            summed = {k: v for k, v in summed.items() if not k.startswith("trainer.")}
+        for key, value in summed.items():
+            builder.agg(key, step, value, actor="trainer")
+    if not run.finished:
+        last = run.log[-1]["step"] if run.log else 0
+        run.warnings.append(f"TRL did not finish training: the log stops at step {last}")
+    meta = TraceMeta(adapter="trl", framework="trl", framework_version=run.versions.get("trl", ""), mode="async",
+                     samples_per_step=int(run.args.get("per_device_train_batch_size", 0)) or None,
+                     group_size=int(run.args["num_generations"]), sources=run.sources, warnings=run.warnings,
+                     partial=not run.finished,
+                     extra={"max_staleness": run.args.get("max_staleness"), "versions": run.versions})  # fmt: skip
+    return builder.build(meta).validate()

@@ -3,31 +3,20 @@ Pure: TRL is not imported (its installed release is read from package metadata).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.trl.launch import version_problem
-from benchbed.adapters.trl.options import TESTED_RANGE, TrlOptions, hub_id_hint, looks_like_hub_id
-from pydantic import ValidationError
+from benchbed.adapters.trl.asyncgrpo import render_async
+from benchbed.adapters.trl.options import TrlOptions
+from benchbed.adapters.trl.script_parts import check_installed, data_line, local_path, local_ref, rewards_line
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
-from benchbed.errors import AdapterError, SpecError
-from benchbed.spec import ExperimentSpec, format_validation_error
+from benchbed.errors import SpecError
+from benchbed.spec import ExperimentSpec
 
 SCRIPT = "trl_grpo.py"
-NEEDS = ("torch", "transformers", "datasets", "trl")
-
-
-def options(spec: ExperimentSpec) -> TrlOptions:
-    """The spec's [trl] table, validated; errors name the file and the dotted field."""
-    try:
-        return TrlOptions.model_validate(spec.adapter_table("trl"))
-    except ValidationError as exc:
-        raise SpecError(format_validation_error(exc, spec.source).replace("field '", "field 'trl.")) from None
 
 
 def grpo_fields(spec: ExperimentSpec, opts: TrlOptions) -> dict[str, Any]:
@@ -68,44 +57,14 @@ def _model_lines(opts: TrlOptions, source: str) -> str:
         return (f"model, tokenizer = launch.tiny_model(arch={m.arch!r}, layers={m.layers}, hidden={m.hidden}, "
                 f"heads={m.heads}, kv_heads={m.kv_heads},\n    intermediate={m.intermediate}, experts={m.experts}, "
                 f"top_k={m.top_k}, expert_hidden={m.expert_hidden}, seed={opts.seed})")  # fmt: skip
-    return f"model, tokenizer = launch.local_model({_local(opts.model_path, 'trl.model_path', source)!r})"
-
-
-def _local(path: str, field: str, source: str) -> str:
-    """An existing local path, made absolute against the spec's folder (the script runs in the run directory)."""
-    p = Path(path).expanduser()
-    if not p.is_absolute() and source and Path(source).parent.exists():
-        p = Path(source).parent / p
-    if not p.exists():
-        hint = f"; {hub_id_hint(field, path)}" if looks_like_hub_id(path) else ""
-        raise SpecError(f"{source}: {field} {path!r} does not exist on this machine{hint}")
-    return str(p.resolve())
-
-
-def _local_ref(ref: str, source: str) -> str:
-    where, _, name = ref.rpartition(":")
-    return f"{_local(where, 'trl reference', source)}:{name}" if where.endswith(".py") else ref
-
-
-def data_line(opts: TrlOptions, source: str) -> str:
-    """The expression that makes the training data."""
-    if opts.data == "arith":
-        return f"launch.arith_dataset(prompts={opts.prompts}, seed={opts.seed})"
-    return f"launch.local_dataset({_local(opts.data, 'trl.data', source)!r})"
-
-
-def rewards_line(opts: TrlOptions, source: str) -> str:
-    """The statement that makes the reward functions."""
-    rewards = [_local_ref(r, source) for r in opts.rewards]
-    return (f"recorder = launch.Recorder(tokenizer)\nreward_funcs = launch.reward_functions({rewards!r}, recorder, "
-            f"max_starting={opts.sandbox_max_starting}, seed={opts.seed})")  # fmt: skip
+    return f"model, tokenizer = launch.local_model({local_path(opts.model_path, 'trl.model_path', source)!r})"
 
 
 def script(spec: ExperimentSpec, opts: TrlOptions) -> str:
     """The Python script of the run: readable, and runnable by hand in the run directory."""
     fields = grpo_fields(spec, opts)
     data = data_line(opts, spec.source)
-    callbacks = [_local_ref(c, spec.source) for c in opts.callbacks]
+    callbacks = [local_ref(c, spec.source) for c in opts.callbacks]
     args = ",\n    ".join(f"{k}={v!r}" for k, v in fields.items())
     doc = f"GRPO with TRL, rendered by benchbed from {spec.source or 'a spec'} ({spec.name})."
     return f"""{doc!r}
@@ -128,26 +87,10 @@ launch.run(trainer, recorder)
 """
 
 
-def check_installed() -> None:
-    """TRL and its stack are installed, in the tested range; otherwise one line saying what to install."""
-    missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
-    if missing:
-        raise AdapterError(f"the trl adapter needs {', '.join(missing)}: pip install 'benchbed[trl]' "
-                           f"(TRL {TESTED_RANGE}, torch pinned to the CPU build)")  # fmt: skip
-    try:
-        problem = version_problem(version("trl"))
-    except PackageNotFoundError:
-        problem = f"TRL is not installed: pip install 'benchbed[trl]' ({TESTED_RANGE})"
-    if problem:
-        raise AdapterError(problem)
-
-
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     """`python trl_grpo.py` in the run directory, W&B offline, nothing downloaded."""
-    opts = options(spec)
+    opts: TrlOptions = spec.adapter_options("trl")  # validated once, when the spec was loaded
     if opts.trainer == "async_grpo":
-        from benchbed.adapters.trl.asyncgrpo import render_async
-
         return render_async(spec, opts)
     text = script(spec, opts)
     check_installed()

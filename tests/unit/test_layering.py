@@ -26,9 +26,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("benchbed.adapter", "benchbed.plugins"),
     ("benchbed.trace", "benchbed.record", "benchbed.keys", "benchbed.errors", "benchbed.secrets", "benchbed.outputs"),
 ]
-# A cycle that landed with an adapter still being written, to be broken by its author (issue 20): TRL's async mode
-# and its sync renderer and parser import each other lazily. No other cycle may appear.
-KNOWN_CYCLES = [["benchbed.adapters.trl.asyncgrpo", "benchbed.adapters.trl.parse", "benchbed.adapters.trl.render"]]
 
 
 def _modules() -> dict[str, Path]:
@@ -112,7 +109,7 @@ def _layer(module: str) -> int | None:
 
 
 def test_there_is_no_import_cycle() -> None:
-    assert [cycle for cycle in _cycles() if cycle not in KNOWN_CYCLES] == []
+    assert _cycles() == []
 
 
 def test_the_core_imports_nothing_from_the_plugin_folder() -> None:

@@ -184,7 +184,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None) -> History:
         partial=damaged is not None,
     )
     if not row_keys and damaged is None:
-        raise HistoryError(_no_rows(wandb_file, history.summary))
+        raise HistoryError(no_rows_message(str(wandb_file), history.summary))
     return history
 
 
@@ -211,7 +211,12 @@ def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]]) -> Any:
     return frame_from_columns(steps, wall, kept)
 
 
-def _no_rows(path: Path, summary: dict[str, Any]) -> str:
+def frame_from_rows_of_dicts(rows: list[dict[str, Any]]) -> Any:
+    """The history frame of rows as wandb's API returns them (`_step`, `_timestamp` and the logged keys)."""
+    return _frame([tuple(row) for row in rows], [list(row.values()) for row in rows])
+
+
+def no_rows_message(path: str, summary: dict[str, Any]) -> str:
     if summary:
         shown = ", ".join(sorted(summary)[:5])
         return (

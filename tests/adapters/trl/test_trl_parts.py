@@ -123,8 +123,9 @@ def test_async_grpo_needs_a_local_checkpoint(tmp_path: Path) -> None:
 
 def test_an_uninstalled_trl_is_one_line_with_what_to_install(tmp_path: Path, monkeypatch) -> None:
     import benchbed.adapters.trl.render as render
+    import benchbed.adapters.trl.script_parts as script_parts
 
-    monkeypatch.setattr(render, "version", lambda name: "1.15.0")
+    monkeypatch.setattr(script_parts, "version", lambda name: "1.15.0")
     with pytest.raises(AdapterError, match=r"TRL 1.15.0 is outside .*\(>=1.16,<1.17\)"):
         render.render_plan(_spec({}), tmp_path)
 

@@ -1,0 +1,69 @@
+"""W&B cloud runs, `wandb://ENTITY/PROJECT/RUN_ID`, through wandb's public API (`wandb.Api`): the history is fetched
+in pages (`Run.scan_history`), with progress; the API key is wandb's own concern (WANDB_API_KEY or `wandb login`)
+and never reaches the History."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource
+from benchbed.adapterkit.histories.locate import Progress
+from benchbed.adapterkit.histories.wandb_file import INSTALL_HINT, frame_from_rows_of_dicts, no_rows_message
+
+PAGE_SIZE = 1000
+_URI = re.compile(r"^wandb://(?P<entity>[^/\s]+)/(?P<project>[^/\s]+)/(?:runs/)?(?P<run>[^/\s#?]+)/?$")
+
+
+def parse_uri(uri: str) -> tuple[str, str, str]:
+    """(entity, project, run id) of `wandb://ENTITY/PROJECT/RUN_ID`; HistoryError for another shape."""
+    match = _URI.match(uri)
+    if match is None:
+        raise HistoryError(f"{uri}: expected wandb://ENTITY/PROJECT/RUN_ID")
+    return match.group("entity"), match.group("project"), match.group("run")
+
+
+def read_wandb_cloud(uri: str, progress: Progress | None = None, timeout_s: float = 30.0, api: Any = None) -> History:
+    """The history of a W&B cloud run. `api` stands in for `wandb.Api(timeout=timeout_s)` (tests pass a fake with
+    the same `run(path)` / `scan_history(page_size=...)` interface)."""
+    entity, project, run_id = parse_uri(uri)
+    if api is None:
+        try:
+            import wandb
+        except ImportError as exc:
+            raise HistoryError(f"reading a W&B run needs the wandb package: {INSTALL_HINT}") from exc
+        try:
+            api = wandb.Api(timeout=int(timeout_s))
+        except Exception as exc:  # no API key, no network: wandb's own UsageError / CommError
+            raise HistoryError(f"{uri}: the W&B API cannot be used here ({_first_line(exc)})") from None
+    try:
+        run = api.run(f"{entity}/{project}/{run_id}")
+        total = _total_rows(run)
+        rows = []
+        for row in run.scan_history(page_size=PAGE_SIZE):
+            rows.append(row)
+            if progress is not None and len(rows) % PAGE_SIZE == 0:
+                progress(len(rows), total)
+        if progress is not None:
+            progress(len(rows), total)
+        config = {k: v for k, v in dict(run.config).items() if not k.startswith("_")}
+        summary = {k: v for k, v in dict(run.summary).items() if not k.startswith("_")}
+        name = str(getattr(run, "name", "") or "")
+    except HistoryError:
+        raise
+    except Exception as exc:  # wandb's CommError (missing run, no answer within the timeout, refused key)
+        raise HistoryError(f"{uri}: W&B run not read within {timeout_s:g} s per request ({_first_line(exc)})") from None
+    if not rows:
+        raise HistoryError(no_rows_message(uri, summary))
+    source = HistorySource("wandb", run_id, f"wandb://{entity}/{project}/{run_id}", project=project, name=name)
+    return History(source, frame_from_rows_of_dicts(rows), config=config, summary=summary)
+
+
+def _total_rows(run: Any) -> int | None:
+    last = getattr(run, "lastHistoryStep", None)
+    return int(last) + 1 if isinstance(last, int) and last >= 0 else None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__

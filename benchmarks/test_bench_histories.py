@@ -1,0 +1,139 @@
+"""Reading tracker histories (issue 19): a W&B offline run and an MLflow store of 10,000 steps x 200 keys each, read
+within 1.5x of the tracker library's own fastest way to dump that history, measured here in the same run:
+- W&B: `wandb-core leet inspect -json`, wandb's own dump of a run's record log (the binary the wandb package ships,
+  started directly, telemetry off); reading the records with wandb's Record type and nothing else is reported too;
+- MLflow: `MlflowClient.get_metric_history` for every key of the run (SQLite store), mlflow's own per-key dump.
+Both inputs are written by the real libraries (wandb offline in a child process; mlflow's client, `log_batch`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ratios import baseline_median, median_of, ratio
+
+from benchbed.adapterkit.histories import open_history
+from benchbed.adapterkit.histories.wandb_file import chunks, find_wandb_file
+
+pytest.importorskip("wandb", reason="the `wandb` extra is not installed")
+pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed")
+
+ROUNDS = 3
+MLFLOW_ROUNDS = 1  # mlflow's own per-key dump of a 10,000 x 200 SQLite run takes minutes on a small machine
+KEYS = 200
+LIMIT = 1.5
+WRITE_WANDB = """
+import sys, wandb
+steps, keys, root = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+run = wandb.init(project="bench", dir=root, settings=wandb.Settings(x_disable_stats=True))
+for s in range(steps):
+    run.log({f"timing_s/k{j}": s * 0.5 + j for j in range(keys)}, step=s)
+print(run.dir)
+run.finish()
+"""
+
+
+@pytest.fixture(scope="module")
+def steps(quick: bool) -> int:
+    return 1_000 if quick else 10_000
+
+
+@pytest.fixture(scope="module")
+def wandb_run(tmp_path_factory: pytest.TempPathFactory, steps: int) -> Path:
+    root = tmp_path_factory.mktemp("wandb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")} | {
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_ERROR_REPORTING": "false",
+        "WANDB_CONSOLE": "off",
+    }
+    done = subprocess.run([sys.executable, "-c", WRITE_WANDB, str(steps), str(KEYS), str(root)], env=env,
+                          capture_output=True, text=True, check=True, timeout=1800)  # fmt: skip
+    return Path(done.stdout.strip().splitlines()[-1]).parent
+
+
+@pytest.fixture(scope="module")
+def mlflow_store(tmp_path_factory: pytest.TempPathFactory, steps: int) -> str:
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    run_id = client.create_run(client.create_experiment("bench")).info.run_id
+    batch: list[Metric] = []
+    for s in range(steps):
+        batch += [Metric(f"timing_s/k{j}", s * 0.5 + j, 1_700_000_000_000 + s, s) for j in range(KEYS)]
+        if len(batch) >= 1000:
+            client.log_batch(run_id, metrics=batch)
+            batch = []
+    if batch:
+        client.log_batch(run_id, metrics=batch)
+    return f"{uri}#{run_id}"
+
+
+def _leet_inspect(run_dir: Path) -> int:
+    import wandb
+
+    core = Path(wandb.__file__).parent / "bin" / "wandb-core"
+    wandb_file = find_wandb_file(run_dir)
+    out = subprocess.run([str(core), "leet", "inspect", "-no-observability", "-json", "-run-file", str(wandb_file),
+                          str(run_dir.parent)], capture_output=True, check=True)  # fmt: skip
+    return sum(1 for line in out.stdout.splitlines() if b'"type":"history"' in line)
+
+
+def _records_only(run_dir: Path) -> int:
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    wandb_file = find_wandb_file(run_dir)
+    assert wandb_file is not None
+    entries, _ = chunks(wandb_file.read_bytes(), wandb_file, [])
+    record = Record()
+    for raw in entries:
+        record.ParseFromString(raw)
+    return len(entries)
+
+
+def _metric_histories(location: str) -> int:
+    from mlflow.tracking import MlflowClient
+
+    uri, run_id = location.split("#")
+    client = MlflowClient(tracking_uri=uri)
+    return sum(len(client.get_metric_history(run_id, k)) for k in client.get_run(run_id).data.metrics)
+
+
+def test_wandb_leet_inspect(benchmark, wandb_run: Path, steps: int, medians: dict[str, float]) -> None:
+    assert benchmark.pedantic(_leet_inspect, args=(wandb_run,), rounds=ROUNDS, iterations=1) == steps
+    medians["wandb leet inspect -json"] = median_of(benchmark)
+
+
+def test_wandb_records_only(benchmark, wandb_run: Path, medians: dict[str, float]) -> None:
+    assert benchmark.pedantic(_records_only, args=(wandb_run,), rounds=ROUNDS, iterations=1) > 0
+    medians["wandb Record.ParseFromString only"] = median_of(benchmark)
+
+
+def test_wandb_offline_history(benchmark, wandb_run: Path, steps: int, medians: dict[str, float]) -> None:
+    history = benchmark.pedantic(open_history, args=(wandb_run,), rounds=ROUNDS, iterations=1)
+    assert history.frame.shape == (steps, KEYS + 2)
+    assert history.frame[f"timing_s/k{KEYS - 1}"].iloc[-1] == (steps - 1) * 0.5 + KEYS - 1
+    seconds = median_of(benchmark)
+    name = f"W&B offline history, {steps:,} x {KEYS}"
+    ratio(name, seconds, "wandb leet inspect -json", baseline_median(medians, "wandb leet inspect -json"), LIMIT)
+    only = baseline_median(medians, "wandb Record.ParseFromString only")
+    ratio(name, seconds, "wandb Record.ParseFromString only", only, None)
+
+
+def test_mlflow_metric_histories(benchmark, mlflow_store: str, steps: int, medians: dict[str, float]) -> None:
+    assert benchmark.pedantic(_metric_histories, args=(mlflow_store,), rounds=MLFLOW_ROUNDS, iterations=1) == (
+        steps * KEYS)  # fmt: skip
+    medians["mlflow get_metric_history per key"] = median_of(benchmark)
+
+
+def test_mlflow_history(benchmark, mlflow_store: str, steps: int, medians: dict[str, float]) -> None:
+    history = benchmark.pedantic(open_history, args=(mlflow_store,), rounds=MLFLOW_ROUNDS, iterations=1)
+    assert history.frame.shape == (steps, KEYS + 2)
+    baseline = baseline_median(medians, "mlflow get_metric_history per key")
+    ratio(f"MLflow history, {steps:,} x {KEYS}", median_of(benchmark), "mlflow get_metric_history per key",
+          baseline, LIMIT)  # fmt: skip

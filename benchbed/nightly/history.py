@@ -48,21 +48,18 @@ def load_points(
     for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
         if value is not None:
             keep = pc.and_(keep, pc.equal(runs.column(column), value))
-    runs = runs.filter(keep)
+    runs = runs.filter(keep).sort_by([(c, "ascending") for c in ("started_at", "repeat", "path")])  # runs, not points
     metrics = runs.column("metrics")
     parents = pc.list_parent_indices(metrics)
     points = runs.select(list(POINT_COLUMNS[:14])).take(parents)
     flat = pc.list_flatten(metrics)
     for name in ("metric", "value", "unit"):
         points = points.append_column(name, pc.struct_field(flat, "name" if name == "metric" else name))
-    absolute = pc.binary_join_element_wise(
-        f"{store.root}/", runs.column("path").take(pc.list_parent_indices(metrics)), ""
-    )
+    absolute = pc.binary_join_element_wise(f"{store.root}/", runs.column("path").take(parents), "")
     points = points.append_column("path", absolute)
     if metric is not None:
         points = points.filter(pc.equal(points.column("metric"), metric))
-    order = [(c, "ascending") for c in ("started_at", "repeat", "path", "metric")]
-    frame = points.sort_by(order).to_pandas()
+    frame = points.to_pandas()  # in the runs' order (each run's metrics as recorded)
     return frame, errors
 
 

@@ -198,6 +198,8 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
         outcomes, errors = [outcome], []
     else:
         if adapter_name is None:
+            if "://" not in location and not Path(location).exists():
+                raise click.UsageError(f"{location}: no such file or directory")
             raise click.UsageError(
                 f"{location}: not a tracker history; name the framework that wrote it with --adapter"
             )

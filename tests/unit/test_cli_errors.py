@@ -158,7 +158,7 @@ def test_unreadable_trace_is_not_called_corrupt(sim_run, tmp_path):
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["ingest", "x"], ["benchbed ingest: Missing option '--adapter'", "--help"]),
+        (["ingest", "x"], ["benchbed ingest: x: no such file or directory", "--help"]),
         (["ingest", "x", "--adapter", "sim", "--warmup-steps", "many"], ["'many' is not a valid integer"]),
         (["ls", "--where", "no_such_column = 1"], ["store query failed: --where 'no_such_column = 1'"]),
         (["frobnicate"], ["No such command 'frobnicate'"]),

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource
-from benchbed.adapterkit.histories.locate import Progress
+from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, Progress
 from benchbed.adapterkit.histories.wandb_file import INSTALL_HINT, frame_from_rows_of_dicts, no_rows_message
 
 PAGE_SIZE = 1000

@@ -59,8 +59,11 @@ def test_a_dead_mlflow_server_is_one_line_and_keeps_the_password_out(tmp_path: P
     assert not (tmp_path / "results").exists()
 
 
-def test_a_missing_wandb_run_and_a_non_history_need_an_adapter(tmp_path: Path) -> None:
+def test_a_missing_path_is_named_and_a_non_history_needs_an_adapter(tmp_path: Path) -> None:
     done = benchbed("ingest", tmp_path / "nope", "--store", tmp_path / "results")
+    assert done.returncode == 2 and f"{tmp_path / 'nope'}: no such file or directory" in done.stderr
+    (tmp_path / "console.log").write_text("step 1 done\n")
+    done = benchbed("ingest", tmp_path / "console.log", "--store", tmp_path / "results")
     assert done.returncode == 2 and "not a tracker history; name the framework that wrote it with --adapter" in (
         done.stderr)  # fmt: skip
     assert not (tmp_path / "results").exists()

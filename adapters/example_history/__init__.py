@@ -26,3 +26,5 @@ class ExampleHistoryAdapter(FrameworkAdapter):
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    history_parser = ".parse:parse_history"
+    keymap = "keymap.toml"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 from benchbed.adapters.slime import keymap as M
@@ -191,16 +192,26 @@ def emit_rollout_side(b: TraceBuilder, c: Collected, warnings: list[str]) -> Non
     for rid in sorted(c.rollout_perf):
         v = c.rollout_perf[rid].values
         step = rid + 1
-        zero_kept = sum(float(x) for k, x in v.items() if k.startswith(M.ZERO_STD_PREFIX) and _num(x))
-        dropped = sum(float(x) for k, x in v.items() if k.startswith(M.DROP_PREFIX) and _num(x))
-        dropped_zero = sum(float(x) for k, x in v.items() if k.startswith(M.DROP_ZERO_STD_PREFIX) and _num(x))
-        b.agg(K.GROUPS_ZERO_ADV, step, zero_kept + dropped_zero, actor="generator")
+        counted = _rollout_counts(v)
+        b.agg(K.GROUPS_ZERO_ADV, step, counted.get(K.GROUPS_ZERO_ADV, 0.0), actor="generator")
         if kept_groups and a.n_samples_per_prompt:
-            finished_groups = kept_groups + dropped
+            finished_groups = kept_groups + counted.get(K.GROUPS_FINISHED, 0.0)
             b.agg(K.GROUPS_FINISHED, step, finished_groups, actor="generator")
             b.agg(K.SAMPLES_FINISHED, step, finished_groups * a.n_samples_per_prompt, actor="generator")
             b.agg(K.SAMPLES_ACCEPTED, step, kept_groups * a.n_samples_per_prompt, actor="generator")
         _native(b, step, v, "generator")
+
+
+def _rollout_counts(values: dict[str, object]) -> dict[str, float]:
+    """canonical -> the sum of the rollout dict's keys each rollout counter of the key map matches (file order)."""
+    counted: dict[str, float] = {}
+    for entry, match in _ROLLOUT_COUNTERS:
+        total = sum(float(x) for k, x in values.items() if match(k) and _num(x))
+        counted[entry.canonical] = counted.get(entry.canonical, 0) + total
+    return counted
+
+
+_ROLLOUT_COUNTERS = [(e, re.compile(e.regex()).fullmatch) for e in M.ROLLOUT_COUNTERS]
 
 
 def _native(b: TraceBuilder, step: int, values: dict[str, object], actor: str) -> None:

@@ -65,5 +65,5 @@ def test_the_same_keys_in_tensorboard_give_the_same_trace(tmp_path: Path) -> Non
 
 def test_a_history_without_the_step_key_is_not_this_frameworks(tmp_path: Path) -> None:
     (tmp_path / "history.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
-    with pytest.raises(NotThisFrameworkError, match=r"not a history-loop run: .* logs no timing/step$"):
+    with pytest.raises(NotThisFrameworkError, match=r"not a histloop history: .* logs none of timing/step$"):
         ADAPTER.parse(tmp_path)

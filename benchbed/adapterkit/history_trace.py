@@ -1,0 +1,100 @@
+"""A tracker history -> the canonical trace through a framework's key map: the whole parse of a framework whose runs
+are per-step key/value histories (W&B, MLflow, TensorBoard, a metrics JSONL).
+
+Keys of the roles `step`, `component`, `counter` and `framework` become their canonical agg rows (a pattern entry
+whose canonical ends in `*` carries the rest of the matched key over, `/` as `.`); percentages (`unit = "%"`) become
+ratios, as canonical keys never hold percent; every other numeric key is kept as `native.<framework>.<key>`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchbed.adapterkit.histories import History, HistoryError, history_kind, open_history
+from benchbed.adapterkit.histories.history import STEP
+from benchbed.adapterkit.keymaps import KeyEntry, KeyMap
+from benchbed.adapterkit.rows import AggRows
+from benchbed.errors import NotThisFrameworkError
+from benchbed.trace import Trace, TraceBuilder, TraceMeta
+
+MAPPED_ROLES = ("step", "component", "counter", "framework")
+
+
+def read_run_history(location: Path, framework: str, names: tuple[str, ...] = ()) -> History:
+    """The history at `location`, or in the first of `names` (files or folders) inside it; NotThisFrameworkError
+    when there is none, so the registry moves on to the next adapter."""
+    for name in names:
+        if (location / name).exists():
+            location = location / name
+            break
+    if history_kind(location) is None:
+        raise NotThisFrameworkError(f"not a {framework} run: {location} holds no history benchbed can read")
+    try:
+        return open_history(location)
+    except HistoryError as exc:
+        raise NotThisFrameworkError(f"not a {framework} run: {exc}") from exc
+
+
+def history_trace(
+    history: History,
+    keymap: KeyMap,
+    *,
+    adapter: str,
+    mode: str = "",
+    release: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Trace:
+    """The trace of a history: one agg row per mapped key and step (actor `trainer`); NotThisFrameworkError when the
+    history logs none of the key map's `step` keys."""
+    release = release or keymap.releases[-1]
+    entries = [e for role in MAPPED_ROLES for e in keymap.at(release, role, mode or None)]
+    step_keys = [e.native for e in entries if e.role == "step"]
+    mapped = {key: _map(key, entries, keymap.framework) for key in history.keys}
+    if not any(entry is not None and entry.role == "step" for entry, _ in mapped.values()):
+        raise NotThisFrameworkError(
+            f"not a {keymap.framework} history: {history.source.uri} logs none of {', '.join(step_keys)}"
+        )
+    frame = history.frame
+    steps = frame[STEP].to_numpy(dtype=np.int64)
+    rows = AggRows()
+    for key, (entry, canonical) in mapped.items():
+        values = frame[key].to_numpy(dtype=float)
+        present = ~np.isnan(values)
+        if entry is not None and entry.unit == "%":
+            values = values / 100.0
+        rows.extend(canonical, steps[present], values[present], actor="trainer")
+    builder = TraceBuilder()
+    rows.flush(builder)
+    meta = TraceMeta(
+        adapter=adapter,
+        framework=keymap.framework,
+        framework_version=history.packages.get(keymap.framework, release),
+        mode=mode,
+        sources=[str(f) for f in history.files] or [history.source.uri],
+        warnings=list(history.warnings),
+        partial=history.partial,
+        extra={"history": history.source.as_dict(), **(extra or {})},
+    )
+    return builder.build(meta)
+
+
+def _map(key: str, entries: list[KeyEntry], framework: str) -> tuple[KeyEntry | None, str]:
+    """(the entry that maps `key`, its canonical key); (None, native.<framework>.<key>) when none does."""
+    for entry in entries:
+        if not entry.canonical:
+            continue
+        if not entry.is_pattern:
+            if key == entry.native:
+                return entry, entry.canonical
+            continue
+        match = re.fullmatch(entry.regex(), key)
+        if match is None:
+            continue
+        if not entry.canonical.endswith("*"):
+            return entry, entry.canonical
+        rest = key[len(entry.native.split("*")[0]) :] if entry.is_prefix else key
+        return entry, entry.canonical[:-1] + rest.replace("/", ".")
+    return None, f"native.{framework}.{key}"

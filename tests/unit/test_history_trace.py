@@ -1,0 +1,82 @@
+"""The kit's History -> trace through a key map: exact and pattern keys, percentages as ratios, unmapped numbers kept
+as native rows, and a history without the step key refused as another framework's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchbed.adapterkit.histories import History, HistorySource
+from benchbed.adapterkit.histories.history import frame_from_rows
+from benchbed.adapterkit.history_trace import history_trace
+from benchbed.adapterkit.keymaps import load_keymap
+from benchbed.errors import NotThisFrameworkError
+
+KEYMAP = """
+framework = "toy"
+releases = ["1"]
+identify = ["toy/*"]
+
+[[key]]
+native = "timing/step"
+canonical = "trainer.step"
+unit = "s"
+role = "step"
+
+[[key]]
+native = "timing/wait"
+canonical = "trainer.wait"
+unit = "s"
+role = "component"
+
+[[key]]
+native = "efficiency/idle_pct"
+canonical = "framework.trainer_idle_ratio"
+unit = "%"
+role = "framework"
+
+[[key]]
+native = "toy/*"
+canonical = "framework.toy_*"
+unit = "count"
+role = "framework"
+"""
+
+
+def _history(rows: list[tuple[int, float | None, dict[str, float]]]) -> History:
+    return History(HistorySource("jsonl", "r1", "/runs/r1.jsonl"), frame_from_rows(rows))
+
+
+def _rows(trace) -> dict[tuple[str, int], float]:
+    events = trace.events
+    return {(str(k), int(s)): float(v) for k, s, v in zip(events["key"], events["step"], events["value"], strict=True)}
+
+
+@pytest.fixture
+def keymap(tmp_path: Path):
+    (tmp_path / "keymap.toml").write_text(KEYMAP)
+    return load_keymap(tmp_path / "keymap.toml")
+
+
+def test_keys_become_canonical_framework_and_native_rows(keymap) -> None:
+    history = _history([
+        (1, 100.0, {"timing/step": 10.0, "timing/wait": 4.0, "efficiency/idle_pct": 40.0, "toy/dropped": 3.0}),
+        (2, 110.0, {"timing/step": 12.0, "timing/wait": 3.0, "loss": 0.25}),
+    ])  # fmt: skip
+    trace = history_trace(history, keymap, adapter="toy", mode="async")
+    assert _rows(trace) == {
+        ("trainer.step", 1): 10.0, ("trainer.step", 2): 12.0,
+        ("trainer.wait", 1): 4.0, ("trainer.wait", 2): 3.0,
+        ("framework.trainer_idle_ratio", 1): 0.4,
+        ("framework.toy_dropped", 1): 3.0,
+        ("native.toy.loss", 2): 0.25,
+    }  # fmt: skip
+    assert set(trace.events["kind"]) == {"agg"} and set(trace.events["actor"]) == {"trainer"}
+    assert (trace.meta.adapter, trace.meta.framework, trace.meta.mode) == ("toy", "toy", "async")
+    assert trace.meta.extra["history"] == {"tracker": "jsonl", "run_id": "r1", "uri": "/runs/r1.jsonl"}
+
+
+def test_a_history_without_a_step_key_is_another_frameworks(keymap) -> None:
+    with pytest.raises(NotThisFrameworkError, match=r"^not a toy history: /runs/r1.jsonl logs none of timing/step$"):
+        history_trace(_history([(1, None, {"loss": 1.0})]), keymap, adapter="toy")

@@ -311,8 +311,9 @@ def ingest_history(
     """Read a tracker's history of a run (W&B, MLflow, TensorBoard; see benchbed.adapterkit.histories) into the
     store through the adapter's key map; without `adapter_name`, the one adapter that recognises the history.
     Nothing is stored when the history cannot be opened or no single adapter reads it."""
-    from benchbed.adapterkit.histories import open_history
+    from benchbed.adapterkit.histories import history_kind, open_history
 
+    kind = history_kind(location)
     history = open_history(location, progress=progress)
     if adapter_name is None:
         candidates = recognising_adapters(history.keys)
@@ -324,7 +325,8 @@ def ingest_history(
             raise BenchbedError(f"{history.source.uri}: {which} (keys: {shown}); name one with --adapter")
         adapter_name = candidates[0]
     adapter = get_adapter(adapter_name)
-    if getattr(adapter, "history_parser", None) is None:  # the adapter reads these files with its own parser
+    if getattr(adapter, "history_parser", None) is None or kind not in getattr(adapter, "history_kinds", ()):
+        # the adapter reads these files with its own parser (slime: its TensorBoard event files)
         if Path(location).exists():
             return ingest(Path(location), adapter_name, store, warmup_steps=warmup_steps, resources=resources)
         raise AdapterError(f"the {adapter_name} adapter reads no tracker histories ({history.source.uri})")

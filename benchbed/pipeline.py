@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
-from benchbed.errors import AdapterError, BenchbedError
+from benchbed.errors import AdapterError, BenchbedError, RunFailedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
 from benchbed.metrics import compute_metrics
@@ -139,17 +139,19 @@ def execute(
         result = launcher.launch(spec, plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
         record.launch = result.info
         record.warnings.extend(redact(w) for w in result.warnings)
+        died: RunFailedError | None = None
         if result.ok and result.remote:
             trace = _parse_remote_outputs(adapter, run_dir, record, result)
         else:
-            trace = _try_parse(adapter, run_dir, record, required=result.ok)
+            trace, died = _try_parse(adapter, run_dir, record, required=result.ok)
         if result.ok:
             if record.status == "started":
                 record.status = "succeeded" if trace is not None else "failed"
         else:
             record.status = "partial" if trace is not None and len(trace.events) else "failed"
+            died_on = f": {redact(died.error)}" if died else ""
             record.error = ErrorInfo(
-                message=_failure_message(result), exit_code=result.exit_code, log_tail=result.log_tail()
+                message=_failure_message(result) + died_on, exit_code=result.exit_code, log_tail=result.log_tail()
             )
     except BenchbedError as exc:
         record.status = "failed"
@@ -194,14 +196,23 @@ def _parse_remote_outputs(adapter: Adapter, run_dir: Path, record: RunRecord, re
         return None
 
 
-def _try_parse(adapter: Adapter, run_dir: Path, record: RunRecord, required: bool) -> Trace | None:
+def _try_parse(
+    adapter: Adapter, run_dir: Path, record: RunRecord, required: bool
+) -> tuple[Trace | None, RunFailedError | None]:
+    """The run's trace; for a failed launch, no trace and either what its log shows it died on (a traceback before
+    its first step) or a warning saying why no trace was recovered."""
     try:
-        return adapter.parse(run_dir)
+        return adapter.parse(run_dir), None
+    except RunFailedError as exc:
+        if required:
+            raise
+        record.adapter.framework = exc.framework
+        return None, exc
     except BenchbedError as exc:
         if required:
             raise
         record.warnings.append(f"no trace recovered from the failed run: {redact(str(exc))}")
-        return None
+        return None, None
 
 
 class SeveralRunsError(BenchbedError):
@@ -245,11 +256,16 @@ def ingest(
         spec_data["resources"] = resources
     spec_id = f"ingest-{path.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
-    trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
+    trace: Trace | None = None
+    try:
+        trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
+    except RunFailedError as exc:  # the framework's log of a run that died before its first step: a failed run
+        record.adapter.framework = exc.framework
+        record.error = ErrorInfo(message=redact(str(exc)), log_tail=redact(exc.log_tail))
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
         record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
-        record.status = "succeeded"
+        record.status = "succeeded" if trace is not None else "failed"
         _finish(record, store, run_dir, trace, warmup_steps)
     except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -186,7 +186,9 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     or TensorBoard event files.
 
     A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
-    --all is given, which ingests each one. GPU counts and a price per GPU-hour give the run the cost metrics."""
+    --all is given, which ingests each one. A log of a run that died before its first step (a traceback) is kept
+    as a `failed` record with the error it died on (exit status 1).
+    GPU counts and a price per GPU-hour give the run the cost metrics."""
     from benchbed.adapterkit.histories import history_kind
     from benchbed.adapterkit.histories.locate import TRACKERS
 
@@ -222,6 +224,7 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
         err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
     if errors:
         sys.exit(2)
+    _exit_for(outcomes)  # a log of a run that died before its first step is kept as a failed record: exit 1
 
 
 @click.command()

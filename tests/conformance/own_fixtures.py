@@ -21,6 +21,7 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "trl": ("trl/*",),  # made by `benchbed run experiments/trl-grpo-cpu.toml`; logs and W&B debug files left out
     "areal": ("areal/grpo-*",),  # AReaL's own tracers on a virtual clock (areal/make_fixtures.py), 6 steps
     "nemo_rl": ("nemo_rl/*-steps",),  # made by make_fixtures.py beside them (a real SummaryWriter; README.md there)
+    "skyrl": ("skyrl/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md there)
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

@@ -48,7 +48,8 @@ class Adapter(ABC):
 
     Optional, typed: `options_model`, the pydantic model (extra="forbid") that validates the spec's table of this
     adapter once, when the spec is loaded (`spec.adapter_options()` returns it); `spec_table`, that table's name
-    when it is not `name`; `find_runs`, the runs under a directory (default: the directory is one run).
+    when it is not `name`; `find_runs`, the runs under a directory (default: the directory is one run);
+    `figure_definitions`, how the framework defines its own figures (default: none known).
     `benchbed.adapterkit.adapter.FrameworkAdapter` declares render, parse and find_runs as functions."""
 
     name: ClassVar[str]
@@ -73,6 +74,11 @@ class Adapter(ABC):
     def find_runs(self, path: Path) -> list[Path]:
         """The run directories under the directory `path`, outermost first; by default `path` is one run."""
         return [Path(path)]
+
+    def figure_definitions(self) -> dict[str, str]:
+        """How the framework defines each of its own figures (`framework_<name>` -> its definition in words), so a
+        comparison can say when two frameworks' own numbers are not the same quantity; by default none."""
+        return {}
 
 
 _lock = threading.Lock()

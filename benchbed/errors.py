@@ -33,3 +33,14 @@ class LaunchError(BenchbedError):
 
 class OutputError(BenchbedError):
     """An output file (report, export, JUnit, page, record) cannot be written; names the user's path."""
+
+
+class RunFailedError(AdapterError):
+    """The input is the framework's log of a run that died before its first step: nothing to measure, but a run.
+
+    `error` is the line it died on (a traceback's last line) and `log_tail` the traceback; ingest keeps a `failed`
+    record with them instead of refusing the input."""
+
+    def __init__(self, message: str, *, framework: str, error: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.framework, self.error, self.log_tail = framework, error, log_tail

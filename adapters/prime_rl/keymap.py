@@ -1,33 +1,31 @@
 """prime-rl's key map (keymap.toml, read by the kit's loader) as the names the metrics-file reader and the emitter use.
 
-Every release's keys are read (a row's keys tell its era; see parse.detect_era), the era markers date the file."""
+Every release's keys are read (a row's keys tell its era; see parse.detect_era); markers of no process date a file."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from benchbed.adapterkit.keymaps import KeyMap, load_keymap
+from benchbed.adapterkit.keymaps import KeyMap, load_keymap, pattern
 
 KEYMAP: KeyMap = load_keymap(Path(__file__).with_name("keymap.toml"))
 HEAD, LEGACY = KEYMAP.releases[-1], KEYMAP.releases[0]
 
 
-def _matcher(role: str) -> re.Pattern[str]:
-    entries = {e.native: e for r in KEYMAP.releases for e in KEYMAP.at(r, role)}
-    return re.compile("^(?:" + "|".join(e.regex() for e in entries.values()) + ")$")
-
-
-TRAINER_TIMERS: dict[str, str] = KEYMAP.across_releases("trainer_timer")  # keys only the trainer's time row has
+TRAINER_TIMERS: dict[str, str] = KEYMAP.across_releases("component", process="trainer")  # only the trainer's time row
 # time/step, time/save_ckpt: both processes log them
-SHARED_TIMERS: dict[str, str] = KEYMAP.across_releases("shared_timer")
-TRAINER_MARKER = _matcher("trainer_marker")
-ORCHESTRATOR_MARKER = _matcher("orchestrator_marker")
-ORCHESTRATOR_KEEP = _matcher("orchestrator_native")
-TRAINER_NATIVE: tuple[str, ...] = tuple(KEYMAP.across_releases("trainer_native"))
-PAUSE_KEYS: tuple[str, ...] = tuple(KEYMAP.across_releases("pause"))  # the first one a row has is the generator's pause
+SHARED_TIMERS: dict[str, str] = KEYMAP.across_releases("step", process="") | KEYMAP.across_releases(
+    "component", process=""
+)
+TRAINER_MARKER = pattern(KEYMAP.across("marker", process="trainer"))
+ORCHESTRATOR_MARKER = pattern(KEYMAP.across("marker", process="orchestrator"))
+ORCHESTRATOR_KEEP = pattern(KEYMAP.across("native", process="orchestrator"))
+TRAINER_NATIVE: tuple[str, ...] = tuple(KEYMAP.across_releases("native", process="trainer"))
+# the first of these a row has is the generator's pause
+PAUSE_KEYS: tuple[str, ...] = tuple(KEYMAP.across_releases("component", process="orchestrator"))
 FRAMEWORK_METRICS: dict[str, str] = KEYMAP.across_releases("framework")
 COUNTERS: dict[str, str] = KEYMAP.across_releases("counter")
-_MARKERS = [e for r in KEYMAP.releases for e in KEYMAP.at(r, "era_marker")]
-HEAD_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(e.native for e in _MARKERS if e.first == HEAD))
-LEGACY_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(e.native for e in _MARKERS if e.last == LEGACY))
+# markers of no process date a file: those of the newest release and those of the oldest
+_ERA = [e for r in KEYMAP.releases for e in KEYMAP.at(r, "marker", process="")]
+HEAD_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(e.native for e in _ERA if e.first == HEAD))
+LEGACY_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(e.native for e in _ERA if e.last == LEGACY))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime import trainer as T
 from benchbed.adapters.slime.collect import Collected, clock_shift
-from benchbed.adapters.slime.detect import Detected
+from benchbed.adapters.slime.detect import SlimeDetected
 from benchbed.adapters.slime.dumps import DumpSample
 from benchbed.adapters.slime.sandbox import abort_failure
 
@@ -27,7 +28,7 @@ _SANDBOX_SPAN_WORDS = {
 }
 
 
-def build_trace(c: Collected, d: Detected) -> Trace:
+def build_trace(c: Collected, d: SlimeDetected) -> Trace:
     b = TraceBuilder()
     warnings = list(c.warnings)
     steps, ends = trainer_steps(c, warnings)
@@ -191,16 +192,26 @@ def emit_rollout_side(b: TraceBuilder, c: Collected, warnings: list[str]) -> Non
     for rid in sorted(c.rollout_perf):
         v = c.rollout_perf[rid].values
         step = rid + 1
-        zero_kept = sum(float(x) for k, x in v.items() if k.startswith(M.ZERO_STD_PREFIX) and _num(x))
-        dropped = sum(float(x) for k, x in v.items() if k.startswith(M.DROP_PREFIX) and _num(x))
-        dropped_zero = sum(float(x) for k, x in v.items() if k.startswith(M.DROP_ZERO_STD_PREFIX) and _num(x))
-        b.agg(K.GROUPS_ZERO_ADV, step, zero_kept + dropped_zero, actor="generator")
+        counted = _rollout_counts(v)
+        b.agg(K.GROUPS_ZERO_ADV, step, counted.get(K.GROUPS_ZERO_ADV, 0.0), actor="generator")
         if kept_groups and a.n_samples_per_prompt:
-            finished_groups = kept_groups + dropped
+            finished_groups = kept_groups + counted.get(K.GROUPS_FINISHED, 0.0)
             b.agg(K.GROUPS_FINISHED, step, finished_groups, actor="generator")
             b.agg(K.SAMPLES_FINISHED, step, finished_groups * a.n_samples_per_prompt, actor="generator")
             b.agg(K.SAMPLES_ACCEPTED, step, kept_groups * a.n_samples_per_prompt, actor="generator")
         _native(b, step, v, "generator")
+
+
+def _rollout_counts(values: dict[str, object]) -> dict[str, float]:
+    """canonical -> the sum of the rollout dict's keys each rollout counter of the key map matches (file order)."""
+    counted: dict[str, float] = {}
+    for entry, match in _ROLLOUT_COUNTERS:
+        total = sum(float(x) for k, x in values.items() if match(k) and _num(x))
+        counted[entry.canonical] = counted.get(entry.canonical, 0) + total
+    return counted
+
+
+_ROLLOUT_COUNTERS = [(e, re.compile(e.regex()).fullmatch) for e in M.ROLLOUT_COUNTERS]
 
 
 def _native(b: TraceBuilder, step: int, values: dict[str, object], actor: str) -> None:
@@ -213,7 +224,7 @@ def _num(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> None:
+def emit_dumps(b: TraceBuilder, c: Collected, d: SlimeDetected, origin: float) -> None:
     """One rollout row per dumped sample, one rollout.group row per group, sandbox spans from sample traces."""
     interval = d.update_weights_interval
     starts_from_logs = bool(c.sandbox)  # log lines also see failed attempts, which never reach a dump

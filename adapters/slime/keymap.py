@@ -5,14 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchbed.adapterkit.keymaps import KeyMap, load_keymap
+from benchbed.adapterkit.keymaps import KeyEntry, KeyMap, load_keymap
 
 KEYMAP: KeyMap = load_keymap(Path(__file__).with_name("keymap.toml"))
-
-
-def _role(role: str) -> list[tuple[str, str]]:
-    """(native, canonical) of a role over every release, each native once."""
-    return list(KEYMAP.across_releases(role).items())
 
 
 def _timer(native: str) -> str:
@@ -20,27 +15,25 @@ def _timer(native: str) -> str:
     return native.removeprefix("perf/").removesuffix("_time")
 
 
-def _prefix(role: str) -> str:
-    return _role(role)[0][0].rstrip("*")
-
-
+TRAIN_WAIT = "perf/train_wait_time"  # the trainer's wait for a batch, the timers within it included
+TRAIN_BLOCK = "perf/train_time"  # the train block
+_WITHIN_WAIT = KEYMAP.across("component", within=TRAIN_WAIT)
 # Timers measured outside the train block whose time lies inside the same dict's train_wait.
-WAIT_CONTAINED: dict[str, str] = {_timer(n): c for n, c in _role("wait_contained")}
+WAIT_CONTAINED: dict[str, str] = {_timer(e.native): e.canonical for e in _WITHIN_WAIT if e.step_offset == 0}
 # Timed after the train block, before the dict is logged: its time lies in the next step's train_wait.
-NEXT_STEP_WAIT_CONTAINED: dict[str, str] = {_timer(n): c for n, c in _role("next_step_wait_contained")}
+NEXT_STEP_WAIT_CONTAINED: dict[str, str] = {_timer(e.native): e.canonical for e in _WITHIN_WAIT if e.step_offset == 1}
 # Timers nested inside the `train` timer that are model computation.
-COMPUTE_IN_TRAIN: tuple[str, ...] = tuple(_timer(n) for n, _ in _role("compute_in_train"))
-STEP_TIME_KEYS: tuple[str, ...] = tuple(n for n, _ in _role("step_time"))
-WAIT_RATIO_KEY, FRAMEWORK_IDLE = _role("framework")[0]
+COMPUTE_IN_TRAIN: tuple[str, ...] = tuple(_timer(n) for n in KEYMAP.across_releases("component", within=TRAIN_BLOCK))
+STEP_TIME_KEYS: tuple[str, ...] = tuple(KEYMAP.across_releases("step"))
+WAIT_RATIO_KEY, FRAMEWORK_IDLE = next(iter(KEYMAP.across_releases("framework").items()))
 # Trained tokens per step = the rate key × the timer it divides.
-TRAINED_TOKENS_RATE, TRAINED_TOKENS = _role("trained_tokens_rate")[0]
-TRAINED_TOKENS_TIME = _role("trained_tokens_time")[0][0]
+_RATE = next(e for e in KEYMAP.across("counter") if e.rate_timer)
+TRAINED_TOKENS_RATE, TRAINED_TOKENS, TRAINED_TOKENS_TIME = _RATE.native, _RATE.canonical, _RATE.rate_timer
 # Keys that identify which process printed a `perf N:` dict.
-TRAINER_PERF_MARKERS: tuple[str, ...] = tuple(n for n, _ in _role("trainer_marker"))
-ROLLOUT_PERF_MARKERS: tuple[str, ...] = tuple(n for n, _ in _role("rollout_marker"))
-ZERO_STD_PREFIX = _prefix("zero_std_count")
-DROP_PREFIX = _prefix("dropped_groups")
-DROP_ZERO_STD_PREFIX = _prefix("dropped_zero_std")
+TRAINER_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", process="trainer"))
+ROLLOUT_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", process="rollout"))
+# The RolloutManager's group counts (patterns), summed per canonical key in file order.
+ROLLOUT_COUNTERS: tuple[KeyEntry, ...] = tuple(KEYMAP.across("counter", process="rollout"))
 
 # Console file:line of the `perf` log call at each pinned commit -> framework version (the metric code moved from
 # slime/utils + slime/ray/rollout.py to slime/observability in #2298), and the files only one side of the move has.

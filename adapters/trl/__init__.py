@@ -17,3 +17,4 @@ class TrlAdapter(FrameworkAdapter):
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    keymap = "keymap.toml"  # its framework figures' definitions (TRL reads no tracker history through the kit)

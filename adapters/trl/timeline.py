@@ -63,8 +63,9 @@ def read_timeline(run_dir: Path, warnings: list[str], origin: float | None = Non
 def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str, origin: float | None = None) -> Timeline:
     """Pure: a history frame (`step`, `wall_time`, key columns) -> the timeline."""
     components = KEYMAP.at(release, "component", "sync")
-    phases = KEYMAP.at(release, "phase", "sync")
-    natives = KEYMAP.at(release, "native", "sync")
+    timed = KEYMAP.at(release, "native", "sync")
+    phases = [e for e in timed if e.within != "step"]  # generation and rewards, inside the batch's preparation
+    natives = [e for e in timed if e.within == "step"]
     frame = frame.sort_values("step", kind="stable")
     profiled = [c for c in frame.columns if isinstance(c, str) and c.startswith(PROFILING)]
     walls = frame["wall_time"].to_numpy(dtype=float)

@@ -88,8 +88,8 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
             name = key[len(prefix) :]
             if name in mm.not_trainer:
                 action = ("native", "native." + key) if mm.native(key) else ("ignore", "")
-            elif name in mm.outside_step:
-                action = ("outside", mm.outside_step[name])
+            elif name in mm.after_step:
+                action = ("outside", mm.after_step[name])
             elif name in mm.components:
                 action = ("inside", mm.components[name])
             else:

@@ -21,9 +21,9 @@ class ModeMap:
     step_timer: str  # "" = no timer around the step: trainer.step is the sum of the phase timers
     timing_prefix: str
     first_step: int  # the step number the release logs first (benchbed counts steps from 1)
-    components: dict[str, str]
-    outside_step: dict[str, str]
-    not_trainer: frozenset[str]
+    components: dict[str, str]  # timers inside the step timer
+    after_step: dict[str, str]  # timers after the step timer closes, counted in the step
+    not_trainer: frozenset[str]  # timers nested in a counted timer or run beside the trainer: never summed
     record: str
     framework: dict[str, str]  # native -> canonical agg key, kept per step (framework.<metric> and counters)
     native_keys: frozenset[str]
@@ -68,9 +68,11 @@ def mode_map(version: str, mode: str) -> ModeMap:
         step_timer=_timer(steps[0]) if steps else "",
         timing_prefix=prefix,
         first_step=int(facts.get("first_step", 1)),
-        components={_timer(n): c for n, c in km.mapping(version, "component", key).items()},
-        outside_step={_timer(n): c for n, c in km.mapping(version, "outside_step", key).items()},
-        not_trainer=frozenset(_timer(n) for n in km.natives(version, "not_trainer", key)),
+        components={_timer(n): c for n, c in km.mapping(version, "component", key, within="step").items()},
+        after_step={_timer(n): c for n, c in km.mapping(version, "component", key, within="after_step").items()},
+        not_trainer=frozenset(
+            _timer(e.native) for e in km.at(version, "component", key) if e.within not in ("step", "after_step")
+        ),
         record="sync_cycle" if key in facts.get("sync_cycle_modes", []) else "step",
         framework=km.mapping(version, "framework", key) | km.mapping(version, "counter", key),
         native_keys=frozenset(e.native for e in natives if not e.is_prefix),

@@ -20,6 +20,7 @@ from benchbed.adapters.verl.discover import (
 )
 from benchbed.adapters.verl.emit import Segment, emit_steps, segments_of
 from benchbed.adapters.verl.evictions import emit_eviction_counts
+from benchbed.adapters.verl.failed_start import failed_start
 from benchbed.adapters.verl.keymap import mode_map
 from benchbed.adapters.verl.records import Reading, Record, read_console, read_jsonl
 from benchbed.adapters.verl.rollouts import read_rollout_dumps
@@ -84,6 +85,9 @@ def parse_path(path: Path) -> Trace:
     warnings: list[str] = list(found.warnings)
     jsonl, console_files = found.of(JSONL), found.of(CONSOLE)
     if found.empty(JSONL, CONSOLE, WORKER_LOGS):
+        failure = failed_start(path, found)
+        if failure is not None:
+            raise failure
         if path.is_file():
             raise NotThisFrameworkError(
                 found.rejected[0]
@@ -184,7 +188,7 @@ def build_trace(inp: Inputs) -> Trace:
     if stopped_early:
         warnings.append(f"the run stopped at step {summary.last_step} of trainer.total_training_steps={total}")
     extra: dict[str, Any] = {
-        "keymap": det.keymap, "version_source": det.version_source, "mode_source": det.mode_source,
+        "keymap": det.keymap, "version_source": det.evidence["version"], "mode_source": det.evidence["mode"],
         "segments": summary.segments, "steps": summary.steps, **inp.extra,
     }  # fmt: skip
     if det.mode == "fully_async":

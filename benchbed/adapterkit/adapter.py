@@ -78,6 +78,20 @@ class FrameworkAdapter(Adapter):
         pattern = self._keymap().identifier()
         return any(pattern.match(k) for k in keys)
 
+    def figure_definitions(self) -> dict[str, str]:
+        """From the key map's `framework` entries: `framework_<name>` -> the native keys it is read from, each with
+        its note (the framework's definition), over every release."""
+        if self.keymap is None:
+            return {}
+        keymap = self._keymap()
+        found: dict[str, list[str]] = {}
+        for release in keymap.releases:
+            for entry in keymap.at(release, "framework"):
+                if entry.canonical.startswith("framework.") and not entry.canonical.endswith("*"):
+                    text = f"{entry.native}: {entry.note}" if entry.note else entry.native
+                    found.setdefault("framework_" + entry.canonical.removeprefix("framework."), []).append(text)
+        return {name: "; ".join(dict.fromkeys(texts)) for name, texts in found.items()}
+
     def _keymap(self) -> Any:
         from benchbed.adapterkit.keymaps import load_keymap
 

@@ -23,7 +23,16 @@ from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
 from benchbed.metrics.registry import headline_metrics, listed_columns
-from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, ingest_history, preflight, render
+from benchbed.pipeline import (
+    RunOutcome,
+    execute,
+    find_runs,
+    ingest,
+    ingest_history,
+    preflight,
+    refuse_summary,
+    render,
+)
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.shell import comment, exports, heredoc
@@ -186,11 +195,15 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     or TensorBoard event files.
 
     A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
-    --all is given, which ingests each one. GPU counts and a price per GPU-hour give the run the cost metrics."""
+    --all is given, which ingests each one. A log of a run that died before its first step (a traceback) is kept
+    as a `failed` record with the error it died on (exit status 1).
+    GPU counts and a price per GPU-hour give the run the cost metrics."""
     from benchbed.adapterkit.histories import history_kind
     from benchbed.adapterkit.histories.locate import TRACKERS
 
     table = resources_table(**resources)
+    if "://" not in location:
+        refuse_summary(Path(location), whole=True)  # before any reader: a summary is no history and no run
     kind = history_kind(location)
     if kind in TRACKERS:
         with history_progress(f"reading {kind} history") as progress:
@@ -222,6 +235,7 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
         err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
     if errors:
         sys.exit(2)
+    _exit_for(outcomes)  # a log of a run that died before its first step is kept as a failed record: exit 1
 
 
 @click.command()

@@ -6,10 +6,13 @@ continues it and is marked on it. Points come from succeeded runs that carry sui
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
@@ -41,25 +44,29 @@ def load_points(
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """One row per (suite run, metric) from the store's catalog, filtered, ordered by time; plus unreadable-record
-    errors."""
-    runs = Catalog(store.root).table(machine=machine)  # a machine's series: only its own index is read
-    errors = [e for e in runs.column("error").to_pylist() if e is not None]
+    errors. Text columns come as pandas Categoricals: a run's text is held once, not once per metric (600,000 points
+    of 100,000 runs), and grouping them costs no string hashing."""
+    columns = [*POINT_COLUMNS[:14], "status", "metrics", "error", "path"]
+    runs = Catalog(store.root).table(machine=machine, columns=columns)  # a machine's series: only its index is read
+    errors = runs.column("error").drop_null().to_pylist()
     keep = pc.and_(pc.is_valid(runs.column("suite")), pc.equal(runs.column("status"), "succeeded"))
     for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
         if value is not None:
             keep = pc.and_(keep, pc.equal(runs.column(column), value))
     runs = runs.filter(keep).sort_by([(c, "ascending") for c in ("started_at", "repeat", "path")])  # runs, not points
+    absolute = pc.binary_join_element_wise(f"{store.root}/", runs.column("path"), "")
     metrics = runs.column("metrics")
-    parents = pc.list_parent_indices(metrics)
-    points = runs.select(list(POINT_COLUMNS[:14])).take(parents)
-    flat = pc.list_flatten(metrics)
-    for name in ("metric", "value", "unit"):
-        points = points.append_column(name, pc.struct_field(flat, "name" if name == "metric" else name))
-    absolute = pc.binary_join_element_wise(f"{store.root}/", runs.column("path").take(parents), "")
-    points = points.append_column("path", absolute)
+    parents, flat = pc.list_parent_indices(metrics), pc.list_flatten(metrics)
     if metric is not None:
-        points = points.filter(pc.equal(points.column("metric"), metric))
-    frame = points.to_pandas()  # in the runs' order (each run's metrics as recorded)
+        chosen = pc.equal(pc.struct_field(flat, "name"), metric)
+        parents, flat = parents.filter(chosen), flat.filter(chosen)
+    at_runs = {name: runs.column(name) for name in POINT_COLUMNS[:14]}
+    at_runs["path"] = absolute
+    encoded = {name: pc.dictionary_encode(c) if pa.types.is_string(c.type) else c for name, c in at_runs.items()}
+    arrays = {name: column.take(parents) for name, column in encoded.items()}
+    names, values, units = (pc.struct_field(flat, field) for field in ("name", "value", "unit"))
+    arrays.update(metric=pc.dictionary_encode(names), value=values, unit=pc.dictionary_encode(units))
+    frame = pa.table({name: arrays[name] for name in POINT_COLUMNS}).to_pandas()  # the runs' order, metrics as recorded
     return frame, errors
 
 
@@ -120,19 +127,66 @@ class Series:
         }  # fmt: skip
 
 
-def _nights(points: pd.DataFrame) -> list[NightValues]:
-    """Group one series' points by night, in time order."""
-    out = []
-    for night, rows in points.groupby("night", sort=False):
-        out.append(NightValues(
-            night=str(night), started_at=str(rows["started_at"].min()), values=tuple(rows["value"].astype(float)),
-            median=float(rows["value"].median()), spec_ids=tuple(dict.fromkeys(rows["spec_id"])),
-            framework_versions=tuple(dict.fromkeys(map(framework_label, rows["framework"],
-                                                       rows["framework_version"]))),
-            benchbed_commits=tuple(dict.fromkeys(c[:12] for c in rows["benchbed_commit"])),
-            run_ids=tuple(rows["run_id"]),
-        ))  # fmt: skip
-    return sorted(out, key=lambda n: n.started_at)
+class _Points:
+    """A points frame read by position: each column factorized once (codes into its distinct values), so a series
+    or a night is a list of row positions and no pandas operation runs per series or per night (a fleet's year is
+    some 70,000 nights; a pandas group per night took 15 minutes for them)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self._columns: dict[str, tuple[np.ndarray, list[Any]]] = {}
+
+    def _factorized(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        if name not in self._columns:
+            codes, uniques = pd.factorize(self.frame[name], use_na_sentinel=False)
+            self._columns[name] = (np.asarray(codes), [v if isinstance(v, str) else None for v in uniques])
+        return self._columns[name]
+
+    def get(self, name: str, positions: np.ndarray) -> list[Any]:
+        """The column's values at `positions` (missing ones as None)."""
+        codes, uniques = self._factorized(name)
+        return [uniques[c] for c in codes[positions].tolist()]
+
+    def where(self, positions: np.ndarray, name: str, value: str) -> np.ndarray:
+        """The positions among `positions` whose column `name` holds `value`."""
+        codes, uniques = self._factorized(name)
+        if value not in uniques:
+            return positions[:0]
+        return positions[codes[positions] == uniques.index(value)]
+
+    def groups(self) -> list[tuple[str, str, np.ndarray]]:
+        """(machine, entry, row positions) of every series group, sorted by machine then entry."""
+        indices = self.frame.groupby(["machine", "entry"], sort=False, observed=True).indices
+        return sorted((str(machine), str(entry), rows) for (machine, entry), rows in indices.items())
+
+    def latest(self, positions: np.ndarray) -> np.ndarray:
+        """The positions of the latest run's points (the greatest started_at)."""
+        started = self.get("started_at", positions)
+        last = max(started)
+        return positions[[s == last for s in started]]
+
+    def nights(self, positions: np.ndarray) -> list[NightValues]:
+        """The points at `positions` (one series) grouped by night, in time order."""
+        rows_of: dict[str, list[int]] = {}
+        for i, night in enumerate(self.get("night", positions)):
+            rows_of.setdefault(str(night), []).append(i)
+        col = {name: self.get(name, positions) for name in
+               ("started_at", "spec_id", "framework", "framework_version", "benchbed_commit", "run_id")}  # fmt: skip
+        value = self.frame["value"].to_numpy(dtype=float, na_value=np.nan)[positions].tolist()
+        out = []
+        for night, rows in rows_of.items():
+            values = tuple(value[i] for i in rows)
+            present = [v for v in values if v == v]  # NaN is no value (a median skips it)
+            out.append(NightValues(
+                night=night, started_at=str(min(col["started_at"][i] for i in rows)), values=values,
+                median=float(statistics.median(present)) if present else float("nan"),
+                spec_ids=tuple(dict.fromkeys(col["spec_id"][i] for i in rows)),
+                framework_versions=tuple(dict.fromkeys(framework_label(col["framework"][i],
+                                                                       col["framework_version"][i]) for i in rows)),
+                benchbed_commits=tuple(dict.fromkeys((col["benchbed_commit"][i] or "")[:12] for i in rows)),
+                run_ids=tuple(col["run_id"][i] for i in rows),
+            ))  # fmt: skip
+        return sorted(out, key=lambda n: n.started_at)
 
 
 def _changes(before: NightValues, after: NightValues) -> str:
@@ -158,21 +212,13 @@ def is_known_metric(name: str) -> bool:
     return name.removeprefix("framework_") in METRICS
 
 
-def watched(points: pd.DataFrame, unknown: list[str] | None = None) -> list[str]:
+def _watched(points: _Points, rows: np.ndarray, latest: np.ndarray, unknown: list[str]) -> list[str]:
     """The metrics a series' latest run watches (its suite entry's list, else the default ones it reports).
     Names this benchbed does not know (a record from another version) are left out and added to `unknown`."""
-    latest = points[points["started_at"] == points["started_at"].max()]
-    listed = [m for m in str(latest["watch"].iloc[0]).split(",") if m] if len(latest) else []
+    listed = [m for m in (points.get("watch", latest[:1])[0] or "").split(",") if m]
     known = [m for m in listed if is_known_metric(m)]
-    if unknown is not None:
-        unknown += [m for m in listed if not is_known_metric(m)]
-    present = set(points["metric"])
-    return known or default_watch(present)
-
-
-def recorded_gate(points: pd.DataFrame) -> Gate:
-    """The gate a series' latest run was judged with (its suite's [gate] then)."""
-    return Gate.model_validate_json(points.sort_values("started_at")["gate"].iloc[-1])
+    unknown += [m for m in listed if not is_known_metric(m)]
+    return known or default_watch(set(points.get("metric", rows)))
 
 
 def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights: int | None = None,
@@ -180,26 +226,28 @@ def build_series(points: pd.DataFrame, metrics: list[str] | None = None, nights:
     """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict,
     judged with the gate its latest run recorded (with `nights` previous nights when given). A watched metric
     this benchbed does not know is left out with a line in `warnings`; the series' other metrics stay."""
+    table = _Points(points)
     out = []
-    for (machine, entry), rows in points.groupby(["machine", "entry"], sort=True):
-        entry_gate = recorded_gate(rows)
+    for machine, entry, rows in table.groups():
+        latest = table.latest(rows)
+        entry_gate = Gate.model_validate_json(table.get("gate", latest[-1:])[0])  # the gate its latest run recorded
         if nights is not None:
             entry_gate = entry_gate.model_copy(update={"nights": nights})
         unknown: list[str] = []
-        names = metrics or watched(rows, unknown)
+        names = metrics or _watched(table, rows, latest, unknown)
         if unknown and warnings is not None:
             warnings.append(
                 f"{entry} on {machine}: its latest run watches {', '.join(unknown)}, unknown to this benchbed "
                 f"(written by another version?); showing {', '.join(names) or 'no metric'}"
             )
         for metric in names:
-            metric_rows = rows[rows["metric"] == metric]
-            if metric_rows.empty:
+            metric_rows = table.where(rows, "metric", metric)
+            if not len(metric_rows):
                 continue
-            ns = _nights(metric_rows)
+            ns = table.nights(metric_rows)
             series = Series(
-                machine=str(machine), suite=str(metric_rows["suite"].iloc[-1]), entry=str(entry), metric=metric,
-                unit=str(metric_rows["unit"].iloc[-1]), nights=ns,
+                machine=machine, suite=str(table.get("suite", metric_rows[-1:])[0]), entry=entry, metric=metric,
+                unit=str(table.get("unit", metric_rows[-1:])[0]), nights=ns,
                 change_points=change_points([n.median for n in ns], min_effect=entry_gate.min_effect),
                 marked={i: text for i in range(1, len(ns)) if (text := _changes(ns[i - 1], ns[i]))},
             )  # fmt: skip
@@ -215,10 +263,11 @@ def night_verdicts(
     points: pd.DataFrame, machine: str, entry: str, night: str, metrics: list[str], gate: Gate
 ) -> list[EntryVerdict]:
     """Tonight's gate for one entry: each metric's night against the nights before it (absent: no data)."""
-    rows = points[(points["machine"] == machine) & (points["entry"] == entry)]
+    table = _Points(points[(points["machine"] == machine) & (points["entry"] == entry)])
+    rows = np.arange(len(table.frame))
     verdicts = []
     for metric in metrics:
-        nights = _nights(rows[rows["metric"] == metric])
+        nights = table.nights(table.where(rows, "metric", metric))
         index = next((i for i, n in enumerate(nights) if n.night == night), None)
         if index is None:
             comparison = compare_values([v for n in nights[-gate.nights :] for v in n.values], [], True)

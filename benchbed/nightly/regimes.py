@@ -54,14 +54,16 @@ def _night_diagnoses(rows: pd.DataFrame) -> list[tuple[str, str, tuple[str, ...]
 
 
 def entry_regimes(points: pd.DataFrame, entries: Sequence[str], night: str) -> list[EntryRegime]:
-    """The regime of each entry that ran `night`, with the regime of its last night before it."""
+    """The regime of each entry that ran `night`, with the regime of its last night before it. Only those two
+    nights are diagnosed, however long the entry's history is."""
     out = []
     for entry in entries:
-        nights = _night_diagnoses(points[points["entry"] == entry])
-        tonight = [i for i, (name, _, _) in enumerate(nights) if name == night]
-        if not tonight:
+        rows = points[points["entry"] == entry]
+        ran = [str(n) for n in rows["night"].unique()]  # the entry's nights in the order they ran
+        if night not in ran:
             continue
-        i = tonight[0]
-        _, regime, flags = nights[i]
-        out.append(EntryRegime(entry, regime, flags, nights[i - 1][1] if i > 0 else None))
+        i = ran.index(night)
+        nights = _night_diagnoses(rows[rows["night"].isin(ran[max(0, i - 1) : i + 1])])
+        _, regime, flags = nights[-1]
+        out.append(EntryRegime(entry, regime, flags, nights[0][1] if i > 0 else None))
     return out

@@ -13,6 +13,7 @@ from benchbed.metrics import METRICS, series
 from benchbed.metrics.registry import display_order, headline_metrics
 from benchbed.record import RunRecord
 from benchbed.report import compare_plots
+from benchbed.report.framework_figures import FrameworkFigures, framework_figures
 from benchbed.report.run_groups import (
     GPU_DENOMINATOR,
     PER_GPU_METRICS,
@@ -63,6 +64,7 @@ class ComparisonSection:
     denominator: str
     verdicts: TextTable | None = None
     verdicts_note: str = ""
+    framework_figures: FrameworkFigures | None = None
 
 
 def _headline(directed: bool = False) -> tuple[str, ...]:
@@ -327,7 +329,12 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> ComparisonSecti
         metrics=_metrics_table(groups, aggregated),
         figures=tuple(figures),
         denominator=GPU_DENOMINATOR,
+        framework_figures=framework_figures(groups, aggregated, _units(aggregated, records)),
     )
+
+
+def _units(aggregated: dict[str, list[Interval | None]], records: Sequence[RunRecord]) -> dict[str, str]:
+    return {name: _unit(name, records) for name in aggregated}
 
 
 def markdown_comparison(records: Sequence[RunRecord]) -> str:
@@ -346,4 +353,12 @@ def markdown_comparison(records: Sequence[RunRecord]) -> str:
         hidden = len(differs) - MARKDOWN_DIFFERS
         more = f"; and {hidden} more fields (see the HTML report)" if hidden > 0 else ""
         lines += ["", f"What differs: {shown}{more}"]
+    everything = aggregate(groups)
+    figures = framework_figures(groups, everything, _units(everything, records))
+    if figures is not None:
+        lines += ["", "### The frameworks' own figures", ""]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in figures.table.header) + " |")
+        lines.append("|" + "---|" * len(figures.table.header))
+        lines += ["| " + " | ".join(row) + " |" for row in figures.table.rows]
+        lines += ["", *(f"- {note}" for note in figures.notes)]
     return "\n".join(lines) + "\n\n"

@@ -25,6 +25,21 @@ def _releases(entry: Any, releases: Sequence[str]) -> str:
     return first if first == last else f"{first} – {last}"
 
 
+def _role(entry: Any) -> str:
+    """The role with the relations the entry carries as data (`within`, `step_offset`, `process`, `rate_timer`)."""
+    where = {"after_step": "after the step", "beside": "beside the trainer"}
+    parts = [entry.role]
+    if entry.within != "step":
+        parts.append(where.get(entry.within, f"within {code(entry.within)}"))
+    if entry.step_offset:
+        parts.append("in the next step")
+    if entry.process:
+        parts.append(f"{entry.process} process")
+    if entry.rate_timer:
+        parts.append(f"rate over {code(entry.rate_timer)}")
+    return ", ".join(parts)
+
+
 def keymap_markdown(keymap: Any) -> str:
     """One adapter's key map: its releases with their descriptions, every entry, then the console lines it reads."""
     out = [f"Releases (oldest first): {', '.join(f'`{r}`' for r in keymap.releases)}.", ""]
@@ -39,7 +54,7 @@ def keymap_markdown(keymap: Any) -> str:
         canonical = f"`{e.canonical}`" if e.canonical else "—"
         modes = f" {', '.join(e.modes) or 'all'} |" if show_modes else ""
         out.append(
-            f"| {code(e.native)} | {canonical} | {cell(e.unit) or '—'} | {cell(e.role)} "
+            f"| {code(e.native)} | {canonical} | {cell(e.unit) or '—'} | {_role(e)} "
             f"| {_releases(e, keymap.releases)} |{modes} {cell(e.note)} |"
         )
     if keymap.lines:

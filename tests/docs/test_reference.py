@@ -130,6 +130,14 @@ def test_key_maps_are_rendered_from_their_files() -> None:
     assert "| `gen` | `trainer.wait` | s | component | 1 | the trainer waits while the batch is generated" in page
     assert len([line for line in page.splitlines() if line.startswith("| `")]) == len(keymap.entries)
     assert keymap_of("sim") is None
+    # a key's relation to the step or its process is shown beside the role
+    slime = keymap_markdown(keymap_of("slime"))
+    nested = "component, within `perf/train_wait_time`, in the next step"
+    assert f"| `perf/ref_model_update_time` | `trainer.other` | s | {nested} |" in slime
+    assert "| tokens/s | counter, rate over `perf/actor_train_time` |" in slime
+    verl = keymap_markdown(keymap_of("verl"))
+    assert "| `timing_s/generate_async` | — | s | component, beside the trainer | 0.9 | one_step_off |" in verl
+    assert "| `perf/*` | — | — | marker, trainer process |" in keymap_markdown(keymap_of("prime_rl"))
 
 
 def test_trace_keys_come_from_the_vocabulary() -> None:

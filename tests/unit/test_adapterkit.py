@@ -18,7 +18,7 @@ from benchbed.adapterkit.artifacts import discover
 from benchbed.adapterkit.breakdown import TOLERANCE_S, StepBreakdown
 from benchbed.adapterkit.groups import group_stats
 from benchbed.adapterkit.handoff import HANDOFF_FILE, Handoff, handoff_files, read_handoff
-from benchbed.adapterkit.keymaps import load_keymap
+from benchbed.adapterkit.keymaps import ROLES, load_keymap, pattern
 from benchbed.adapterkit.lines import JsonLines, first_json_object, loads_finite, loads_lenient
 from benchbed.adapterkit.rows import AggRows, EventRows
 from benchbed.errors import AdapterError, NotThisFrameworkError, TraceError
@@ -174,53 +174,123 @@ def test_key_map_entries_apply_by_release_and_mode(tmp_path: Path) -> None:
 native = "t/step"
 canonical = "trainer.step"
 unit = "s"
-role = "timer"
+role = "component"
 [[key]]
 native = "t/new"
 canonical = "trainer.compute"
 unit = "s"
-role = "timer"
+role = "component"
 first = "0.9"
 modes = ["async"]
 [[key]]
 native = "t/old"
 canonical = "trainer.wait"
 unit = "s"
-role = "timer"
+role = "component"
 last = "0.4"
 [[key]]
 native = "agg/*/error/*"
-role = "keep"
+role = "native"
 [lines]
 step = '^step (?P<step>\\d+) took'
 """))  # fmt: skip
-    assert km.mapping("0.4", "timer") == {"t/step": "trainer.step", "t/old": "trainer.wait"}
-    assert list(km.across_releases("timer")) == ["t/step", "t/old", "t/new"]  # oldest release first
+    assert km.mapping("0.4", "component") == {"t/step": "trainer.step", "t/old": "trainer.wait"}
+    assert list(km.across_releases("component")) == ["t/step", "t/old", "t/new"]  # oldest release first
     assert km.lines["step"].match("step 12 took 3 s").group("step") == "12"
-    assert km.mapping("0.9", "timer", "async") == {"t/step": "trainer.step", "t/new": "trainer.compute"}
-    assert km.mapping("0.9", "timer", "sync") == {"t/step": "trainer.step"}
-    keep = km.matcher("0.9", "keep")
+    assert km.mapping("0.9", "component", "async") == {"t/step": "trainer.step", "t/new": "trainer.compute"}
+    assert km.mapping("0.9", "component", "sync") == {"t/step": "trainer.step"}
+    keep = km.matcher("0.9", "native")
     assert keep.match("agg/all/error/Timeout") and not keep.match("agg/error/Timeout")
     assert [km.nearest(v) for v in ("0.9.1", "0.12.0", "0.2.0", "abc123", "dev")] == [
         ("0.9", True), ("0.9", False), ("0.4", False), ("abc123", True), ("abc123", False)]  # fmt: skip
 
 
-def test_key_map_refuses_unknown_keys_units_releases_and_line_patterns(tmp_path: Path) -> None:
+def test_key_map_relations_are_entry_fields_selected_beside_the_role(tmp_path: Path) -> None:
+    """How a key relates to the step or its process is data (`within`, `step_offset`, `process`, `rate_timer`)."""
+    km = load_keymap(_write_map(tmp_path / "m.toml", """
+[[key]]
+native = "t/wait"
+canonical = "trainer.wait"
+unit = "s"
+role = "component"
+[[key]]
+native = "t/offload"
+canonical = "trainer.other"
+unit = "s"
+role = "component"
+within = "t/wait"
+[[key]]
+native = "t/ref_update"
+canonical = "trainer.other"
+unit = "s"
+role = "component"
+within = "t/wait"
+step_offset = 1
+[[key]]
+native = "t/test"
+canonical = "trainer.other"
+unit = "s"
+role = "component"
+within = "after_step"
+[[key]]
+native = "t/tok_per_s"
+canonical = "samples.trained_tokens"
+unit = "tokens/s"
+role = "counter"
+rate_timer = "t/wait"
+[[key]]
+native = "loss/*"
+role = "marker"
+process = "trainer"
+[[key]]
+native = "progress/*"
+role = "marker"
+process = "orchestrator"
+"""))  # fmt: skip
+    assert km.mapping("0.9", "component", within="step") == {"t/wait": "trainer.wait"}
+    assert km.mapping("0.9", "component", within="after_step") == {"t/test": "trainer.other"}
+    nested = km.across("component", within="t/wait")
+    assert [(e.native, e.step_offset) for e in nested] == [("t/offload", 0), ("t/ref_update", 1)]
+    assert km.across("counter")[0].rate_timer == "t/wait"
+    trainer = pattern(km.across("marker", process="trainer"))
+    assert trainer.match("loss/mean") and not trainer.match("progress/total")
+    assert km.natives("0.9", "marker") == ("loss/*", "progress/*")
+    assert km.at("0.9", "marker", process="") == []
+
+
+def test_key_map_refuses_unknown_keys_units_releases_roles_and_line_patterns(tmp_path: Path) -> None:
     for body, message in (
-        ('[[key]]\nnative = "a"\ncanonical = "trainer.idle"\nrole = "r"\n', "not in benchbed/keys.py"),
-        ('[[key]]\nnative = "a"\nunit = "parsecs"\nrole = "r"\n', "unit 'parsecs'"),
-        ('[[key]]\nnative = "a"\nrole = "r"\nfirst = "1.0"\n', "release '1.0' is not in releases"),
+        ('[[key]]\nnative = "a"\ncanonical = "trainer.idle"\nrole = "native"\n', "not in benchbed/keys.py"),
+        ('[[key]]\nnative = "a"\nunit = "parsecs"\nrole = "native"\n', "unit 'parsecs'"),
+        ('[[key]]\nnative = "a"\nrole = "native"\nfirst = "1.0"\n', "release '1.0' is not in releases"),
         ("[lines]\nstep = '^Step (\\d+'\n", r"\[lines\] step: not a regular expression \(missing \)"),
+        (
+            '[[key]]\nnative = "a"\nrole = "native"\n[[key]]\nnative = "b"\nrole = "outside_step"\n',
+            r"\.toml: \[\[key\]\] #2 \('b'\): role 'outside_step' is not one of \['step', 'component', ",
+        ),
+        (
+            '[[key]]\nnative = "a"\nrole = "component"\nwithin = "t/nowhere"\n',
+            r"#1 \('a'\): within 't/nowhere' is neither one of \['step', 'after_step', 'beside'\] nor a native key",
+        ),
+        ('[[key]]\nnative = "a"\nrole = "counter"\nwithin = "beside"\n', "`within` is for component and native keys"),
+        ('[[key]]\nnative = "a"\nrole = "component"\nstep_offset = 2\n', "step_offset must be 0 or 1, not 2"),
+        ('[[key]]\nnative = "a"\nrole = "marker"\nprocess = "learner"\n', "process 'learner' is not one of"),
+        ('[[key]]\nnative = "a"\nunit = "s"\nrole = "counter"\nrate_timer = "a"\n', "rate_timer is for a rate"),
+        (
+            '[[key]]\nnative = "a"\nunit = "tokens/s"\nrole = "counter"\nrate_timer = "b"\n',
+            "rate_timer 'b' is not the native key of an entry",
+        ),
+        ('[[key]]\nnative = "a"\nrole = "native"\nwithn = "step"\n', r"unknown field\(s\) \['withn'\]"),
     ):
         with pytest.raises(AdapterError, match=message):
-            load_keymap(_write_map(tmp_path / f"{len(message)}.toml", body))
+            load_keymap(_write_map(tmp_path / f"{len(body)}-{len(message)}.toml", body))
 
 
-@pytest.mark.parametrize("framework", ["verl", "slime", "prime_rl", "example"])
-def test_every_adapter_key_map_loads(framework: str) -> None:
+@pytest.mark.parametrize("framework", ["verl", "slime", "prime_rl", "trl", "example", "example_history"])
+def test_every_adapter_key_map_loads_with_the_shared_roles(framework: str) -> None:
     root = Path(__file__).resolve().parents[2] / "adapters" / framework / "keymap.toml"
     km = load_keymap(root)
-    assert km.entries and all(e.role for e in km.entries)
+    assert km.entries and {e.role for e in km.entries} <= set(ROLES)
     assert json.dumps([e.native for e in km.entries])  # plain data
 
 

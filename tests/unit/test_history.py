@@ -35,3 +35,24 @@ def test_each_entry_is_its_own_series_with_its_own_gate():
     assert b.verdict.verdict == "unchanged" and b.verdict.comparison.relative_change < -0.05  # 10% < 20% gate
     (b_again,) = build_series(frame[frame["entry"] == "b"], nights=1)
     assert b_again.verdict.comparison.n_baseline == 3
+
+
+def test_nights_group_repeats_in_time_order_from_categorical_points_as_the_catalog_gives_them():
+    """load_points gives text columns as Categoricals; series and nights are the same as from plain strings."""
+    rows = points("a", [10, 20, 30]) + points("b", [1, 1])
+    rows[4]["value"] = float("nan")  # a repeat without a value: its night's median is of the other two
+    rows[6]["spec_id"] = "spec-c"  # night 2's first repeat ran another spec
+    shuffled = rows[3:6] + rows[:3] + rows[6:]  # night 1's rows come first; nights are still in time order
+    plain = pd.DataFrame(shuffled, columns=list(POINT_COLUMNS))
+    categorical = plain.astype({c: "category" for c in POINT_COLUMNS if c not in ("value", "repeat")})
+    for frame in (plain, categorical):
+        a, b = build_series(frame)
+        assert (a.machine, a.entry, a.suite, a.metric, a.unit) == ("box", "a", "s", "trainer_throughput_sps",
+                                                                   "samples/s")  # fmt: skip
+        assert [n.night for n in a.nights] == [f"2026010{n}T020000Z-a" for n in range(3)]
+        first, second, third = a.nights
+        assert first.values == (9.9, 10.0, 10.1) and first.median == 10.0
+        assert second.values[0] == 19.8 and second.values[1] != second.values[1] and second.median == 20.0
+        assert second.run_ids == ("a10", "a11", "a12") and second.started_at == "2026-01-01T02:00:00+00:00"
+        assert third.spec_ids == ("spec-c", "spec-a") and a.marked == {2: "spec spec-a → spec-c, spec-a"}
+        assert [n.median for n in b.nights] == [1.0, 1.0] and b.verdict.night == "20260101T020000Z-b"

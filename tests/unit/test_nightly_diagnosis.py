@@ -36,6 +36,7 @@ TRAINER = {"trainer_idle_ratio": 0.02, "zero_adv_group_fraction": 0.4}
 
 def test_the_majority_of_tonights_repeats_and_the_change_since_the_night_before() -> None:
     points = _frame([
+        ("a", "n0", "r0", TRAINER),  # an older night: not the one before tonight, so it decides nothing
         ("a", "n1", "r1", GENERATION), ("a", "n1", "r2", GENERATION),
         ("a", "n2", "r3", TRAINER), ("a", "n2", "r4", TRAINER), ("a", "n2", "r5", GENERATION),
         ("b", "n2", "r6", GENERATION),
@@ -48,7 +49,9 @@ def test_the_majority_of_tonights_repeats_and_the_change_since_the_night_before(
     assert (b.regime, b.previous, b.changed) == ("generation_bound", None, False)
     assert b.sentence() == "b: generation-bound"
     (first,) = entry_regimes(points, ["a"], "n1")
-    assert first.previous is None and first.regime == "generation_bound"
+    assert (first.regime, first.previous) == ("generation_bound", "trainer_bound")
+    (zeroth,) = entry_regimes(points, ["a"], "n0")
+    assert zeroth.previous is None and zeroth.regime == "trainer_bound"
 
 
 def test_nightly_summary_page_and_json_open_with_the_diagnosis_and_its_change(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def parse_path(path: Path) -> Trace:
     release, _ = KEYMAP.nearest(str(header.get("version", "")))
     timers = KEYMAP.mapping(release, "component")
     builder = TraceBuilder()
-    groups: dict[str, Group] = {}
+    groups: dict[str, ParsedGroup] = {}
     warnings: list[str] = []
     for n, rec in JsonLines(log, warnings):
         if n == 1:
@@ -36,7 +36,7 @@ def parse_path(path: Path) -> Trace:
         try:
             if rec["kind"] == "sample":
                 _add_sample(builder, rec)
-                groups.setdefault(rec["group"], Group()).add(rec)
+                groups.setdefault(rec["group"], ParsedGroup()).add(rec)
             elif rec["kind"] == "step":
                 _add_step(builder, rec, timers, warnings)
             else:
@@ -79,7 +79,7 @@ def _add_step(builder: TraceBuilder, rec: dict[str, Any], timers: dict[str, str]
 
 
 @dataclass
-class Group:
+class ParsedGroup:
     """A GRPO group's samples as they are read: rewards, when its last sample ended, the step that trained it."""
 
     rewards: list[float] = field(default_factory=list)

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime.collect import Collected
+
+from benchbed.adapterkit.detection import Detected
 
 SYNC, ONE_STEP_OFF, FULLY_ASYNC = "sync", "one_step_off", "fully_async"
 
 
 @dataclass
-class Detected:
-    version: str = ""
-    mode: str = ""
+class SlimeDetected(Detected):
+    """The release and loop, with the placement and weight-push interval, each with its evidence."""
+
     placement: str = ""
     update_weights_interval: int = 1
-    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def detect_version(c: Collected) -> tuple[str, str]:
@@ -32,9 +33,9 @@ def detect_version(c: Collected) -> tuple[str, str]:
     return "", "no console call sites to date the run"
 
 
-def detect_mode(c: Collected) -> Detected:
+def detect_mode(c: Collected) -> SlimeDetected:
     """Loop and placement from the launch argv or Megatron's argument printout, else from the logs' shape."""
-    d = Detected()
+    d = SlimeDetected()
     d.version, d.evidence["version"] = detect_version(c)
     a = c.args
     interval = a.update_weights_interval or 1

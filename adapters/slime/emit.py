@@ -9,7 +9,7 @@ from collections import defaultdict
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime import trainer as T
 from benchbed.adapters.slime.collect import Collected, clock_shift
-from benchbed.adapters.slime.detect import Detected
+from benchbed.adapters.slime.detect import SlimeDetected
 from benchbed.adapters.slime.dumps import DumpSample
 from benchbed.adapters.slime.sandbox import abort_failure
 
@@ -28,7 +28,7 @@ _SANDBOX_SPAN_WORDS = {
 }
 
 
-def build_trace(c: Collected, d: Detected) -> Trace:
+def build_trace(c: Collected, d: SlimeDetected) -> Trace:
     b = TraceBuilder()
     warnings = list(c.warnings)
     steps, ends = trainer_steps(c, warnings)
@@ -224,7 +224,7 @@ def _num(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def emit_dumps(b: TraceBuilder, c: Collected, d: Detected, origin: float) -> None:
+def emit_dumps(b: TraceBuilder, c: Collected, d: SlimeDetected, origin: float) -> None:
     """One rollout row per dumped sample, one rollout.group row per group, sandbox spans from sample traces."""
     interval = d.update_weights_interval
     starts_from_logs = bool(c.sandbox)  # log lines also see failed attempts, which never reach a dump

@@ -10,6 +10,8 @@ from typing import Any
 
 from benchbed.adapters.verl.keymap import known_versions, nearest_version
 
+from benchbed.adapterkit.detection import Detected
+
 MODES = ("v1_sync", "v1_colocate_async", "v1_separate_async", "v1", "v0", "fully_async", "one_step_off")
 # Ray actor that runs the trainer (its name prefixes every console line) -> mode family
 ACTOR_MODES = {
@@ -26,14 +28,11 @@ _REQ_LINE = re.compile(r"(?im)^verl\s*==\s*([0-9][\w.+-]*)\s*$")
 
 
 @dataclass
-class Detected:
-    """What was found, and how: each field's source is kept so warnings can say why."""
+class VerlDetected(Detected):
+    """The release and mode (evidence["version"], evidence["mode"] say how each was found) and the key-map release
+    the run is read with."""
 
-    version: str
-    version_source: str
-    keymap: str
-    mode: str
-    mode_source: str
+    keymap: str = ""
 
 
 def mode_from_config(cfg: dict[str, Any]) -> str | None:
@@ -114,7 +113,7 @@ def detect(
     explicit_version: tuple[str, str] | None,
     plan_mode: str | None,
     warnings: list[str],
-) -> Detected:
+) -> VerlDetected:
     """Version and mode with their sources; warnings say what was guessed and what it means."""
     keys = list(keys)
     if explicit_version:
@@ -159,4 +158,4 @@ def detect(
             "V1 trainer, but trainer.v1.trainer_mode is not recorded (no printed config); "
             "read with the sync rules, which V1's async modes share"
         )
-    return Detected(version, source, keymap, mode, mode_source)
+    return VerlDetected(version, mode, {"version": source, "mode": mode_source}, keymap=keymap)

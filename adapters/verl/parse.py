@@ -188,7 +188,7 @@ def build_trace(inp: Inputs) -> Trace:
     if stopped_early:
         warnings.append(f"the run stopped at step {summary.last_step} of trainer.total_training_steps={total}")
     extra: dict[str, Any] = {
-        "keymap": det.keymap, "version_source": det.version_source, "mode_source": det.mode_source,
+        "keymap": det.keymap, "version_source": det.evidence["version"], "mode_source": det.evidence["mode"],
         "segments": summary.segments, "steps": summary.steps, **inp.extra,
     }  # fmt: skip
     if det.mode == "fully_async":

@@ -8,4 +8,7 @@
 - `rows`: fast bulk appends of event rows through `TraceBuilder`.
 - `handoff`: the one file (name and schema) that render leaves for parse.
 - `keymaps`: key maps as data (native key, canonical key, unit, first/last release), one loader for every framework.
+- `detection`: `Detected`, the release and trainer mode a parser found in a run, with the evidence for each.
+- `histories`: tracker histories (W&B, MLflow, TensorBoard, metrics JSONL) read into one frame.
+- `history_trace`: a history -> the canonical trace through a key map, the whole parse of a history-based adapter.
 """

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from benchbed.errors import OutputError, StoreError
+from benchbed.liveness import pid_alive
 from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import open_output, write_output
 from benchbed.record import FORMAT_VERSION, RunRecord
@@ -248,7 +249,7 @@ class Catalog:
             index.add([self._read_row(rel)])
         else:
             index.drop({rel})
-        if note.get("host") == socket.gethostname() and not _alive(int(note.get("pid", 0))):
+        if note.get("host") == socket.gethostname() and not pid_alive(int(note.get("pid", 0))):
             with contextlib.suppress(OSError):
                 marker.unlink()
         return True
@@ -332,15 +333,3 @@ def _subdirs(folder: Path) -> list[os.DirEntry[str]]:
 def _run_names(spec_dir: Path) -> list[str]:
     """Run directories holding a record (a directory claimed but not yet written is not a run yet)."""
     return [e.name for e in _subdirs(spec_dir) if os.path.exists(os.path.join(e.path, RECORD_FILENAME))]
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -5,6 +5,7 @@ and `time/save_ckpt` with different meanings (trainer loop body vs. orchestrator
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,18 @@ def _float(value: Any) -> float | None:
 
 def read_metrics_file(path: Path, data: RunData) -> None:
     """Fill data.trainer and data.orchestrator from one metrics.jsonl; raise NotThisFrameworkError if no row is ours."""
+    lines = JsonLines(path, data.warnings, loads_finite, finite=True)
+    read_metric_rows(((f"{path}:{lineno}", row) for lineno, row in lines), data, str(path))
+
+
+def read_metric_rows(rows: Iterable[tuple[str, dict[str, Any]]], data: RunData, source: str) -> None:
+    """Fill data.trainer and data.orchestrator from (where, row) pairs, each row as the monitors log it
+    (`step`, `time` and the metrics); raise NotThisFrameworkError if no row is ours."""
     roles: dict[str, int] = {}
     first_keys: list[str] = []
     n_rows = 0
     trainer_native: dict[int, dict[str, float]] = {}
-    for lineno, row in JsonLines(path, data.warnings, loads_finite, finite=True):
+    for where, row in rows:
         n_rows += 1
         if not first_keys:
             first_keys = sorted(row)[:8]
@@ -62,9 +70,8 @@ def read_metrics_file(path: Path, data: RunData) -> None:
         roles[role] = roles.get(role, 0) + 1
         step = row.get("step")
         if role and (isinstance(step, bool) or not isinstance(step, int)):
-            data.warnings.append(f"{path}:{lineno}: skipped {role} row without an integer 'step'")
+            data.warnings.append(f"{where}: skipped {role} row without an integer 'step'")
             continue
-        where = f"{path}:{lineno}"
         if role == "trainer-time":
             _add_trainer_row(row, step, where, data)
         elif role == "trainer":
@@ -75,16 +82,16 @@ def read_metrics_file(path: Path, data: RunData) -> None:
     if not (roles.get("trainer-time") or roles.get("trainer") or roles.get("orchestrator") or roles.get("eval")):
         detail = f"first row keys {first_keys}" if first_keys else "no JSON rows"
         raise NotThisFrameworkError(
-            f"not a prime-rl run: {path} has {n_rows} row(s) but none with prime-rl trainer keys "
+            f"not a prime-rl run: {source} has {n_rows} row(s) but none with prime-rl trainer keys "
             f"({', '.join(list(TRAINER_TIMERS)[:2])}) or orchestrator keys (time/wait_for_policy, off_policy/*, "
             f"progress/*); {detail}"
         )
     if roles.get(""):
-        data.warnings.append(f"{path}: {roles['']} row(s) matched neither trainer nor orchestrator keys; ignored")
+        data.warnings.append(f"{source}: {roles['']} row(s) matched neither trainer nor orchestrator keys; ignored")
     for step, native in trainer_native.items():
         if step in data.trainer:
             data.trainer[step].native.update(native)
-    data.sources.append(str(path))
+    data.sources.append(source)
 
 
 def _add_trainer_row(row: dict[str, Any], step: int, where: str, data: RunData) -> None:

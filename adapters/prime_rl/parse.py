@@ -175,7 +175,6 @@ def _log_clock_offset(data: RunData) -> float:
 
 def _read_configs(run_dir: Path, warnings: list[str]) -> dict[str, Any]:
     """Settings from the resolved configs prime-rl writes (configs/*.json), else benchbed's hand-off file."""
-    out: dict[str, Any] = {}
     orch: dict[str, Any] = {}
     rl: dict[str, Any] = {}
     for name in ("orchestrator.json", "rl.json"):
@@ -194,6 +193,12 @@ def _read_configs(run_dir: Path, warnings: list[str]) -> dict[str, Any]:
     if handoff is not None:  # rendered by benchbed, configs not written yet (the run died early)
         orch = {"batch_size": handoff.samples_per_step, "group_size": handoff.group_size}
         orch |= {k: handoff.get(k) for k in ("max_off_policy_steps", "max_steps")}
+    return config_settings(orch, rl)
+
+
+def config_settings(orch: dict[str, Any], rl: dict[str, Any]) -> dict[str, Any]:
+    """The settings the trace uses, from the orchestrator's config and the `rl` launcher's (either may be empty)."""
+    out: dict[str, Any] = {}
     for key in (
         "batch_size",
         "group_size",

@@ -20,6 +20,8 @@ class SlimeAdapter(FrameworkAdapter):
     renderer = ".render:render"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    history_parser = ".history:parse_history"
+    history_kinds = ("wandb", "wandb-cloud")  # the trackers it logs to (W&B); its own files go to `parser`
     keymap = "keymap.toml"
 
 

@@ -127,7 +127,7 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
     for path, entries in _read_each(c, files, scalar_dicts, "TensorBoard event file", skip=(Exception,)):
         for entry in entries:
             _, other = split_axes(entry)  # train/* scalars sit on the train/step axis; not joined to rollouts
-            entry.step = _rollout_id_of(c, entry.step)
+            entry.step = rollout_id_of(c, entry.step)
             origin = f"{path} (step {entry.step})"
             if any(k in other for k in M.TRAINER_PERF_MARKERS):
                 perf = {k: v for k, v in other.items() if k.startswith("perf/")}
@@ -148,7 +148,7 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
             c.saw(p.ts)
 
 
-def _rollout_id_of(c: Collected, tb_step: int) -> int:
+def rollout_id_of(c: Collected, tb_step: int) -> int:
     """slime logs rollout-side scalars at step rollout_id, or, with --wandb-always-use-train-step, at
     rollout_id * rollout_batch_size * n_samples_per_prompt // global_batch_size (metric_utils.compute_rollout_step)."""
     a = c.args

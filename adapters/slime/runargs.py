@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -105,4 +106,20 @@ def from_megatron_block(values: dict[str, str], source: str) -> RunArgs:
         raw = values.get(key)
         if raw is not None and raw != "None":
             setattr(args, key, raw)
+    return args
+
+
+def from_config(values: dict[str, Any], source: str) -> RunArgs:
+    """Read slime's arguments as its W&B run's config holds them (slime logs `args.__dict__`: typed values)."""
+    args = RunArgs(sources=[source])
+    for key in _INT:
+        value = values.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(args, key, value)
+    for key in _BOOL:
+        if isinstance(values.get(key), bool):
+            setattr(args, key, values[key])
+    for key in _STR:
+        if isinstance(values.get(key), str):
+            setattr(args, key, values[key])
     return args

@@ -23,7 +23,16 @@ from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
 from benchbed.metrics.registry import headline_metrics, listed_columns
-from benchbed.pipeline import RunOutcome, execute, find_runs, ingest, ingest_history, preflight, render
+from benchbed.pipeline import (
+    RunOutcome,
+    execute,
+    find_runs,
+    ingest,
+    ingest_history,
+    preflight,
+    refuse_summary,
+    render,
+)
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.shell import comment, exports, heredoc
@@ -193,6 +202,8 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     from benchbed.adapterkit.histories.locate import TRACKERS
 
     table = resources_table(**resources)
+    if "://" not in location:
+        refuse_summary(Path(location), whole=True)  # before any reader: a summary is no history and no run
     kind = history_kind(location)
     if kind in TRACKERS:
         with history_progress(f"reading {kind} history") as progress:

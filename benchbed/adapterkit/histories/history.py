@@ -68,6 +68,7 @@ class History:
     files: list[Path] = field(default_factory=list)  # local files read (copied into the store by ingest)
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # the history was cut short (damaged file); rows before the damage are kept
+    started: float = math.nan  # epoch seconds at which the run started, where the tracker records it
 
     @property
     def keys(self) -> list[str]:

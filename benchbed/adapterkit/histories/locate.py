@@ -89,8 +89,9 @@ def _open_wandb(path: Path) -> History:
     if found is None:
         runs = run_dirs_under(path)
         if len(runs) > 1:
-            shown = ", ".join(p.name for p in runs[:5]) + (" ..." if len(runs) > 5 else "")
-            raise HistoryError(f"{path}: holds {len(runs)} W&B runs; pass one run directory: {shown}")
+            from benchbed.adapterkit.histories.wandb_job import read_wandb_job
+
+            return read_wandb_job(path, runs)
         found = find_wandb_file(runs[0])
     assert found is not None
     return read_wandb_file(found)

@@ -130,8 +130,10 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 
 
-def read_wandb_file(wandb_file: Path, uri: str | None = None) -> History:
-    """A W&B run's history (one row per history record: `_step`, `_timestamp`) with its config and summary."""
+def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool = False) -> History:
+    """A W&B run's history (one row per history record: `_step`, `_timestamp`) with its config and summary; the step
+    is the run's own step key where it defined one for every key (`define_metric("*", step_metric=KEY)`).
+    `allow_empty` keeps a run without history rows (one process of a job that only set the config)."""
     record_type = _record_type()
     warnings: list[str] = []
     entries, damaged = chunks(wandb_file.read_bytes(), wandb_file, warnings)
@@ -140,6 +142,8 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None) -> History:
     config: dict[str, Any] = {}
     summaries: list[bytes] = []
     run: dict[str, str] = {}
+    step_key = "_step"
+    started = math.nan
     skipped = 0
     record = record_type()
     for raw in entries:
@@ -156,7 +160,10 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None) -> History:
         elif kind == "run":
             r = record.run
             run = {"run_id": r.run_id, "project": r.project, "name": r.display_name}
+            started = r.start_time.seconds + r.start_time.nanos / 1e9 if r.HasField("start_time") else math.nan
             _apply(config, r.config.update)
+        elif kind == "metric" and record.metric.glob_name == "*" and record.metric.step_metric:
+            step_key = record.metric.step_metric
         elif kind == "config":
             _apply(config, record.config.update)
         elif kind == "summary":
@@ -175,22 +182,24 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None) -> History:
         source=HistorySource(
             "wandb", run_id, uri or str(wandb_file.resolve()), project=run.get("project", ""), name=run.get("name", "")
         ),
-        frame=_frame(row_keys, row_values),
+        frame=_frame(row_keys, row_values, step_key),
         config=config,
         summary={k: v for k, v in summary.items() if not k.startswith("_")},
         packages=_requirements(run_dir / "files" / "requirements.txt"),
         files=[p for p in sorted(run_dir.rglob("*")) if p.is_file()] if in_run_dir else [wandb_file],
         warnings=warnings,
         partial=damaged is not None,
+        started=started,
     )
-    if not row_keys and damaged is None:
+    if not row_keys and damaged is None and not allow_empty:
         raise HistoryError(no_rows_message(str(wandb_file), history.summary))
     return history
 
 
-def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]]) -> Any:
+def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]], step_key: str = "_step") -> Any:
     """The history frame, one matrix filled row by row (wandb writes each row's keys in its own order);
-    `_step` and `_timestamp` become `step` and `wall_time`; other `_` keys and non-numbers are left out."""
+    `step_key` (`_step` unless the run named its own) and `_timestamp` become `step` and `wall_time`; other `_` keys
+    and non-numbers are left out."""
     n = len(row_keys)
     index: dict[str, int] = {}
     for keys in dict.fromkeys(row_keys):
@@ -204,10 +213,11 @@ def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]]) -> Any:
             row = np.asarray([_number(v) for v in values], dtype=float)
         matrix[i, [index[k] for k in keys]] = row
     columns = {k: matrix[:, j] for k, j in index.items()}
-    step = columns.pop("_step", None)
+    counter = columns.get("_step", np.arange(n, dtype=float))
+    step = columns.pop(step_key, counter)  # a row without the run's own step key keeps wandb's counter
     wall = columns.pop("_timestamp", np.full(n, np.nan))
     kept = {k: v for k, v in columns.items() if not k.startswith("_") and not np.isnan(v).all()}
-    steps = np.arange(n) if step is None else np.where(np.isnan(step), np.arange(n), step).astype(np.int64)
+    steps = np.where(np.isnan(step), np.where(np.isnan(counter), np.arange(n), counter), step).astype(np.int64)
     return frame_from_columns(steps, wall, kept)
 
 

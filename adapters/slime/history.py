@@ -1,0 +1,60 @@
+"""A tracker's history of a slime run (its W&B runs: the rollout manager's and the trainer's, which resume the
+driver's run id) -> the trace, through the same per-rollout dicts as the console log: each history row is one
+`logging_utils.log` call, on slime's own step axes (`rollout/step`, `train/step`, `eval/step`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchbed.adapters.slime import keymap as M
+from benchbed.adapters.slime.collect import Collected, rollout_id_of
+from benchbed.adapters.slime.detect import detect_mode
+from benchbed.adapters.slime.emit import build_trace
+from benchbed.adapters.slime.runargs import from_config
+from benchbed.adapters.slime.trainer import Perf
+
+from benchbed.adapterkit.histories import History
+from benchbed.adapterkit.histories.history import PART
+from benchbed.errors import NotThisFrameworkError
+from benchbed.trace import Trace
+
+ROLLOUT_STEP, TRAIN_STEP, EVAL_STEP = "rollout/step", "train/step", "eval/step"
+
+
+def parse_history(history: History) -> Trace:
+    """Rows are read per process (run), in the order that process logged them: a trainer `perf` dict takes the
+    `train/*` rows logged before it, as in the console log. Wall times are the tracker's (epoch) clock; the run
+    starts when the tracker says it did."""
+    uri = history.source.uri
+    c = Collected(warnings=list(history.warnings), partial=history.partial, sources=[uri])
+    c.args = from_config(history.config, f"{uri} (W&B run config)")
+    c.saw(history.started)  # the driver's wandb.init, right after slime parsed its arguments (the console's first line)
+    parts = history.frame[PART].to_numpy() if PART in history.frame else None
+    pending: dict[Any, list[dict[str, float]]] = {}
+    for i, (step, wall, values) in enumerate(history.rows()):
+        part = None if parts is None else parts[i]
+        where = f"{uri} ({part} step {step})" if part is not None else f"{uri} (step {step})"
+        ts = float("nan") if wall is None else wall
+        if TRAIN_STEP in values:
+            pending.setdefault(part, []).append(values)
+        elif EVAL_STEP in values:
+            c.other_dicts[("eval", int(values.pop(EVAL_STEP)))] = values
+        elif ROLLOUT_STEP in values:
+            rid = rollout_id_of(c, int(values.pop(ROLLOUT_STEP)))
+            if any(k in values for k in M.TRAINER_PERF_MARKERS):
+                c.trainer_perf[rid] = Perf(values, ts, where, "epoch")
+                c.train_steps[rid] = pending.pop(part, [])
+                c.saw(ts)
+            elif any(k in values for k in M.ROLLOUT_PERF_MARKERS):
+                c.rollout_perf[rid] = Perf(values, ts, where, "epoch")
+                c.saw(ts)
+            else:
+                c.trainer_rollout[rid] = values
+    if not (c.trainer_perf or c.rollout_perf):
+        raise NotThisFrameworkError(
+            f"not a slime history: {uri}: no row on slime's `rollout/step` axis carries its trainer "
+            f"({', '.join(M.TRAINER_PERF_MARKERS)}) or rollout manager ({', '.join(M.ROLLOUT_PERF_MARKERS)}) keys"
+        )
+    trace = build_trace(c, detect_mode(c))
+    trace.meta.extra["history"] = history.source.as_dict()
+    return trace.validate()

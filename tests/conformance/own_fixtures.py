@@ -20,6 +20,7 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
     "trl": ("trl/*",),  # made by `benchbed run experiments/trl-grpo-cpu.toml`; logs and W&B debug files left out
     "nemo_rl": ("nemo_rl/*-steps",),  # made by make_fixtures.py beside them (a real SummaryWriter; README.md there)
+    "skyrl": ("skyrl/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md there)
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

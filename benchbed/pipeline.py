@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
+from benchbed.adapterkit.wandb_summary import summary_keys, summary_message
 from benchbed.errors import AdapterError, BenchbedError, RunFailedError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
@@ -256,12 +257,16 @@ def ingest(
         spec_data["resources"] = resources
     spec_id = f"ingest-{path.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
+    refuse_summary(path, whole=True)  # a pasted W&B summary is no adapter's to read, however lenient its parser
     trace: Trace | None = None
     try:
         trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
     except RunFailedError as exc:  # the framework's log of a run that died before its first step: a failed run
         record.adapter.framework = exc.framework
         record.error = ErrorInfo(message=redact(str(exc)), log_tail=redact(exc.log_tail))
+    except AdapterError:
+        refuse_summary(path)  # a log the adapter cannot read that ends in wandb's summary block: say so
+        raise
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
         record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
@@ -271,6 +276,14 @@ def ingest(
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return RunOutcome(run_dir, record, trace)
+
+
+def refuse_summary(path: Path, whole: bool = False) -> None:
+    """Refuse a W&B run summary (wandb-summary.json, or wandb's printed `Run summary:` block) with one line that
+    says what it is and whose keys it holds: final values only, no per-step history to measure."""
+    keys = summary_keys(Path(path), whole=whole)
+    if keys is not None:
+        raise AdapterError(summary_message(Path(path), keys, recognising_adapters(keys)))
 
 
 def recognising_adapters(keys: list[str]) -> list[str]:

@@ -1,0 +1,175 @@
+"""The AReaL adapter: its trial folder (written by AReaL's own tracers, tests/fixtures/areal/README.md) reads to the
+figures computed by hand from the scenario; its stats history alone reads through the key map; a damaged trace
+line is named by file and line; the rendered areal.yaml holds only fields of AReaL's GRPOConfig."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchbed.adapter import get_adapter
+from benchbed.adapterkit.histories import open_history
+from benchbed.errors import NotThisFrameworkError, SpecError
+from benchbed.metrics import compute_metrics
+from benchbed.spec import build_spec, load_spec
+
+ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = ROOT / "tests" / "fixtures" / "areal"
+RUN = FIXTURES / "grpo-async-6x8"
+ADAPTER = get_adapter("areal")
+US = 1e-6  # AReaL's perf tracer clamps a 0 s scope to 1 µs: the four empty scopes of a step and a ready batch
+
+
+def test_the_package_is_a_key_map_plus_165_lines_and_its_own_parsing() -> None:
+    """The options, renderer, run marker and parse entry points; spans.py is the perf-trace/session parsing."""
+    package = ROOT / "adapters" / "areal"
+    lines = {p.name: len(p.read_text().splitlines()) for p in package.glob("*.py")}
+    assert (package / "keymap.toml").is_file()
+    assert sum(n for name, n in lines.items() if name != "spans.py") <= 165 and lines["spans.py"] <= 120
+
+
+def _metrics(trace, warmup: int) -> dict[str, float]:
+    return {k: v.value for k, v in compute_metrics(trace, warmup_steps=warmup).items()}
+
+
+def test_the_trial_folder_reads_to_the_hand_computed_figures() -> None:
+    """Waves of 2 prompts x 4 samples take 4 s (3.5 generate + 0.5 reward); a step is 6 s of scopes after its
+    wait; wave k needs version k - 1. Steps [0,10] (wait 4), [10,16], ..., [34,40]; waves [0,4] v0, [4,8] v0,
+    [9.5,13.5] v1, [15.5,19.5] v2, [21.5,25.5] v3, [27.5,31.5] v4; step k+1 trains wave k at version k."""
+    trace = ADAPTER.parse(RUN).validate()
+    assert (trace.meta.concurrency, trace.meta.samples_per_step, trace.meta.group_size) == (8, 8, 4)
+    assert trace.meta.warnings == [] and not trace.meta.partial
+    steps = trace.of("trainer.step")
+    assert list(zip(steps["t0"], steps["t1"], strict=True)) == [(0, 10), (10, 16), (16, 22), (22, 28), (28, 34),
+                                                                  (34, 40)]  # fmt: skip
+    rollouts = trace.of("rollout")
+    assert len(rollouts) == 48 and set(rollouts["status"]) == {"ok"}
+    waves = rollouts.groupby("step").agg(t0=("t0", "min"), t1=("t1", "max"), v=("v_start", "max"), n=("t0", "size"))
+    assert waves.to_dict("list") == {"t0": [0, 4, 9.5, 15.5, 21.5, 27.5], "t1": [4, 8, 13.5, 19.5, 25.5, 31.5],
+                                     "v": [0, 0, 1, 2, 3, 4], "n": [8] * 6}  # fmt: skip
+    whole = _metrics(trace, 0)
+    assert whole["trainer_idle_ratio"] == pytest.approx((4 + 5 * US) / 40)
+    assert whole["trainer_weight_sync_ratio"] == pytest.approx(6 / 40)
+    assert whole["generator_utilization"] == pytest.approx(6 * 4 * 8 / (8 * 40))
+    assert whole["staleness_mean"] == pytest.approx(40 / 48) and whole["staleness_max"] == 1
+    assert whole["framework_token_staleness_mean"] == pytest.approx(5 / 6)  # AReaL's per-step figures 0,1,1,1,1,1
+    steady = _metrics(trace, 1)  # steps 2-6: [10, 40]
+    assert steady["trainer_idle_ratio"] == pytest.approx(5 * US / 30)
+    assert steady["generator_utilization"] == pytest.approx((3.5 + 3 * 4) * 8 / (8 * 30))  # wave 2 from 10 s, waves 3-5
+    assert steady["staleness_mean"] == steady["framework_token_staleness_mean"] == steady["staleness_max"] == 1
+    # AReaL counts accepted tasks (prompts, a group each) between two commits: kept native, not samples.accepted
+    accepted = trace.of("native.areal.rollout/accepted__count").sort_values("step")
+    assert list(accepted["step"]) == [1, 2, 3, 4, 5] and list(accepted["value"]) == [4, 2, 2, 2, 2]
+
+
+def test_the_stats_history_alone_reads_through_the_key_map() -> None:
+    """AReaL logs no step total: the step is the sum of its timeperf/* scopes (log_stats, untimed, is left out)."""
+    trace = ADAPTER.parse_history(open_history(RUN / "tensorboard")).validate()
+    steps = trace.of("trainer.step").sort_values("step")
+    assert list(steps["step"]) == [1, 2, 3, 4, 5, 6]
+    assert list(steps["value"]) == pytest.approx([9.5 + 4 * US] + [5.5 + 5 * US] * 5)
+    metrics = _metrics(trace, 0)
+    assert metrics["trainer_idle_ratio"] == pytest.approx((4 + 5 * US) / (9.5 + 5 * 5.5 + 29 * US))
+    assert metrics["framework_token_staleness_step_max"] == pytest.approx(5 / 6)
+    assert "native.areal.timeperf/rollout__count" in set(trace.events["key"])
+
+
+def _rows(trace) -> list[tuple[str, int, float]]:
+    return sorted((str(k), int(s), round(float(v), 5)) for k, s, v in trace.events[["key", "step", "value"]].values)
+
+
+def test_the_same_stats_in_wandb_read_as_in_tensorboard() -> None:
+    """wandb's offline run (AReaL's StatsLogger logs each step to both) gives the TensorBoard history's rows, and
+    records the AReaL release from the run's requirements."""
+    (run,) = (RUN / "wandb").glob("offline-run-*")
+    wandb = ADAPTER.parse(run)
+    assert _rows(wandb) == _rows(ADAPTER.parse(RUN / "tensorboard"))
+    assert wandb.meta.framework_version == "1.0.4" and wandb.meta.extra["history"]["tracker"] == "wandb"
+
+
+@pytest.mark.slow
+def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
+    """Opt-in: needs AReaL importable (tests/fixtures/areal/README.md says how; it cannot join the venv, whose torch
+    is newer than AReaL pins). The traces, sessions and config byte for byte; the histories by their rows."""
+    pytest.importorskip("areal.utils.perf_tracer", reason="AReaL is not importable (tests/fixtures/areal/README.md)")
+    spec = importlib.util.spec_from_file_location("areal_make_fixtures", FIXTURES / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    generator.main(tmp_path / "run")
+    for name in ("perf_tracer/traces-r0.jsonl", "session_tracer/sessions-r0.jsonl", "config.yaml"):
+        assert (tmp_path / "run" / name).read_bytes() == (RUN / name).read_bytes(), name
+    assert (tmp_path / "grpo_config_fields.json").read_bytes() == (FIXTURES / "grpo_config_fields.json").read_bytes()
+    for history in ("tensorboard", "wandb"):
+        (mine,) = (tmp_path / "run").glob(f"{history}/*") if history == "wandb" else [tmp_path / "run" / history]
+        (theirs,) = RUN.glob(f"{history}/*") if history == "wandb" else [RUN / history]
+        assert _rows(ADAPTER.parse(mine)) == _rows(ADAPTER.parse(theirs)), history
+
+
+def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> None:
+    run = tmp_path / "trial0"
+    shutil.copytree(RUN, run)
+    traces = run / "perf_tracer" / "traces-r0.jsonl"
+    lines = traces.read_text().splitlines(keepends=True)
+    lines[5] = lines[5][:40] + "\n"
+    traces.write_text("".join(lines) + lines[-1][:30])
+    trace = ADAPTER.parse(run)
+    assert trace.meta.partial
+    assert any(w.startswith(f"{traces}:6: skipped line that is not JSON") for w in trace.meta.warnings)
+    assert any(w.startswith(f"{traces}:{len(lines) + 1}: skipped truncated last line") for w in trace.meta.warnings)
+    assert len(trace.of("trainer.step")) == 6
+
+
+def test_another_frameworks_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(NotThisFrameworkError):
+        ADAPTER.parse(tmp_path)
+    (tmp_path / "perf_tracer").mkdir()
+    (tmp_path / "perf_tracer" / "traces-r0.jsonl").write_text('{"name": "step", "ph": "X", "ts": 0, "dur": 5}\n')
+    with pytest.raises(NotThisFrameworkError, match="no train.. spans"):
+        ADAPTER.parse(tmp_path)
+
+
+def _paths(tree: dict, prefix: str = "") -> set[str]:
+    out = set()
+    for key, value in tree.items():
+        out.add(prefix + key)
+        if isinstance(value, dict) and value:
+            out |= _paths(value, f"{prefix}{key}.")
+    return out
+
+
+def test_the_rendered_config_holds_only_grpo_config_fields(tmp_path: Path) -> None:
+    """grpo_config_fields.json is GRPOConfig's field tree, written by the fixture generator from AReaL's class
+    (the rendered compare spec was also loaded by AReaL's own OmegaConf.structured(GRPOConfig): README.md)."""
+    spec = load_spec(ROOT / "experiments" / "compare" / "areal.toml")
+    plan = ADAPTER.render(spec, tmp_path)
+    assert plan.argv == ["python3", "-m", "areal.infra.launcher.slurm", "examples/math/gsm8k_rl.py", "--config",
+                         "areal.yaml"]  # fmt: skip
+    config = yaml.safe_load(plan.files["areal.yaml"])
+    known = _paths(json.loads((FIXTURES / "grpo_config_fields.json").read_text()))
+    assert _paths(config) - known == set()
+    assert config["rollout"]["max_head_offpolicyness"] == 1 and config["rollout"]["consumer_batch_size"] == 64
+    assert (config["rollout"]["backend"], config["actor"]["backend"]) == ("sglang:d16p1t1", "megatron:d16p1t1")
+    assert config["gconfig"]["n_samples"] == 8 and config["cluster"]["n_nodes"] == 4
+
+
+def test_a_run_it_renders_reads_back_as_its_own(tmp_path: Path) -> None:
+    """The rendered fileroot puts AReaL's trial folder under the run directory, where find_runs looks."""
+    spec = build_spec({"name": "a", "adapter": "areal", "workload": {"steps": 6, "max_staleness": 2},
+                       "resources": {"trainer_gpus": 8, "generator_gpus": 8}, "areal": {}})  # fmt: skip
+    config = yaml.safe_load(ADAPTER.render(spec, tmp_path).files["areal.yaml"])
+    assert config["rollout"]["max_head_offpolicyness"] == 2
+    trial = Path(config["perf_tracer"]["fileroot"], "logs", "someone", "benchbed", "trial0")
+    shutil.copytree(RUN, trial)
+    assert ADAPTER.find_runs(tmp_path) == [trial]
+
+
+def test_colocated_resources_are_refused(tmp_path: Path) -> None:
+    spec = build_spec({"name": "a", "adapter": "areal", "resources": {"colocated": True}, "areal": {}})
+    with pytest.raises(SpecError, match="colocated = false"):
+        ADAPTER.render(spec, tmp_path)

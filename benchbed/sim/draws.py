@@ -31,6 +31,14 @@ class Draws:
         self._pos += n
         return out
 
+    def take_one(self) -> float:
+        """The next number: take(1)[0] without the list (refills at the same moment, so the stream is the same)."""
+        if self._pos == len(self._buffer):
+            self._buffer = self._draw_block(_BLOCK).tolist()
+            self._pos = 0
+        self._pos += 1
+        return self._buffer[self._pos - 1]
+
 
 def latency_draws(latency: Latency, rng: np.random.Generator) -> Draws:
     """Seconds per sample of the configured latency distribution."""

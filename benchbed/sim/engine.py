@@ -254,7 +254,7 @@ class Simulation:
             self._grow()
         self.g_t0.append(now)
         self.g_v_start.append(self.batch_version if self.batch_versions else self.gen_version)
-        self.g_pass.append(self.pass_rates.take(1)[0])
+        self.g_pass.append(self.pass_rates.take_one())
         self.s_uniform.extend(self.uniforms.take(G))
         first = group * G
         if self.extras:
@@ -364,10 +364,11 @@ class Simulation:
         until, blocked = self.trainer_event_t, self.blocked
         stamp = self.batch_version if batch_versions else self.gen_version
         finished = 0
-        while heap[0][0] < until:  # the heap's sentinel (inf) ends the loop when no sample is running
-            now, sample = pop(heap)
-            if partial and now != s_end[sample]:
-                continue  # the segment was aborted; its event is stale
+        now, sample = pop(heap)
+        while now < until:  # the heap's sentinel (inf) ends the loop when no sample is running
+            if partial and now != s_end[sample]:  # the segment was aborted; its event is stale
+                now, sample = pop(heap)
+                continue
             s_t1[sample] = now
             s_v_end[sample] = stamp
             free_slots.append(s_slot[sample])
@@ -375,18 +376,18 @@ class Simulation:
             group = sample // G
             left = remaining[group] - 1
             remaining[group] = left
-            done = not left
             more = (not blocked and len(free_slots) >= G) or buffered
-            if done or more:
+            if more or not left:
                 self.now, self.finished, finished = now, self.finished + finished, 0
-                if done:
+                if not left:
                     self.on_group_done(now, group)
                 if more or self.buffered or (len(free_slots) >= G and not self.blocked):
                     self.dispatch(now)
                 until, blocked = self.trainer_event_t, self.blocked
                 stamp = self.batch_version if batch_versions else self.gen_version
-        if finished:
-            self.now, self.finished = now, self.finished + finished
+            now, sample = pop(heap)
+        heapq.heappush(heap, (now, sample))  # the first event at or after `until` stays pending
+        self.finished += finished
 
     def reward_std(self, group: int) -> float:
         """Standard deviation of the group's binary rewards (0: every sample passed or every one failed)."""

@@ -40,12 +40,12 @@ class SandboxStarts:
                 if len(starting) >= sandbox.max_starting:
                     created = max(created, heapq.heappop(starting))
             deadline = t + sandbox.start_timeout_s
-            ready = created + self.start_s.take(1)[0]
+            ready = created + self.start_s.take_one()
             if sandbox.account_limit is not None and live >= sandbox.account_limit:
                 status, end = 2, deadline  # no capacity: the start hangs until the timeout (init dead)
             elif ready > deadline:
                 status, end = 1, deadline
-            elif sandbox.fail_p > 0 and self.uniforms.take(1)[0] < sandbox.fail_p:
+            elif sandbox.fail_p > 0 and self.uniforms.take_one() < sandbox.fail_p:
                 status, end = 3, ready
             else:
                 status, end = 0, ready

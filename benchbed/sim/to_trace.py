@@ -64,7 +64,7 @@ class _Blocks:
                 data[col] = self._attrs()
             else:
                 data[col] = self.column(col, np.float64 if col in ("t0", "t1", "value") else np.int64, _DEFAULTS[col])
-        return pd.DataFrame(data)
+        return pd.DataFrame(data, copy=False)  # one block per column: no copy into 2-D blocks
 
     def _attrs(self) -> pd.api.extensions.ExtensionArray:
         parts = [cols.get("attrs") for _, cols in self.blocks]
@@ -74,18 +74,23 @@ class _Blocks:
 
 
 def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """Integer ids as strings, "" where -1."""
-    ids = pa.array(values)
-    strings = pc.if_else(pc.less(ids, 0), pa.scalar("", pa.large_string()), pc.cast(ids, pa.large_string()))
+    """Integer ids as strings, "" where -1: each id 0..max is formatted once, then gathered (a group id repeats once
+    per sample and once for the group's own event)."""
+    names = pc.cast(pa.array(np.arange(int(values.max(initial=-1)) + 1)), pa.large_string())
+    strings = pa.concat_arrays([pa.array([""], pa.large_string()), names]).take(pa.array(values + 1))
     return pd.array(strings, dtype="str")
 
 
 def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
-    n = len(out.sample_t1)
-    group = np.arange(n) // params.group_size
+    n, G = len(out.sample_t1), params.group_size
+    group = np.repeat(np.arange(n // G), G)  # the samples of group g are g*G .. g*G + G-1
+
+    def per_sample(group_values: np.ndarray) -> np.ndarray:
+        return np.repeat(group_values, G)
+
     in_flight = np.isnan(out.sample_t1)
-    status = np.where(in_flight, ABORTED, out.group_status[group]).astype(np.int8)
-    v_train = out.group_v_train[group]
+    status = np.where(in_flight, ABORTED, per_sample(out.group_status)).astype(np.int8)
+    v_train = per_sample(out.group_v_train)
     extra: dict[str, object] = {}
     if out.sample_response_tokens is not None:
         extra["response_tokens"] = out.sample_response_tokens
@@ -98,13 +103,13 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
         n, K.ROLLOUT, "span",
         actor=out.sample_slot + 3,  # slot i is actor "slot/i", after "trainer", "generator" and "sandboxes"
         status=status,
-        step=np.where(status == OK, np.where(v_train >= 0, v_train + 1, -1), out.group_step[group]),
-        t0=out.group_t0[group],
+        step=np.where(status == OK, np.where(v_train >= 0, v_train + 1, -1), per_sample(out.group_step)),
+        t0=per_sample(out.group_t0),
         t1=np.where(in_flight, out.end_time, out.sample_t1),
         value=out.sample_reward,
         sample=np.arange(n),
         group=group,
-        v_start=out.group_v_start[group],
+        v_start=per_sample(out.group_v_start),
         v_end=np.where(in_flight, -1, out.sample_v_end),
         v_train=v_train,
         **extra,

@@ -22,6 +22,8 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "areal": ("areal/grpo-*",),  # AReaL's own tracers on a virtual clock (areal/make_fixtures.py), 6 steps
     "nemo_rl": ("nemo_rl/*-steps",),  # made by make_fixtures.py beside them (a real SummaryWriter; README.md there)
     "skyrl": ("skyrl/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md there)
+    "openrlhf": ("openrlhf/sync-*", "openrlhf/async-*"),  # tracker histories written by make_fixtures.py beside them
+    "roll": ("roll/async-*", "roll/sync-*"),  # tracker histories written by make_fixtures.py beside them
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

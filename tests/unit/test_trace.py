@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from benchbed.errors import TraceError
-from benchbed.trace import COLUMNS, Trace, TraceBuilder, TraceMeta, read_trace
+from benchbed.trace import COLUMNS, INT_COLUMNS, Trace, TraceBuilder, TraceMeta, read_trace
 
 
 def small_trace() -> Trace:
@@ -28,6 +29,21 @@ def test_parquet_round_trip_keeps_events_and_meta(tmp_path):
     pd.testing.assert_frame_equal(back.events, trace.events, check_categorical=False)
     assert back.events.loc[1, "v_train"] == 0 and back.events.loc[1, "value"] == 1.0
     assert math.isnan(back.events.loc[2, "t0"])
+
+
+def test_integer_columns_are_delta_encoded_and_round_trip_exactly(tmp_path):
+    """Steps, versions and token counts are written DELTA_BINARY_PACKED; jumps both ways and -1 come back exact."""
+    b = TraceBuilder()
+    for i, (step, tokens) in enumerate([(1, -1), (7, 2**40), (2, 0), (-1, 2**40 + 3), (3, -1)]):
+        b.span("rollout", float(i), i + 1.5, step=step, sample=f"s{i}", group="g0", v_start=step, v_end=step + 1,
+               v_train=-1, status="ok", response_tokens=tokens, prompt_tokens=tokens // 2)  # fmt: skip
+    trace = b.build(TraceMeta(adapter="test"))
+    path = trace.write(tmp_path)
+    pd.testing.assert_frame_equal(read_trace(path).events, trace.events, check_categorical=False)
+    row_group = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {row_group.column(i).path_in_schema: row_group.column(i).encodings for i in range(len(COLUMNS))}
+    assert all("DELTA_BINARY_PACKED" in encodings[col] for col in INT_COLUMNS)
+    assert "DELTA_BINARY_PACKED" not in encodings["t0"]
 
 
 def test_defaults_fill_optional_columns():

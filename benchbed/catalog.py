@@ -19,17 +19,19 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from benchbed.errors import OutputError, StoreError
+from benchbed.liveness import pid_alive
 from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import open_output, write_output
-from benchbed.record import FORMAT_VERSION, RunRecord
+
+if TYPE_CHECKING:
+    from benchbed.record import RunRecord
 
 CATALOG_DIRNAME = "_catalog"
 CATALOG_VERSION = 1
@@ -50,7 +52,12 @@ SCHEMA = pa.schema([
 
 
 def read_record(path: Path) -> RunRecord:
-    """Load a record.json (or the one in a run directory); refuse unknown format versions."""
+    """Load a record.json (or the one in a run directory); refuse unknown format versions. (pydantic and the
+    record models load here, on the first record read: a query answered from the index needs neither.)"""
+    from pydantic import ValidationError
+
+    from benchbed.record import FORMAT_VERSION, RunRecord
+
     path = Path(path)
     if path.is_dir():
         path = path / RECORD_FILENAME
@@ -248,7 +255,7 @@ class Catalog:
             index.add([self._read_row(rel)])
         else:
             index.drop({rel})
-        if note.get("host") == socket.gethostname() and not _alive(int(note.get("pid", 0))):
+        if note.get("host") == socket.gethostname() and not pid_alive(int(note.get("pid", 0))):
             with contextlib.suppress(OSError):
                 marker.unlink()
         return True
@@ -332,15 +339,3 @@ def _subdirs(folder: Path) -> list[os.DirEntry[str]]:
 def _run_names(spec_dir: Path) -> list[str]:
     """Run directories holding a record (a directory claimed but not yet written is not a run yet)."""
     return [e.name for e in _subdirs(spec_dir) if os.path.exists(os.path.join(e.path, RECORD_FILENAME))]
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

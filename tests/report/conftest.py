@@ -86,7 +86,8 @@ FRAMEWORK_FIXTURES = (("verl", "verl/verl-0.9.1-v1_sync"), ("slime", "slime/full
 NINE_FRAMEWORKS = (("verl", "verl/verl-0.9.1-fully_async"), ("slime", "slime/fully_async_swe"),
                    ("prime_rl", "prime_rl/head-559b447"), ("trl", "trl/grpo-spg2-sandbox"),
                    ("areal", "areal/grpo-async-6x8"), ("nemo_rl", "nemo_rl/async-6-steps"),
-                   ("skyrl", "skyrl/fully-async-6-steps"))  # fmt: skip
+                   ("skyrl", "skyrl/fully-async-6-steps"), ("openrlhf", "openrlhf/async-3c3be62"),
+                   ("roll", "roll/async-8eb27cc"))  # fmt: skip
 
 
 def _fixture_run(adapter: str, fixture: str) -> tuple[RunRecord, Trace]:

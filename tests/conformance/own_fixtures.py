@@ -14,7 +14,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 COMMITTED: dict[str, tuple[str, ...]] = {
     "verl": ("verl/verl-*",),
     "prime_rl": ("prime_rl/head-*", "prime_rl/v0.*", "prime_rl/*.log"),
-    "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*"),
+    "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*", "slime/sft_*"),
     "example": ("example/*",),
     "example_history": ("example_history/*",),  # made by histloop.py (the render of its spec), 6 steps
     "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
@@ -22,6 +22,8 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "areal": ("areal/grpo-*",),  # AReaL's own tracers on a virtual clock (areal/make_fixtures.py), 6 steps
     "nemo_rl": ("nemo_rl/*-steps",),  # made by make_fixtures.py beside them (a real SummaryWriter; README.md there)
     "skyrl": ("skyrl/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md there)
+    "openrlhf": ("openrlhf/sync-*", "openrlhf/async-*"),  # tracker histories written by make_fixtures.py beside them
+    "roll": ("roll/async-*", "roll/sync-*"),  # tracker histories written by make_fixtures.py beside them
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

@@ -1,0 +1,161 @@
+"""The OpenRLHF adapter: its tracker histories (TensorBoard and W&B offline, written by OpenRLHF's own loggers with
+its trainers' keys and cadence at 3c3be62: tests/fixtures/openrlhf/make_fixtures.py) read to figures checked by
+hand, with and without --adapter, and the rendered `ray job submit` launch of the comparison spec."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchbed.adapter import get_adapter
+from benchbed.adapterkit.histories import open_history
+from benchbed.errors import NotThisFrameworkError, SpecError
+from benchbed.spec import build_spec, load_spec, load_spec_data
+
+ROOT = Path(__file__).resolve().parents[3]
+FIXTURES = ROOT / "tests" / "fixtures" / "openrlhf"
+SYNC, ASYNC = FIXTURES / "sync-3c3be62", FIXTURES / "async-3c3be62"
+SPEC = ROOT / "experiments" / "compare" / "openrlhf.toml"
+ADAPTER = get_adapter("openrlhf")
+# train_ppo_ray's argument names at OpenRLHF@3c3be62 that the renderer uses (its parser is built in `__main__`
+# behind imports of ray, torch and vLLM, so it cannot be asked here).
+PARSER_FLAGS = {
+    "--actor.model_name_or_path", "--data.prompt_dataset", "--data.input_key", "--data.label_key",
+    "--reward.remote_url", "--algo.advantage.estimator", "--rollout.batch_size", "--rollout.n_samples_per_prompt",
+    "--train.batch_size", "--rollout.max_new_tokens", "--data.max_samples", "--train.num_episodes",
+    "--actor.num_nodes", "--actor.num_gpus_per_node", "--vllm.num_engines", "--vllm.tensor_parallel_size",
+    "--ds.zero_stage", "--ds.param_dtype", "--actor.adam.lr", "--algo.kl.init_coef", "--ckpt.save_steps",
+    "--ckpt.path", "--ckpt.output_dir", "--logger.logging_steps", "--logger.tensorboard_dir",
+    "--logger.wandb.run_name", "--data.max_len", "--algo.kl.estimator", "--ref.num_nodes", "--ref.num_gpus_per_node",
+    "--data.apply_chat_template", "--ds.packing_samples", "--actor.gradient_checkpointing_enable",
+    "--algo.kl.use_loss", "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
+    "--train.async_queue_size", "--train.async_enable", "--train.partial_rollout_enable",
+}  # fmt: skip
+
+
+def ingest(*args: object) -> dict:
+    """`benchbed ingest ... --json` in a subprocess: the stored record."""
+    done = subprocess.run([sys.executable, "-m", "benchbed", "ingest", *map(str, args), "--json"],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def values(record: dict) -> dict[str, float]:
+    return {name: m["value"] for name, m in record["metrics"].items()}
+
+
+def per_step(trace, key: str) -> list[tuple[int, float]]:
+    rows = trace.of(key).sort_values("step")
+    return [(int(s), float(v)) for s, v in zip(rows["step"], rows["value"], strict=True)]
+
+
+def test_sync_tensorboard_without_adapter(tmp_path: Path) -> None:
+    """Sync: generation blocks the trainer. Window steps 2-6: Σ step_total = 62+58+60+64+56 = 300 s, Σ generation =
+    150 s, compute (make_experience 6 + ppo_train 20) x 5 = 130 s, broadcast 4 x 5 = 20 s, 64 samples a step."""
+    record = ingest(SYNC, "--store", tmp_path)
+    assert record["adapter"]["name"] == "openrlhf" and record["adapter"]["mode"] == "sync"
+    m = values(record)
+    assert m["trainer_idle_ratio"] == pytest.approx(150 / 300)
+    assert m["trainer_compute_ratio"] == pytest.approx(130 / 300)
+    assert m["trainer_weight_sync_ratio"] == pytest.approx(20 / 300)
+    assert m["step_time_mean_s"] == pytest.approx(60.0)
+    assert m["trainer_throughput_sps"] == pytest.approx(5 * 64 / 300)
+    # OpenRLHF's own figure, as logged: accepted samples / prompts consumed x 100 (400, 640, 800, 400, 640)
+    assert m["framework_dynamic_filtering_pass_rate"] == pytest.approx(2880 / 5)
+
+
+def test_async_wandb_queue_wait_is_the_rest_of_the_loop(tmp_path: Path) -> None:
+    """Async: step_total is the loop's wall clock; the trainer waits for step_total − 30 s (its three timers): 70,
+    36, 30, 30, 30, 34 -> 40, 6, 0, 0, 0, 4. Window steps 2-6: wait 10 s of 160 s."""
+    record = ingest(ASYNC / "wandb", "--store", tmp_path)
+    assert record["adapter"]["name"] == "openrlhf" and record["adapter"]["mode"] == "async"
+    m = values(record)
+    assert m["trainer_idle_ratio"] == pytest.approx(10 / 160)
+    assert m["trainer_compute_ratio"] == pytest.approx(130 / 160)
+    assert m["trainer_weight_sync_ratio"] == pytest.approx(20 / 160)
+    assert m["step_time_mean_s"] == pytest.approx(32.0)
+    assert m["trainer_other_ratio"] == pytest.approx(0.0)
+
+
+def test_wandb_rows_are_keyed_on_global_step() -> None:
+    """WandbLogger logs the samples table and the figures as two W&B steps; the trace has one row per global_step."""
+    assert open_history(ASYNC / "wandb").frame["step"].tolist() == list(range(12))
+    trace = ADAPTER.parse(ASYNC)
+    assert per_step(trace, "trainer.wait") == [(1, 40.0), (2, 6.0), (3, 0.0), (4, 0.0), (5, 0.0), (6, 4.0)]
+    assert per_step(trace, "samples.trained") == [(s, 64.0) for s in range(1, 7)]
+    # async generation is the generator actor's own time: kept native, not trainer wait
+    assert per_step(trace, "native.openrlhf.train/timing/generation")[0] == (1, 40.0)
+    assert per_step(ADAPTER.parse(SYNC), "trainer.wait")[1] == (2, 32.0)
+
+
+def test_other_frameworks_histories_are_refused() -> None:
+    with pytest.raises(NotThisFrameworkError, match="not a openrlhf history"):
+        ADAPTER.parse(ROOT / "tests" / "fixtures" / "roll" / "async-8eb27cc")
+
+
+def test_the_comparison_spec_renders_the_async_launch(tmp_path: Path) -> None:
+    plan = ADAPTER.render(load_spec(SPEC), tmp_path)
+    assert plan.argv[:8] == ["ray", "job", "submit", "--address", "http://127.0.0.1:8265", "--", "python3", "-m"]
+    assert plan.argv[8] == "openrlhf.cli.train_ppo_ray"
+    flags = plan.argv[9:]
+    assert {f for f in flags if f.startswith("--")} <= PARSER_FLAGS
+    pairs = dict(zip(flags, flags[1:], strict=False))
+    assert pairs["--rollout.batch_size"] == "64" and pairs["--rollout.n_samples_per_prompt"] == "8"
+    assert pairs["--train.batch_size"] == "512" and pairs["--data.max_samples"] == "6400"
+    assert (pairs["--actor.num_nodes"], pairs["--actor.num_gpus_per_node"]) == ("2", "8")
+    assert (pairs["--vllm.num_engines"], pairs["--vllm.tensor_parallel_size"]) == ("4", "4")
+    assert pairs["--train.async_queue_size"] == "1" and "--train.async_enable" in flags
+    assert pairs["--logger.tensorboard_dir"] == str(tmp_path / "tensorboard")
+    assert "--train.colocate_all" not in flags and "--algo.kl.use_loss" not in flags
+
+
+def test_a_rendered_runs_tensorboard_is_read_from_its_run_directory(tmp_path: Path) -> None:
+    shutil.copytree(SYNC, tmp_path / "tensorboard")  # where --logger.tensorboard_dir points
+    assert ADAPTER.find_runs(tmp_path) == [tmp_path]
+    trace = ADAPTER.parse(tmp_path)
+    assert per_step(trace, "trainer.step") == [(s + 1, t) for s, t in enumerate((70.0, 62.0, 58.0, 60.0, 64.0, 56.0))]
+
+
+@pytest.mark.parametrize(("change", "message"), [({"openrlhf.partial_rollout": True, "workload.max_staleness": 0},
+                                                    "partial_rollout needs asynchronous"),
+                                                   ({"resources.colocated": True}, "does not colocate")])  # fmt: skip
+def test_impossible_launches_are_refused(change: dict, message: str, tmp_path: Path) -> None:
+    spec = load_spec(SPEC, [f"{k}={json.dumps(v)}" for k, v in change.items()])
+    with pytest.raises(SpecError, match=message):
+        ADAPTER.render(spec, tmp_path)
+
+
+def test_a_spec_without_prompts_or_reward_is_refused(tmp_path: Path) -> None:
+    data = load_spec_data(SPEC)
+    del data["openrlhf"]["remote_rm_url"]
+    with pytest.raises(
+        SpecError, match="name the prompts and the reward: openrlhf.prompt_data, openrlhf.remote_rm_url"
+    ):
+        ADAPTER.render(build_spec(data, str(SPEC)), tmp_path)
+
+
+@pytest.mark.slow
+def test_fixtures_regenerate(tmp_path: Path) -> None:
+    pytest.importorskip("openrlhf.utils.logging_utils", reason="pip install --no-deps openrlhf==0.11.2")
+    _generator().main(tmp_path)
+    for run in ("sync-3c3be62", "async-3c3be62"):
+        mine, theirs = ADAPTER.parse(tmp_path / run), ADAPTER.parse(FIXTURES / run)
+        mine_rows, their_rows = (
+            t.events[["key", "step", "value"]].sort_values(["key", "step", "value"]) for t in (mine, theirs)
+        )
+        assert mine_rows.reset_index(drop=True).equals(their_rows.reset_index(drop=True)), run  # W&B orders keys anew
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("openrlhf_make_fixtures", FIXTURES / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,9 +1,8 @@
-"""SkyRL's W&B (or TensorBoard, MLflow) history -> the trace through its key map. The only parsing of its own: in
-fully_async mode eval and checkpoints run after the step's Timer closes, so they are added to the step."""
+"""SkyRL's W&B (or TensorBoard, MLflow) history -> the trace through its key map (in fully_async mode eval and
+checkpoints run after the step's Timer closes: `within = "after_step"` adds them to the step)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from benchbed.adapterkit.histories import History
@@ -12,7 +11,6 @@ from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.trace import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
-STEP = "timing/step"
 
 
 def parse_path(path: Path) -> Trace:
@@ -22,10 +20,4 @@ def parse_path(path: Path) -> Trace:
 
 def parse_history(history: History) -> Trace:
     mode = "fully_async" if "timing/wait_for_generation_buffer" in history.keys else "sync"  # only that trainer has it
-    after = [
-        k for k in KEYMAP.mapping(KEYMAP.releases[-1], "component", mode, within="after_step") if k in history.keys
-    ]
-    frame = history.frame
-    if after and STEP in frame:
-        frame = frame.assign(**{STEP: frame[STEP] + frame[after].fillna(0.0).sum(axis=1)})
-    return history_trace(dataclasses.replace(history, frame=frame), KEYMAP, adapter="skyrl", mode=mode)
+    return history_trace(history, KEYMAP, adapter="skyrl", mode=mode)  # eval, checkpoints: within = "after_step"

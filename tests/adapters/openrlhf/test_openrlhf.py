@@ -89,6 +89,7 @@ def test_wandb_rows_are_keyed_on_global_step() -> None:
     assert open_history(ASYNC / "wandb").frame["step"].tolist() == list(range(12))
     trace = ADAPTER.parse(ASYNC)
     assert per_step(trace, "trainer.wait") == [(1, 40.0), (2, 6.0), (3, 0.0), (4, 0.0), (5, 0.0), (6, 4.0)]
+    assert set(trace.of("trainer.wait")["actor"]) == {"trainer"}
     assert per_step(trace, "samples.trained") == [(s, 64.0) for s in range(1, 7)]
     # async generation is the generator actor's own time: kept native, not trainer wait
     assert per_step(trace, "native.openrlhf.train/timing/generation")[0] == (1, 40.0)

@@ -19,17 +19,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from benchbed.errors import OutputError, StoreError
 from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import open_output, write_output
-from benchbed.record import FORMAT_VERSION, RunRecord
+
+if TYPE_CHECKING:
+    from benchbed.record import RunRecord
 
 CATALOG_DIRNAME = "_catalog"
 CATALOG_VERSION = 1
@@ -50,7 +51,12 @@ SCHEMA = pa.schema([
 
 
 def read_record(path: Path) -> RunRecord:
-    """Load a record.json (or the one in a run directory); refuse unknown format versions."""
+    """Load a record.json (or the one in a run directory); refuse unknown format versions. (pydantic and the
+    record models load here, on the first record read: a query answered from the index needs neither.)"""
+    from pydantic import ValidationError
+
+    from benchbed.record import FORMAT_VERSION, RunRecord
+
     path = Path(path)
     if path.is_dir():
         path = path / RECORD_FILENAME

@@ -12,10 +12,12 @@ from benchbed.catalog import RECORD_FILENAME, Catalog, read_record
 from benchbed.errors import OutputError, StoreError
 from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import write_output
-from benchbed.record import ErrorInfo, RunRecord, utc_now
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
+
+    from benchbed.record import RunRecord
 
 DEFAULT_STORE = Path("results")
 
@@ -43,6 +45,8 @@ def write_record(run_dir: Path, record: RunRecord) -> Path:
 
 def _compact(record: RunRecord, failure: str) -> str:
     """The smallest honest final record: failed, why (the run's own error first), no metrics or warnings."""
+    from benchbed.record import ErrorInfo
+
     reason = f"benchbed could not write the final record ({failure})"
     if record.error:
         reason = f"{record.error.message[:1000]}; {reason}"
@@ -78,6 +82,8 @@ class Store:
 
     def propose_run_dir(self, machine: str, adapter: str, spec_id: str, commit: str) -> Path:
         """Where the next run of this spec would go (not created yet: adapters render against it first)."""
+        from benchbed.record import utc_now
+
         stamp = utc_now().strftime("%Y%m%dT%H%M%S.%fZ")
         return (self.root / machine / adapter / spec_id / f"{stamp}-{(commit or 'nocommit')[:8]}").absolute()
 
@@ -121,9 +127,9 @@ class Store:
         """Write a run's record (atomically) and update the store's catalog with it."""
         return Catalog(self.root).save(run_dir, record, write_record)
 
-    def table(self, where: str | None = None, order_by: str = "started_at") -> tuple[pd.DataFrame, list[str]]:
-        """Stored runs as a DataFrame, filtered and ordered with DuckDB SQL over the catalog (benchbed.catalog),
-        and one error line per unreadable record."""
+    def query(self, where: str | None = None, order_by: str = "started_at") -> tuple[pa.Table, list[str]]:
+        """Stored runs as an Arrow table, filtered and ordered with DuckDB SQL over the catalog (benchbed.catalog),
+        and one error line per unreadable record. Arrow all the way: no Python object per run."""
         import duckdb
 
         runs = Catalog(self.root).table(columns=[*_TABLE_COLUMNS, "error"])
@@ -139,11 +145,16 @@ class Store:
             sql += f" WHERE {where}"
         sql += f" ORDER BY {order_by}"
         try:
-            result = connection.sql(sql).df()
+            result = connection.sql(sql).to_arrow_table()
         except duckdb.Error as exc:  # DuckDB's messages run over several lines (caret, hint): keep the first
             first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
             raise StoreError(f"store query failed: --where {where!r} is not a valid filter ({first})") from None
         return result, errors
+
+    def table(self, where: str | None = None, order_by: str = "started_at") -> tuple[pd.DataFrame, list[str]]:
+        """`query` as a pandas DataFrame."""
+        runs, errors = self.query(where, order_by)
+        return runs.to_pandas(), errors
 
 
 _TABLE_COLUMNS = ("run_id", "started_at", "status", "adapter", "mode", "spec_id", "machine", *listed_columns(), "path")

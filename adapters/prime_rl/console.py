@@ -183,6 +183,9 @@ def read_console_log(path: Path, data: RunData) -> ConsoleRead:
         elif LINE["finished"].match(msg):
             info.finished = True
             info.recognized += 1
+        elif LINE["sft_start"].match(msg):
+            data.sft = data.sft or f"{where}: 'Starting SFT trainer'"
+            info.recognized += 1
     for start in (hold_start, gate_start):
         if start is not None and records:
             data.pauses.append((start, records[-1].t))

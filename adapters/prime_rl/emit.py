@@ -37,8 +37,9 @@ def time_origin(data: RunData) -> float:
     return min(starts) if starts else 0.0
 
 
-def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str]) -> None:
-    """Per-step agg rows: trainer.step and the five components, which sum to the step."""
+def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str], waits: bool = True) -> None:
+    """Per-step agg rows: trainer.step and the five components, which sum to the step; without `waits` (an SFT
+    trainer reads its own dataset and waits for no batch) no trainer.wait row."""
     breakdown = StepBreakdown(what="time/wait_for_batch, forward_backward, broadcast_weights and save_ckpt")
     off = data.step_offset
     for step in sorted(data.trainer):
@@ -47,7 +48,7 @@ def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str]) -> None:
         b.agg(K.TRAINER_STEP, k, s.step_s, actor="trainer")
         if math.isnan(s.compute_s):
             # Console logs: only the step time and (at debug level) the wait are known.
-            if not math.isnan(s.wait_s):
+            if waits and not math.isnan(s.wait_s):
                 b.agg(K.TRAINER_WAIT, k, min(s.wait_s, s.step_s), actor="trainer")
             continue
         named = {
@@ -57,7 +58,8 @@ def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str]) -> None:
             K.TRAINER_CHECKPOINT: _z(s.checkpoint_s),
         }
         for key, value in breakdown.settle(k, s.step_s, named, s.source).items():
-            b.agg(key, k, value, actor="trainer")
+            if waits or key != K.TRAINER_WAIT:
+                b.agg(key, k, value, actor="trainer")
         for name, value in s.native.items():
             b.agg(f"native.trainer.{name}", k, value, actor="trainer")
     overrun = breakdown.warning()

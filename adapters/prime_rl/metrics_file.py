@@ -25,6 +25,8 @@ from benchbed import keys as K
 from benchbed.adapterkit.lines import JsonLines, loads_finite
 from benchbed.errors import NotThisFrameworkError
 
+# Only the SFT trainer (`sft` entrypoint, trainer/sft/train.py at 559b447) logs a perplexity; the RL trainer never does.
+SFT_KEY = "loss/perplexity"
 # canonical trainer key -> the native timer of the trainer's time row
 _NATIVE = {canonical: native for native, canonical in {**TRAINER_TIMERS, **SHARED_TIMERS}.items()}
 
@@ -68,6 +70,8 @@ def read_metric_rows(rows: Iterable[tuple[str, dict[str, Any]]], data: RunData, 
             first_keys = sorted(row)[:8]
         role = row_role(row)
         roles[role] = roles.get(role, 0) + 1
+        if data.sft is None and SFT_KEY in row:
+            data.sft = f"{where}: {SFT_KEY}, which only the SFT trainer logs"
         step = row.get("step")
         if role and (isinstance(step, bool) or not isinstance(step, int)):
             data.warnings.append(f"{where}: skipped {role} row without an integer 'step'")
@@ -88,6 +92,8 @@ def read_metric_rows(rows: Iterable[tuple[str, dict[str, Any]]], data: RunData, 
         )
     if roles.get(""):
         data.warnings.append(f"{source}: {roles['']} row(s) matched neither trainer nor orchestrator keys; ignored")
+    if data.sft is not None:  # the SFT trainer's own progress rows look like the orchestrator's; SFT has none
+        data.orchestrator.clear()
     for step, native in trainer_native.items():
         if step in data.trainer:
             data.trainer[step].native.update(native)

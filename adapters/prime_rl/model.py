@@ -87,3 +87,4 @@ class RunData:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False
     step_offset: int = 0  # added to native step numbers (0-indexed eras) so steps count from 1
+    sft: str | None = None  # what shows an SFT run (`sft` entrypoint: trainer only, no orchestrator), where

@@ -53,7 +53,9 @@ ERAS = {
     "v0.6-v0.8.0": "v0.6-v0.8.0 (file monitor opt-in; no off_policy/* metrics)",
     "v0.6+": "v0.6 or later (console log only: step lines in the post-v0.5 format)",
     "v0.5-": "<=v0.5 (console logs only, max_async_level)",
+    "sft": "SFT trainer (`sft` entrypoint; an SFT run's files do not tell the release)",
 }
+SFT_MODE = "sft"
 ERROR_LINE = re.compile(r"^\d{2}:\d{2}:\d{2}\s+(ERROR|CRITICAL)\s|\"level\": \"(ERROR|CRITICAL)\"", re.M)
 
 
@@ -93,7 +95,7 @@ def _parse_path(path: Path) -> Trace:
 def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
     if path.suffix == ".jsonl" and not _is_json_console(path):
         read_metrics_file(path, data)
-        data.config = _read_configs(path.parent, data.warnings)
+        data.config = _read_configs(path.parent, data.warnings) | _read_sft_config(path.parent, data)
         return
     if not looks_like_console_log(path):
         raise NotThisFrameworkError(
@@ -119,7 +121,7 @@ def _is_json_console(path: Path) -> bool:
 
 def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> None:
     run_dir = resolve_run_dir(run_dir)
-    data.config = _read_configs(run_dir, data.warnings)
+    data.config = _read_configs(run_dir, data.warnings) | _read_sft_config(run_dir, data)
     logs = log_dir(run_dir)
     metrics = run_dir / METRICS_FILE
     has_rollouts = bool(step_dirs(run_dir))
@@ -196,6 +198,21 @@ def _read_configs(run_dir: Path, warnings: list[str]) -> dict[str, Any]:
     return config_settings(orch, rl)
 
 
+def _read_sft_config(run_dir: Path, data: RunData) -> dict[str, Any]:
+    """The `sft` entrypoint's resolved config (configs/sft.json): it marks an SFT run; its data.batch_size is the
+    samples per step, data.seq_len and max_steps as in an RL run's configs."""
+    path = run_dir / "configs" / "sft.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    data.sft = data.sft or str(path)
+    block = doc.get("data") if isinstance(doc, dict) else None
+    block = block if isinstance(block, dict) else {}
+    out = {"batch_size": block.get("batch_size"), "seq_len": block.get("seq_len"), "max_steps": doc.get("max_steps")}
+    return {k: v for k, v in out.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 def config_settings(orch: dict[str, Any], rl: dict[str, Any]) -> dict[str, Any]:
     """The settings the trace uses, from the orchestrator's config and the `rl` launcher's (either may be empty)."""
     out: dict[str, Any] = {}
@@ -232,7 +249,10 @@ def detect_era(data: RunData, console: list[ConsoleRead]) -> str:
 
 
 def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
-    era = detect_era(data, console)
+    """The trace of a prime-rl run; an SFT run (`data.sft`) is a trainer-only run with mode "sft": no orchestrator,
+    no rollouts, no wait for batches, so none of the RL warnings apply."""
+    sft = data.sft is not None
+    era = SFT_MODE if sft else detect_era(data, console)
     steps = [*data.trainer, *data.orchestrator]
     if steps and min(steps) == 0:
         data.step_offset = 1
@@ -247,7 +267,7 @@ def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
             "forward and backward pass' (text logs carry whole seconds, so each wait is +-1 s)"
         )
     no_wait = all(math.isnan(s.wait_s) for s in data.trainer.values())
-    if console and data.trainer and no_wait and not any(c.saw_wait for c in console):
+    if console and data.trainer and no_wait and not any(c.saw_wait for c in console) and not sft:
         warnings.append(
             "console logs have no 'Waited for batch to arrive' lines (logged at log.level=debug only): "
             "the trainer's wait is unknown, so trainer idle cannot be computed from this run"
@@ -262,19 +282,21 @@ def build_trace(data: RunData, console: list[ConsoleRead]) -> Trace:
         )
     origin = time_origin(data)
     b = TraceBuilder()
-    emit_trainer(b, data, warnings)
+    emit_trainer(b, data, warnings, waits=not sft)
     emit_orchestrator(b, data, counters_from_episodes=bool(data.episodes))
     emit_pauses(b, data, origin)
     emit_episodes(b, data, shape, origin, warnings)
     group_size = data.config.get("group_size") or data.config.get("rollouts_per_example")
     extra: dict[str, Any] = {"era": era, "t0_epoch": origin if origin > 86400 * 10 else None, **data.config}
+    if sft:
+        extra["sft_evidence"] = data.sft
     if data.step_offset:
         extra["step_offset"] = data.step_offset
     meta = TraceMeta(
         adapter=ADAPTER,
         framework=FRAMEWORK,
         framework_version=ERAS[era],
-        mode="async (max_async_level)" if era == "v0.5-" else "async (max_off_policy_steps)",
+        mode=SFT_MODE if sft else "async (max_async_level)" if era == "v0.5-" else "async (max_off_policy_steps)",
         # Not orchestrator.concurrency.max_inflight: prime-rl adapts in-flight episodes below that cap (AIMD on KV
         # usage), so dividing by it would understate utilization; the cap stays in extra["max_inflight"].
         concurrency=None,

@@ -9,7 +9,10 @@ from benchbed.adapters.slime.collect import Collected
 
 from benchbed.adapterkit.detection import Detected
 
-SYNC, ONE_STEP_OFF, FULLY_ASYNC = "sync", "one_step_off", "fully_async"
+SYNC, ONE_STEP_OFF, FULLY_ASYNC, SFT = "sync", "one_step_off", "fully_async", "sft"
+# What an SFT run is launched with (scripts/run-qwen3-4B-base-sft.sh at 624b824): the SFT loss, and the "rollout"
+# that tokenises dataset samples instead of generating (slime/rollout/sft_rollout.py).
+SFT_LOSS, SFT_ROLLOUT = "sft_loss", "slime.rollout.sft_rollout.generate_rollout"
 
 
 @dataclass
@@ -39,7 +42,11 @@ def detect_mode(c: Collected) -> SlimeDetected:
     d.version, d.evidence["version"] = detect_version(c)
     a = c.args
     interval = a.update_weights_interval or 1
-    if (a.rollout_function_path and "fully_async" in a.rollout_function_path) or c.fully_async_ids:
+    if a.loss_type == SFT_LOSS or a.rollout_function_path == SFT_ROLLOUT:
+        d.mode = SFT
+        which = f"--loss-type {a.loss_type}" if a.loss_type == SFT_LOSS else f"--rollout-function-path {SFT_ROLLOUT}"
+        d.evidence["mode"] = f"{which} ({', '.join(a.sources)}): a trainer-only SFT run, no generation"
+    elif (a.rollout_function_path and "fully_async" in a.rollout_function_path) or c.fully_async_ids:
         d.mode = FULLY_ASYNC
         d.evidence["mode"] = "fully-async rollout function" + (" (log lines)" if c.fully_async_ids else " (arguments)")
     elif a.train_script == "train_async.py":

@@ -9,7 +9,7 @@ from collections import defaultdict
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime import trainer as T
 from benchbed.adapters.slime.collect import Collected, clock_shift
-from benchbed.adapters.slime.detect import SlimeDetected
+from benchbed.adapters.slime.detect import SFT, SlimeDetected
 from benchbed.adapters.slime.dumps import DumpSample
 from benchbed.adapters.slime.sandbox import abort_failure
 
@@ -34,10 +34,12 @@ def build_trace(c: Collected, d: SlimeDetected) -> Trace:
     steps, ends = trainer_steps(c, warnings)
     origin = run_origin(c, steps, ends)
     emit_trainer(b, c, steps, ends, origin)
-    rollout_ends = {rid: p.ts for rid, p in c.rollout_perf.items() if math.isfinite(p.ts)}
-    T.emit_generator_pauses(b, steps, ends, origin, d.mode, rollout_ends)
-    emit_rollout_side(b, c, warnings)
-    emit_dumps(b, c, d, origin - clock_shift(c))
+    sft = d.mode == SFT
+    if not sft:  # an SFT run's "rollouts" tokenise dataset samples: no generator, no groups, no staleness
+        rollout_ends = {rid: p.ts for rid, p in c.rollout_perf.items() if math.isfinite(p.ts)}
+        T.emit_generator_pauses(b, steps, ends, origin, d.mode, rollout_ends)
+        emit_rollout_side(b, c, warnings)
+        emit_dumps(b, c, d, origin - clock_shift(c))
     emit_sandbox_lines(b, c, origin)
     a = c.args
     spp = a.rollout_batch_size * a.n_samples_per_prompt if a.rollout_batch_size and a.n_samples_per_prompt else None
@@ -56,7 +58,7 @@ def build_trace(c: Collected, d: SlimeDetected) -> Trace:
         mode=d.mode,
         concurrency=concurrency,
         samples_per_step=spp,
-        group_size=a.n_samples_per_prompt,
+        group_size=None if sft else a.n_samples_per_prompt,
         sources=c.sources,
         warnings=warnings,
         partial=c.partial or bool(partial),
@@ -66,7 +68,9 @@ def build_trace(c: Collected, d: SlimeDetected) -> Trace:
             "partial_rollout": a.partial_rollout,
             "trainer_only_replay": bool(a.load_debug_rollout_data),
             "unmapped_timers": unmapped_timers(c),
-            "structural_staleness": STRUCTURAL_STALENESS.get(d.mode, "unknown").format(n=d.update_weights_interval),
+            "structural_staleness": None
+            if sft
+            else STRUCTURAL_STALENESS.get(d.mode, "unknown").format(n=d.update_weights_interval),
             "train_script": a.train_script,
             "pinned_commits": M.PINNED_COMMITS,
             "detection": d.evidence,

@@ -27,6 +27,7 @@ class RunArgs:
     load_debug_rollout_data: str | None = None
     sglang_server_concurrency: int | None = None
     rollout_num_gpus_per_engine: int | None = None
+    loss_type: str | None = None  # `sft_loss` marks an SFT run (scripts/run-*-sft.sh at 624b824)
     sources: list[str] = field(default_factory=list)
 
     def merge(self, other: RunArgs) -> RunArgs:
@@ -50,7 +51,7 @@ _INT = (
     "rollout_num_gpus_per_engine",
 )
 _BOOL = ("colocate", "partial_rollout", "debug_rollout_only", "wandb_always_use_train_step")
-_STR = ("rollout_function_path", "load_debug_rollout_data")
+_STR = ("rollout_function_path", "load_debug_rollout_data", "loss_type")
 _FIELDS = _INT + _BOOL + _STR + ("train_script",)
 
 

@@ -43,7 +43,7 @@ COMMANDS: dict[str, Lazy] = {
         "Write a self-contained HTML report of one or more stored runs and print a Markdown summary.",
     ),
     "ls": Lazy(
-        "benchbed.cli.runs:ls_command",
+        "benchbed.cli.ls:ls_command",
         "List stored runs (newest last) with their headline metrics.",
     ),
     "demo": Lazy(

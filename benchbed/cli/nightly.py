@@ -17,19 +17,16 @@ from rich.table import Table
 
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
+from benchbed.cli.store_options import store_option
 from benchbed.errors import BenchbedError, SpecError
 from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
 from benchbed.nightly.suite import default_watch, load_suite
 from benchbed.outputs import check_output
 from benchbed.record import Gate, RunRecord
-from benchbed.store import DEFAULT_STORE, Store, read_record
+from benchbed.store import Store, read_record
 
 EXIT_REGRESSION = 3
 
-store_option = click.option(
-    "--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
-    show_default=True, help="results directory",
-)  # fmt: skip
 fail_on_option = click.option(
     "--fail-on", type=click.Choice(["regression"]), default=None,
     help=f"exit with status {EXIT_REGRESSION} when any verdict is a regression",

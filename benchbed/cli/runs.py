@@ -1,4 +1,4 @@
-"""`benchbed run`, `simulate`, `ingest`, `report`, `ls` and `demo`: launching, ingesting and listing runs (DESIGN §6).
+"""`benchbed run`, `simulate`, `ingest`, `report` and `demo`: launching, ingesting and reporting runs (DESIGN §6).
 
 Loaded only when one of these commands runs (see benchbed.cli.main), so `benchbed --help` stays fast."""
 
@@ -9,7 +9,7 @@ import shlex
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.console import Console
@@ -20,9 +20,10 @@ from benchbed.adapter import available_adapters
 from benchbed.cli.console import err_console, history_progress, launch_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
 from benchbed.cli.launch_options import build_launcher, launcher_options
+from benchbed.cli.store_options import store_option
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
-from benchbed.metrics.registry import headline_metrics, listed_columns
+from benchbed.metrics.registry import headline_metrics
 from benchbed.pipeline import (
     RunOutcome,
     execute,
@@ -37,16 +38,8 @@ from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.shell import comment, exports, heredoc
 from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec, repeated
-from benchbed.store import DEFAULT_STORE, Store
+from benchbed.store import Store
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-store_option = click.option(
-    "--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_STORE,
-    show_default=True, help="results directory",
-)  # fmt: skip
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="print the RunRecord as JSON on stdout, nothing else"
 )
@@ -251,45 +244,6 @@ def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
     output = output or (run_dirs[0] / "report.html" if len(run_dirs) == 1 else Path("report.html"))
     click.echo(write_report(runs, output))
     err_console.print(f"report: {output}", highlight=False)
-
-
-@click.command(name="ls")
-@click.option("--where", default=None, help="DuckDB SQL filter, e.g. \"adapter = 'sim' AND status = 'succeeded'\"")
-@store_option
-@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
-def ls_command(where: str | None, store_dir: Path, as_json: bool) -> None:
-    """List stored runs (newest last) with their headline metrics."""
-    frame, errors = Store(store_dir).table(where=where)
-    if as_json:
-        click.echo(frame.to_json(orient="records", indent=2))
-    else:
-        click.echo(f"runs in {store_dir}\n{_ls_text(frame)}")
-    for error in errors:  # one unreadable record never hides the others
-        err_console.print(f"[yellow]benchbed: warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
-
-
-_LS_COLUMNS = {
-    "run_id": "run", "started_at": "started (UTC)", "status": "status", "adapter": "adapter", "mode": "mode",
-    "spec_id": "spec",
-}  # fmt: skip
-
-
-def _ls_text(frame: pd.DataFrame) -> str:
-    """The runs as aligned plain-text columns, built column-wise: 100,000 rows print in a fraction of a second
-    (a rich Table takes minutes for that many)."""
-    cells = {}
-    for column, header in {**_LS_COLUMNS, **listed_columns()}.items():
-        values = frame[column]
-        if column == "started_at":
-            text = values.astype(str).str.slice(0, 16).str.replace("T", " ", regex=False)
-        elif values.dtype.kind == "f":
-            text = values.map(lambda v: "" if v != v else f"{v:.4g}")
-        else:
-            text = values.fillna("").astype(str)
-        cells[header] = [header, *text]
-    widths = [max(map(len, column)) for column in cells.values()]
-    rows = zip(*cells.values(), strict=True)
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
 @click.command()

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from benchbed.metrics.context import MetricContext
+if TYPE_CHECKING:
+    from benchbed.metrics.context import MetricContext
 
 # A metric function returns (value, source) or None when the trace cannot support it.
 MetricResult = tuple[float, str] | None
-MetricFn = Callable[[MetricContext], MetricResult]
+MetricFn = Callable[["MetricContext"], MetricResult]
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,12 @@ def display_order(name: str) -> tuple[int, int, str]:
 def headline_metrics(directed: bool = False) -> tuple[str, ...]:
     """The headline metrics in display order; `directed`: only those with a better direction (they can be gated)."""
     names = sorted((n for n, p in PRESENTATION.items() if p.headline), key=display_order)
-    return tuple(n for n in names if not directed or METRICS[n].higher_is_better is not None)
+    if not directed:
+        return tuple(names)
+    if not METRICS:  # the directions live with the metric functions, which register when benchbed.metrics loads them
+        raise RuntimeError("headline_metrics(directed=True): no metric is registered yet; use benchbed.metrics.METRICS "
+                           "(which loads the metric functions) first")  # fmt: skip
+    return tuple(n for n in names if METRICS[n].higher_is_better is not None)
 
 
 def listed_columns() -> dict[str, str]:

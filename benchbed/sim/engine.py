@@ -30,6 +30,7 @@ import numpy as np
 
 from benchbed.sim.config import SimConfig
 from benchbed.sim.draws import Draws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
+from benchbed.sim.end_times import EndTimes
 from benchbed.sim.sandbox_starts import SandboxStarts
 
 OK, DROPPED_STALE, FILTERED_ZERO_ADV, ABORTED, DISCARDED = 0, 1, 2, 3, 4
@@ -174,7 +175,7 @@ class Simulation:
         self.paused: list[tuple[float, float]] = []
         # Generator and queue.
         self.free_slots = list(range(cfg.concurrency - 1, -1, -1))
-        self.heap: list[tuple[float, int]] = [(math.inf, -1)]  # (end time, sample) of running samples; a sentinel
+        self.ends = EndTimes()  # running samples by (end time, sample)
         self.queue: deque[int] = deque()
         self.queued_samples = 0
         self.version = self.gen_version = self.batch_version = 0
@@ -262,7 +263,7 @@ class Simulation:
             self.s_tokens.extend(tokens)
         else:
             latencies = self.latencies.take(G)
-        free_slots, heap = self.free_slots, self.heap
+        free_slots = self.free_slots
         self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
         del free_slots[-G:]
         if self.partial:
@@ -270,9 +271,14 @@ class Simulation:
             self.s_began.extend([now] * G)
             self.s_work.extend([0.0] * G)
             self.s_left.extend([0.0] * G)
-        push = heapq.heappush
+        push, heap, ending = heapq.heappush, self.ends.heap, self.ends.ending  # EndTimes.push, inlined
         for j, latency in enumerate(latencies, first):
-            push(heap, (now + latency, j))
+            end = now + latency
+            push(heap, end)
+            if end in ending:
+                self.ends.tie(end, j)
+            else:
+                ending[end] = j
         self.started += G
         if self.rounds:
             self.g_round.append(self.dispatch_round)
@@ -330,7 +336,7 @@ class Simulation:
                 info = self.s_resumes.setdefault(sample, [0, self.g_v_start[group], self.gen_version])
                 info[0] += 1
                 info[2] = self.gen_version
-                heapq.heappush(self.heap, (self.s_end[sample], sample))
+                self.ends.push(self.s_end[sample], sample)
             self.live_groups.add(group)
 
     def abort(self, now: float, groups: list[int], next_round: int) -> None:
@@ -357,17 +363,20 @@ class Simulation:
         with its end time and the generator's weights version; a group's last sample goes to `on_group_done`;
         freed slots go to `dispatch`. The hot path (one pass per sample), so it keeps state in locals and reads
         again what those two handlers may change (the trainer's next event, admission, the version stamp)."""
-        heap, pop = self.heap, heapq.heappop
+        heap, ending, untie, pop = self.ends.heap, self.ends.ending, self.ends.untie, heapq.heappop
         s_t1, s_v_end, s_slot, s_end = self.s_t1, self.s_v_end, self.s_slot, self.s_end
         free_slots, remaining, buffered, G = self.free_slots, self.g_remaining, self.buffered, self.G
         partial, batch_versions = self.partial, self.batch_versions
         until, blocked = self.trainer_event_t, self.blocked
         stamp = self.batch_version if batch_versions else self.gen_version
         finished = 0
-        now, sample = pop(heap)
+        now = pop(heap)
         while now < until:  # the heap's sentinel (inf) ends the loop when no sample is running
+            sample = ending.pop(now)
+            if sample < 0:  # TIED: several samples end now
+                sample = untie(now)
             if partial and now != s_end[sample]:  # the segment was aborted; its event is stale
-                now, sample = pop(heap)
+                now = pop(heap)
                 continue
             s_t1[sample] = now
             s_v_end[sample] = stamp
@@ -385,8 +394,8 @@ class Simulation:
                     self.dispatch(now)
                 until, blocked = self.trainer_event_t, self.blocked
                 stamp = self.batch_version if batch_versions else self.gen_version
-            now, sample = pop(heap)
-        heapq.heappush(heap, (now, sample))  # the first event at or after `until` stays pending
+            now = pop(heap)
+        heapq.heappush(heap, now)  # the first end time at or after `until` stays pending
         self.finished += finished
 
     def reward_std(self, group: int) -> float:

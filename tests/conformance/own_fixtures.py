@@ -14,7 +14,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 COMMITTED: dict[str, tuple[str, ...]] = {
     "verl": ("verl/verl-*",),
     "prime_rl": ("prime_rl/head-*", "prime_rl/v0.*", "prime_rl/*.log"),
-    "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*"),
+    "slime": ("slime/sync_colocated_*", "slime/async_*", "slime/fully_async_*", "slime/tb_only_*", "slime/sft_*"),
     "example": ("example/*",),
     "example_history": ("example_history/*",),  # made by histloop.py (the render of its spec), 6 steps
     "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`

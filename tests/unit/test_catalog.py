@@ -206,3 +206,22 @@ def test_the_record_is_the_source_the_index_is_a_copy(tmp_path: Path) -> None:
     write_record(run_dir, make_record("m1", "a", 0, 0.9))  # not through the store: the index does not know
     shutil.rmtree(tmp_path / CATALOG_DIRNAME)
     assert [r[2] for r in listed(store)] == [0.9]
+
+
+def test_ls_text_aligns_columns_with_four_significant_digits_and_blank_missing_metrics(tmp_path: Path) -> None:
+    from benchbed.cli.ls import ls_text
+
+    store = Store(tmp_path)
+    first, second = make_record("m1", "a", 0, 0.123456), make_record("m1", "b", 1, 12345.678)
+    save(store, first)
+    save(store, second)
+    runs, errors = store.query()
+    assert errors == [] and ls_text(runs).split("\n") == [
+        "run           started (UTC)     status     adapter  mode   spec        idle       train sps  stale",
+        f"{first.run_id}  2026-01-01 00:00  succeeded  sim      async  a-0000abcd  0.1235                1.235",
+        f"{second.run_id}  2026-01-02 00:00  succeeded  sim      async  b-0000abcd  1.235e+04             1.235e+05",
+    ]
+    newest, _ = store.query(where="trainer_idle_ratio > 1")
+    assert ls_text(newest).split("\n")[1:] == [
+        f"{second.run_id}  2026-01-02 00:00  succeeded  sim      async  b-0000abcd  1.235e+04             1.235e+05"
+    ]

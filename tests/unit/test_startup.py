@@ -56,3 +56,22 @@ def test_help_lists_every_command_with_the_summary_of_its_own_docstring() -> Non
         assert lazy.summary == summary, f"COMMANDS[{name!r}] in benchbed/cli/main.py: make it {summary!r}"
     context = click.Context(cli)
     assert cli.list_commands(context) == sorted(COMMANDS)
+
+
+def test_ls_answers_from_the_index_without_pandas_pydantic_or_the_launch_commands(tmp_path) -> None:
+    """`benchbed ls` on an indexed store parses no record (no pydantic), loads no metric function and no launch
+    command. (DuckDB itself imports pandas as soon as it is handed an Arrow table.)"""
+    from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, RunRecord
+    from benchbed.store import Store
+
+    store = Store(tmp_path)
+    machine = MachineInfo(name="m", host="h", os="Linux", cpu="c", cpu_count=1, python="3.11")
+    record = RunRecord(spec={"name": "a"}, spec_id="a-1", adapter=AdapterInfo(name="sim", mode="async"),
+                       benchbed=BenchbedInfo(version="0.1.0", commit="c0ffee"), status="succeeded",
+                       machine=machine)  # fmt: skip
+    store.save(store.new_run_dir("m", "sim", "a-1", "c0ffee"), record)
+    store.table()  # the first query indexes the store
+    loaded = _loaded_after("ls", "--store", str(tmp_path))
+    assert {"pyarrow", "duckdb", "benchbed.cli.ls"} <= {name.split(".")[0] for name in loaded} | set(loaded)
+    assert [name for name in loaded if name.split(".")[0] in ("pydantic", "rich")] == []
+    assert "benchbed.cli.runs" not in loaded and "benchbed.metrics.compute" not in loaded

@@ -4,6 +4,7 @@ line is named by file and line; the rendered areal.yaml holds only fields of ARe
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -76,6 +77,38 @@ def test_the_stats_history_alone_reads_through_the_key_map() -> None:
     assert metrics["trainer_idle_ratio"] == pytest.approx((4 + 5 * US) / (9.5 + 5 * 5.5 + 29 * US))
     assert metrics["framework_token_staleness_step_max"] == pytest.approx(5 / 6)
     assert "native.areal.timeperf/rollout__count" in set(trace.events["key"])
+
+
+def _rows(trace) -> list[tuple[str, int, float]]:
+    return sorted((str(k), int(s), round(float(v), 5)) for k, s, v in trace.events[["key", "step", "value"]].values)
+
+
+def test_the_same_stats_in_wandb_read_as_in_tensorboard() -> None:
+    """wandb's offline run (AReaL's StatsLogger logs each step to both) gives the TensorBoard history's rows, and
+    records the AReaL release from the run's requirements."""
+    (run,) = (RUN / "wandb").glob("offline-run-*")
+    wandb = ADAPTER.parse(run)
+    assert _rows(wandb) == _rows(ADAPTER.parse(RUN / "tensorboard"))
+    assert wandb.meta.framework_version == "1.0.4" and wandb.meta.extra["history"]["tracker"] == "wandb"
+
+
+@pytest.mark.slow
+def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
+    """Opt-in: needs AReaL importable (tests/fixtures/areal/README.md says how; it cannot join the venv, whose torch
+    is newer than AReaL pins). The traces, sessions and config byte for byte; the histories by their rows."""
+    pytest.importorskip("areal.utils.perf_tracer", reason="AReaL is not importable (tests/fixtures/areal/README.md)")
+    spec = importlib.util.spec_from_file_location("areal_make_fixtures", FIXTURES / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    generator.main(tmp_path / "run")
+    for name in ("perf_tracer/traces-r0.jsonl", "session_tracer/sessions-r0.jsonl", "config.yaml"):
+        assert (tmp_path / "run" / name).read_bytes() == (RUN / name).read_bytes(), name
+    assert (tmp_path / "grpo_config_fields.json").read_bytes() == (FIXTURES / "grpo_config_fields.json").read_bytes()
+    for history in ("tensorboard", "wandb"):
+        (mine,) = (tmp_path / "run").glob(f"{history}/*") if history == "wandb" else [tmp_path / "run" / history]
+        (theirs,) = RUN.glob(f"{history}/*") if history == "wandb" else [RUN / history]
+        assert _rows(ADAPTER.parse(mine)) == _rows(ADAPTER.parse(theirs)), history
 
 
 def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchbed.errors import OutputError, StoreError
+from benchbed.liveness import pid_alive
 from benchbed.metrics.registry import listed_columns
 from benchbed.outputs import open_output, write_output
 
@@ -254,7 +255,7 @@ class Catalog:
             index.add([self._read_row(rel)])
         else:
             index.drop({rel})
-        if note.get("host") == socket.gethostname() and not _alive(int(note.get("pid", 0))):
+        if note.get("host") == socket.gethostname() and not pid_alive(int(note.get("pid", 0))):
             with contextlib.suppress(OSError):
                 marker.unlink()
         return True
@@ -338,15 +339,3 @@ def _subdirs(folder: Path) -> list[os.DirEntry[str]]:
 def _run_names(spec_dir: Path) -> list[str]:
     """Run directories holding a record (a directory claimed but not yet written is not a run yet)."""
     return [e.name for e in _subdirs(spec_dir) if os.path.exists(os.path.join(e.path, RECORD_FILENAME))]
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

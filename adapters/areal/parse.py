@@ -6,28 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
-import yaml
+from benchbed.adapters.areal.spans import read_trial
 
-from benchbed import keys as K
-from benchbed.adapterkit.chrome_trace import complete_events
 from benchbed.adapterkit.histories import History, history_kind
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.adapterkit.lines import JsonLines
 from benchbed.errors import NotThisFrameworkError
-from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
+from benchbed.trace import Trace, TraceMeta
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 RELEASE = KEYMAP.releases[-1]
 PARTS = KEYMAP.mapping(RELEASE, "component")  # timeperf/<name> and train.<name> -> trainer.*
 HISTORIES = ("tensorboard", "wandb")  # where a trial folder keeps its stats (stats_logger.tensorboard.path; wandb dir)
-# AReaL's session status -> benchbed's; accepted samples no step consumed become "discarded".
-STATUS = {"accepted": "ok", "rejected": "discarded", "dropped": "discarded", "failed": "failed", "pending": "aborted"}
 
 
 def parse_history(history: History) -> Trace:
@@ -46,98 +39,12 @@ def parse_path(path: Path) -> Trace:
     if not perf:
         return parse_history(read_run_history(path, "areal", HISTORIES))
     warnings: list[str] = []
-    events, truncated = complete_events(perf[0], warnings)
-    config = read_config(path / "config.yaml", warnings)
-    builder = TraceBuilder()
-    update_ends, rollout_ends, first = emit_trainer(builder, events, perf[0])
-    sessions = sorted((path / "session_tracer").glob("sessions-r*.jsonl"))
-    records = [r for f in sessions for _, r in JsonLines(f, warnings) if isinstance(r.get("submit_ts"), int | float)]
-    rollout = config.get("rollout", {})
-    batch = int(rollout.get("consumer_batch_size") or config.get("train_dataset", {}).get("batch_size") or 0)
-    group = int(config.get("gconfig", {}).get("n_samples") or 1)
-    if records:
-        emit_samples(builder, records, first, update_ends, rollout_ends, batch, warnings)
-    meta = TraceMeta(adapter="areal", framework="areal", framework_version=RELEASE, mode="async",
-                     concurrency=(rollout.get("max_concurrent_rollouts") or batch) * group or None,
-                     samples_per_step=batch * group or None, group_size=group,
-                     sources=[str(f) for f in (perf[0], *sessions)], warnings=warnings, partial=truncated,
-                     extra={"max_head_offpolicyness": rollout.get("max_head_offpolicyness"),
-                            "clock": "sessions' wall clock joined at the first submission = the first train.rollout "
-                                     "start (the perf tracer's clock has no wall-clock anchor)"})  # fmt: skip
+    builder, fields = read_trial(path, perf[0], PARTS, warnings)
+    meta = TraceMeta(adapter="areal", framework="areal", framework_version=RELEASE, mode="async", warnings=warnings,
+                     **fields)  # fmt: skip
     trace = builder.build(meta)
     if any(history_kind(path / n) for n in HISTORIES):  # AReaL's own figures beside the spans
         stats = parse_history(read_run_history(path, "areal", HISTORIES)).events
         stats = stats[~stats["key"].astype(str).str.startswith("trainer.")]
         trace = Trace(pd.concat([trace.events, stats], ignore_index=True), meta)
     return trace
-
-
-def emit_trainer(builder: TraceBuilder, events: pd.DataFrame, path: Path) -> tuple[np.ndarray, np.ndarray, float]:
-    """trainer.step spans (one per global_step, end to end) and their parts from the `train.*` spans; returns the
-    ends of train.update_weights (version v + 1 from the v-th), the ends of train.rollout, the first rollout start."""
-    ours = events[events["name"].isin(PARTS.keys())].copy()
-    ours["g"] = [a.get("global_step") for a in ours["args"]]
-    ours = ours[ours["g"].map(lambda g: isinstance(g, int))]
-    if ours.empty:
-        raise NotThisFrameworkError(f"not an AReaL run: {path} holds no train.* spans with a global_step")
-    previous = None
-    for g, spans in ours.groupby("g", sort=True):
-        t0 = spans["t0"].min() if previous is None else previous
-        previous = float(spans["t1"].max())
-        builder.span(K.TRAINER_STEP, float(t0), previous, step=int(g) + 1, actor="trainer", v_train=int(g))
-        for name, s0, s1 in zip(spans["name"], spans["t0"], spans["t1"], strict=True):
-            builder.span(PARTS[name], float(s0), float(s1), step=int(g) + 1, actor="trainer", attrs=name)
-    rollouts = ours[ours["name"] == "train.rollout"].sort_values("g")
-    updates = np.sort(ours.loc[ours["name"] == "train.update_weights", "t1"].to_numpy())
-    return updates, rollouts["t1"].to_numpy(), float(rollouts["t0"].min()) if len(rollouts) else 0.0
-
-
-def emit_samples(builder: TraceBuilder, records: list[dict[str, Any]], first: float, update_ends: np.ndarray,
-                 rollout_ends: np.ndarray, batch: int, warnings: list[str]) -> None:  # fmt: skip
-    """One rollout span per session: the versions current when its generation started and ended, and the step that
-    consumed it. A task (one prompt's group of sessions) is accepted whole; prepare_batch takes `batch` accepted
-    tasks per step in the order they finished."""
-    shift = first - min(r["submit_ts"] for r in records)
-    done: dict[tuple[int, int], float] = {}
-    for r in records:
-        if r.get("status") == "accepted":
-            task = (r.get("rank", 0), r.get("task_id", -1))
-            done[task] = max(done.get(task, 0.0), r["finalized_ts"])
-    order = sorted(done, key=lambda task: (done[task], task))
-    consumed = {task: i // batch for i, task in enumerate(order) if batch and i // batch < len(rollout_ends)}
-    late = 0
-    for r in records:
-        generate = r.get("phases", {}).get("generate", [])
-        starts = [p["start_ts"] for p in generate] or [r["submit_ts"]]
-        ends = [p["end_ts"] for p in generate if p.get("end_ts") is not None]
-        end = r.get("finalized_ts") or max(ends, default=r["submit_ts"])
-        task = (r.get("rank", 0), r.get("task_id", -1))
-        g = consumed.get(task, -1)
-        late += g >= 0 and end + shift > rollout_ends[g] + 1e-6
-        status = "discarded" if r.get("status") == "accepted" and g < 0 else STATUS.get(r.get("status"), "failed")
-        keep = ("task_id", "session_id", "rank", "status", "reason", "generate_s", "reward_s", "toolcall_s")
-        builder.span(K.ROLLOUT, r["submit_ts"] + shift, end + shift, step=g + 1 if g >= 0 else -1, actor="generator",
-                     sample=f"r{task[0]}-s{r.get('session_id')}", group=f"r{task[0]}-t{task[1]}", status=status,
-                     v_start=int(np.searchsorted(update_ends, min(starts) + shift, side="right")),
-                     v_end=int(np.searchsorted(update_ends, max(ends) + shift, side="right")) if ends else -1,
-                     v_train=g, attrs=attrs_json({k: r[k] for k in keep if k in r}))  # fmt: skip
-    if late:
-        warnings.append(f"{late} sample(s) finished after the train.rollout of the step assigned to them: the "
-                        "sessions are not in the order prepare_batch took them; their v_train is a guess")  # fmt: skip
-
-
-class _Loader(yaml.SafeLoader):
-    """AReaL's save_config writes `yaml.dump(asdict(cfg))`, whose tuples carry a python/tuple tag."""
-
-
-_Loader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader, node: loader.construct_sequence(node))
-
-
-def read_config(path: Path, warnings: list[str]) -> dict[str, Any]:
-    """The trial's config.yaml (AReaL's save_config), {} with a warning when absent or unreadable."""
-    try:
-        config = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a SafeLoader with one tag added
-    except (OSError, yaml.YAMLError) as exc:
-        warnings.append(f"{path}: no readable config ({exc.__class__.__name__}); concurrency and batch size unknown")
-        return {}
-    return config if isinstance(config, dict) else {}

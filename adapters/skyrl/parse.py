@@ -1,5 +1,5 @@
 """SkyRL's W&B (or TensorBoard, MLflow) history -> the trace through its key map. The only parsing of its own: in
-fully_async mode eval and checkpoints run after the step's Timer closes, so they are added to the step."""
+fully_async and one_step_off modes eval and checkpoints run after the step's Timer closes, so they join the step."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from benchbed.trace import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 STEP = "timing/step"
+# a Timer only that trainer has -> its mode; neither: the examples' one-step-off trainer
+MODES = (("timing/wait_for_generation_buffer", "fully_async"), ("timing/postprocess_generator_output", "sync"))
 
 
 def parse_path(path: Path) -> Trace:
@@ -21,7 +23,7 @@ def parse_path(path: Path) -> Trace:
 
 
 def parse_history(history: History) -> Trace:
-    mode = "fully_async" if "timing/wait_for_generation_buffer" in history.keys else "sync"  # only that trainer has it
+    mode = next((m for key, m in MODES if key in history.keys), "one_step_off")
     after = [
         k for k in KEYMAP.mapping(KEYMAP.releases[-1], "component", mode, within="after_step") if k in history.keys
     ]

@@ -133,16 +133,21 @@ def with_env(runtime_env: dict[str, Any], *envs: dict[str, str]) -> dict[str, An
     return {**runtime_env, "env_vars": merged} if merged else dict(runtime_env)
 
 
-def entrypoint(argv: list[str], run_dir: Path, cwd: str | None, captures: dict[str, list[str]]) -> str:
-    """A shell line for the job: check the run directory is visible, cd, record captures, exec the command.
-
-    `cwd` None keeps the job's own working directory (Ray's copy of an uploaded working_dir)."""
-    run = shlex.quote(str(run_dir))
+def run_dir_check(run_dir: Path) -> str:
+    """The shell line a job starts with (Ray entrypoint, sbatch script): exit UNREACHABLE_EXIT, saying why, when the
+    node it runs on cannot see the run directory."""
     missing = shlex.quote(
         f"benchbed: run directory {run_dir} is not visible where the job runs; "
         "put --store on a filesystem both sides see"
     )
-    parts = [f"test -d {run} || {{ echo {missing} >&2; exit {UNREACHABLE_EXIT}; }}"]
+    return f"test -d {shlex.quote(str(run_dir))} || {{ echo {missing} >&2; exit {UNREACHABLE_EXIT}; }}"
+
+
+def entrypoint(argv: list[str], run_dir: Path, cwd: str | None, captures: dict[str, list[str]]) -> str:
+    """A shell line for the job: check the run directory is visible, cd, record captures, exec the command.
+
+    `cwd` None keeps the job's own working directory (Ray's copy of an uploaded working_dir)."""
+    parts = [run_dir_check(run_dir)]
     if cwd is not None:
         parts.append(f"cd {shlex.quote(cwd)} || exit 1")
     for rel, capture in captures.items():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import SpecError
-from benchbed.launch.ray_submission import UNREACHABLE_EXIT, is_ray_submit
+from benchbed.launch.ray_submission import is_ray_submit, run_dir_check
 from benchbed.secrets import is_secret_name
 from benchbed.shell import is_variable_name
 from benchbed.spec import ExperimentSpec, SlurmSpec
@@ -69,12 +69,7 @@ def render_script(spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
     lines = ["#!/bin/bash", f"# Rendered by benchbed for spec {spec.name!r} ({spec.spec_id})."]
     lines += [f"#SBATCH {flag}={value}" for flag, value in header.items() if value is not None]
     lines += [f"#SBATCH {option}" for option in options.sbatch_options]
-    run = shlex.quote(str(run_dir))
-    missing = shlex.quote(
-        f"benchbed: run directory {run_dir} is not visible where the job runs; "
-        "put --store on a filesystem both sides see"
-    )
-    lines += ["", f"test -d {run} || {{ echo {missing} >&2; exit {UNREACHABLE_EXIT}; }}"]
+    lines += ["", run_dir_check(run_dir)]
     lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
     cwd = plan.cwd or str(run_dir)
     lines.append(f"cd {shlex.quote(cwd)} || exit 1")

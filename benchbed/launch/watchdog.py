@@ -18,6 +18,8 @@ import sys
 import time
 from types import TracebackType
 
+from benchbed.liveness import group_alive
+
 GRACE_S = 10.0  # SIGTERM, then this long for the group to exit, then SIGKILL
 DONE = b"done\n"
 PR_SET_PDEATHSIG = 1
@@ -63,16 +65,6 @@ class Watchdog:
             self.proc.kill()
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop_group(pgid: int, grace_s: float = GRACE_S) -> None:
     """SIGTERM the group, SIGKILL what is left after `grace_s`, then remove sandbox cgroups left by dead owners."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -81,9 +73,9 @@ def stop_group(pgid: int, grace_s: float = GRACE_S) -> None:
         except ProcessLookupError:
             break
         deadline = time.monotonic() + grace_s
-        while _group_alive(pgid) and time.monotonic() < deadline:
+        while group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if not _group_alive(pgid):
+        if not group_alive(pgid):
             break
     from benchbed.sandbox.cgroups import detect_layout, sweep
 

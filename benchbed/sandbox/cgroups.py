@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchbed.sandbox.procs import pid_alive
+from benchbed.liveness import pid_alive
 
 PARENT = "benchbed"
 LIMIT_CONTROLLERS = ("memory", "pids", "cpu")

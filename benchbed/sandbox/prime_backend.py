@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from benchbed.liveness import pid_alive
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
-from benchbed.sandbox.procs import pid_alive
 from benchbed.sandbox.reasons import failure_reason
 from benchbed.sandbox.registry import require_credentials, require_sdk
 

@@ -250,14 +250,3 @@ def _reap_zombie_children(uid_lo: int, uid_hi: int) -> int:
                 os.waitpid(int(status.parent.name), os.WNOHANG)
                 reaped += 1
     return reaped
-
-
-def pid_alive(pid: int) -> bool:
-    """True while a process with this pid exists (one of another user's counts: kill(0) is refused, not failed)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("benchbed.spec",),
     ("benchbed.adapter", "benchbed.plugins"),
     ("benchbed.trace", "benchbed.record", "benchbed.keys", "benchbed.errors", "benchbed.secrets", "benchbed.outputs"),
+    ("benchbed.liveness",),
 ]
 
 

@@ -34,6 +34,7 @@ from benchbed.sim.end_times import EndTimes
 from benchbed.sim.sandbox_starts import SandboxStarts
 
 OK, DROPPED_STALE, FILTERED_ZERO_ADV, ABORTED, DISCARDED = 0, 1, 2, 3, 4
+NEVER = 1 << 62  # finishes_before_dispatch while admission is blocked
 GROW_GROUPS = 4096  # groups added to the preallocated columns at a time
 STATUS_NAMES = ("ok", "dropped_stale", "filtered_zero_adv", "aborted", "discarded")
 
@@ -367,7 +368,7 @@ class Simulation:
         s_t1, s_v_end, s_slot, s_end = self.s_t1, self.s_v_end, self.s_slot, self.s_end
         free_slots, remaining, buffered, G = self.free_slots, self.g_remaining, self.buffered, self.G
         partial, batch_versions = self.partial, self.batch_versions
-        until, blocked = self.trainer_event_t, self.blocked
+        until, wait = self.trainer_event_t, self.finishes_before_dispatch()
         stamp = self.batch_version if batch_versions else self.gen_version
         finished = 0
         now = pop(heap)
@@ -385,18 +386,27 @@ class Simulation:
             group = sample // G
             left = remaining[group] - 1
             remaining[group] = left
-            more = (not blocked and len(free_slots) >= G) or buffered
-            if more or not left:
+            wait -= 1
+            if not wait or not left:
                 self.now, self.finished, finished = now, self.finished + finished, 0
                 if not left:
                     self.on_group_done(now, group)
-                if more or self.buffered or (len(free_slots) >= G and not self.blocked):
+                if not wait or buffered or (len(free_slots) >= G and not self.blocked):
                     self.dispatch(now)
-                until, blocked = self.trainer_event_t, self.blocked
+                until, wait = self.trainer_event_t, self.finishes_before_dispatch()
                 stamp = self.batch_version if batch_versions else self.gen_version
             now = pop(heap)
         heapq.heappush(heap, now)  # the first end time at or after `until` stays pending
         self.finished += finished
+
+    def finishes_before_dispatch(self) -> int:
+        """How many more samples must finish before `dispatch` may start anything: one while partial groups wait in
+        the buffer (any freed slot may resume one), never while admission is blocked, else until G slots are free."""
+        if self.buffered:
+            return 1
+        if self.blocked:
+            return NEVER
+        return max(1, self.G - len(self.free_slots))
 
     def reward_std(self, group: int) -> float:
         """Standard deviation of the group's binary rewards (0: every sample passed or every one failed)."""
@@ -408,7 +418,7 @@ class Simulation:
     def rewards(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sample's reward and every group's reward standard deviation (as reward_std), as arrays."""
         G = self.G
-        rewards = (np.asarray(self.s_uniform).reshape(-1, G) < np.asarray(self.g_pass)[:, None]).astype(float)
+        rewards = (_array(self.s_uniform, float).reshape(-1, G) < _array(self.g_pass, float)[:, None]).astype(float)
         rewards.reshape(-1)[list(self.masked)] = 0.0
         mean = rewards.sum(axis=1) / G
         return rewards.reshape(-1), np.sqrt(np.maximum(0.0, mean - mean * mean))
@@ -571,16 +581,16 @@ class Simulation:
             attrs[sample] = '{"masked":"sandbox_init"}'
         return SimOutcome(
             end_time=now,
-            sample_t1=np.asarray(self.s_t1[:samples], dtype=float),
-            sample_v_end=np.asarray(self.s_v_end[:samples], dtype=np.int64),
-            sample_slot=np.asarray(self.s_slot, dtype=np.int32),
+            sample_t1=_array(self.s_t1, float, samples),
+            sample_v_end=_array(self.s_v_end, np.int64, samples),
+            sample_slot=_array(self.s_slot, np.int32),
             sample_reward=rewards,
-            group_t0=np.asarray(self.g_t0, dtype=float),
-            group_done_t=np.asarray(self.g_done[:groups], dtype=float),
-            group_v_start=np.asarray(self.g_v_start, dtype=np.int64),
-            group_v_train=np.asarray(self.g_v_train[:groups], dtype=np.int64),
-            group_step=np.asarray(self.g_step[:groups], dtype=np.int64),
-            group_status=np.asarray(self.g_status[:groups], dtype=np.int8),
+            group_t0=_array(self.g_t0, float),
+            group_done_t=_array(self.g_done, float, groups),
+            group_v_start=_array(self.g_v_start, np.int64),
+            group_v_train=_array(self.g_v_train, np.int64, groups),
+            group_step=_array(self.g_step, np.int64, groups),
+            group_status=_array(self.g_status, np.int8, groups),
             group_reward_std=reward_std,
             step_start=np.asarray(self.st_start, dtype=float),
             step_batch_ready=np.asarray(self.st_ready, dtype=float),
@@ -595,6 +605,12 @@ class Simulation:
                 np.asarray(self.sandboxes.rows, dtype=float).reshape(-1, 5) if self.sandboxes is not None else None
             ),
         )
+
+
+def _array(values: list[Any], dtype: Any, count: int | None = None) -> np.ndarray:
+    """The list's first `count` values (all by default) as an array: np.fromiter neither copies a slice of the
+    list first nor inspects every item's type, as np.asarray does (a third of the time on a million samples)."""
+    return np.fromiter(values, dtype, len(values) if count is None else count)
 
 
 def simulate(params: SimParams, progress: Callable[[int], None] | None = None) -> SimOutcome:

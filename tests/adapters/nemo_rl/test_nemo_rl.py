@@ -78,6 +78,7 @@ def test_a_synchronous_run_waits_while_it_generates(tmp_path: Path) -> None:
     assert record["adapter"]["mode"] == "sync"
     assert got["trainer_idle_ratio"] == pytest.approx((5 + 7) / (16.5 + 18.5))
     assert got["trainer_compute_ratio"] == pytest.approx(2 * 10 / 35)
+    assert got["trainer_weight_sync_ratio"] == pytest.approx(2 * 0.75 / 35)  # the refit inside prepare_for_generation
     assert not any(name.startswith("framework_") for name in got)
 
 

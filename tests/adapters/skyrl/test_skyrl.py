@@ -75,6 +75,16 @@ def test_a_synchronous_run_waits_while_it_generates(tmp_path: Path) -> None:
     assert not any(name.startswith("framework_") for name in got)
 
 
+def test_the_one_step_off_example_trainer_leaves_its_untimed_wait_in_other(tmp_path: Path) -> None:
+    record = ingest(FIXTURES / "one-step-off-3-steps", "--adapter", "skyrl", "--store", tmp_path)
+    got = figures(record)
+    assert record["adapter"]["mode"] == "one_step_off"
+    assert "trainer_idle_ratio" not in got  # generation is timed beside the step, the wait for it not at all
+    assert got["step_time_mean_s"] == pytest.approx((10 + 11) / 2)
+    assert got["trainer_compute_ratio"] == pytest.approx(2 * (2 + 6) / 21)
+    assert got["trainer_other_ratio"] == pytest.approx((10 - 9.5 + 11 - 9.5 + 2 * 0.5) / 21)
+
+
 def test_the_comparison_spec_renders_skyrls_own_command(tmp_path: Path) -> None:
     plan = ADAPTER.render(load_spec(ROOT / "experiments" / "compare" / "skyrl.toml"), tmp_path)
     assert plan.cwd == "/workspace/SkyRL" and plan.env == {"WANDB_DIR": str(tmp_path)}
@@ -114,7 +124,7 @@ def test_the_fixtures_regenerate(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(FIXTURES / "make_fixtures.py"), str(tmp_path)],
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    for run in ("fully-async-6-steps", "sync-3-steps"):
+    for run in ("fully-async-6-steps", "sync-3-steps", "one-step-off-3-steps"):
         mine, theirs = open_history(tmp_path / run / "wandb"), open_history(FIXTURES / run / "wandb")
         assert sorted(mine.keys) == sorted(theirs.keys), run  # W&B keeps keys in no fixed order
         columns = ["step", *sorted(theirs.keys)]

@@ -125,6 +125,30 @@ def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> N
     assert len(trace.of("trainer.step")) == 6
 
 
+def test_rejected_and_unfinished_samples_keep_their_step(tmp_path: Path) -> None:
+    """A task rejected by the dynamic filter at 14.5 s (during step 2) and one still generating at exit (AReaL's
+    flush(force=True) writes it `pending`, with no finalized_ts) are not trained: discarded at step 2, and aborted
+    running to the end of step 6, from version 5 (updates end at 9.5, 15.5, ..., 33.5 s)."""
+    run = tmp_path / "trial0"
+    shutil.copytree(RUN, run)
+    epoch = 1_780_000_000.0
+    extra = [{"task_id": 90, "session_id": 90, "rank": 0, "status": "rejected", "reason": "rejected",
+              "submit_ts": epoch + 10, "finalized_ts": epoch + 14.5,
+              "phases": {"generate": [{"start_ts": epoch + 10, "end_ts": epoch + 13.5}]}},
+             {"task_id": 91, "session_id": 91, "rank": 0, "status": "pending", "submit_ts": epoch + 36,
+              "phases": {"generate": [{"start_ts": epoch + 36, "end_ts": None}]}}]  # fmt: skip
+    with (run / "session_tracer" / "sessions-r0.jsonl").open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in extra)
+    trace = ADAPTER.parse(run).validate()
+    rows = trace.of("rollout").set_index("sample").loc[["r0-s90", "r0-s91"]]
+    assert rows[["status", "step", "t0", "t1", "v_start", "v_end", "v_train"]].values.tolist() == [
+        ["discarded", 2, 10.0, 14.5, 1, 1, -1], ["aborted", 6, 36.0, 40.0, 5, -1, -1]]  # fmt: skip
+    steady = _metrics(trace, 1)
+    assert steady["wasted_generation_fraction"] == pytest.approx(1 / 33)  # waves 2-5 and the rejected task end in it
+    assert steady["generator_utilization"] == pytest.approx((15.5 * 8 + 4.5 + 4) / (8 * 30))
+    assert steady["staleness_mean"] == 1
+
+
 def test_another_frameworks_folder_is_refused(tmp_path: Path) -> None:
     with pytest.raises(NotThisFrameworkError):
         ADAPTER.parse(tmp_path)

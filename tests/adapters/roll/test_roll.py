@@ -91,6 +91,13 @@ def test_a_restart_leaves_the_step_before_it_out() -> None:
     assert trace.meta.mode == "sync"
 
 
+def test_the_package_is_a_key_map_and_at_most_200_lines_of_python() -> None:
+    """The size the README and the framework page state (the kit's mark for a history-based adapter is 150)."""
+    package = ROOT / "adapters" / "roll"
+    assert (package / "keymap.toml").is_file()
+    assert sum(len(p.read_text().splitlines()) for p in package.glob("*.py")) <= 200
+
+
 def test_other_frameworks_histories_are_refused() -> None:
     with pytest.raises(NotThisFrameworkError, match="not a roll history"):
         ADAPTER.parse(ROOT / "tests" / "fixtures" / "openrlhf" / "sync-3c3be62")

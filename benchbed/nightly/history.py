@@ -53,19 +53,23 @@ def load_points(
     for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
         if value is not None:
             keep = pc.and_(keep, pc.equal(runs.column(column), value))
-    runs = runs.filter(keep).sort_by([(c, "ascending") for c in ("started_at", "repeat", "path")])  # runs, not points
-    absolute = pc.binary_join_element_wise(f"{store.root}/", runs.column("path"), "")
-    metrics = runs.column("metrics")
-    parents, flat = pc.list_parent_indices(metrics), pc.list_flatten(metrics)
+    order = pc.sort_indices(runs, [(c, "ascending") for c in ("started_at", "repeat", "path")]).to_numpy()
+    order = order[pc.fill_null(keep, False).to_numpy()[order]]  # the kept runs in time order, by index: no copy
+    metrics = runs.column("metrics").combine_chunks()
+    counts = pc.fill_null(pc.list_value_length(metrics), 0).to_numpy()[order]  # each kept run's metrics, in order
+    run_of = np.repeat(order, counts)  # each point's run
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # 0, 1, ... within its run
+    flat = metrics.values.take(np.repeat(metrics.offsets.to_numpy()[order], counts) + within)  # as recorded
+    names = pc.struct_field(flat, "name")
     if metric is not None:
-        chosen = pc.equal(pc.struct_field(flat, "name"), metric)
-        parents, flat = parents.filter(chosen), flat.filter(chosen)
+        chosen = pc.equal(names, metric)
+        run_of, flat, names = run_of[chosen.to_numpy(zero_copy_only=False)], flat.filter(chosen), names.filter(chosen)
     at_runs = {name: runs.column(name) for name in POINT_COLUMNS[:14]}
-    at_runs["path"] = absolute
-    encoded = {name: pc.dictionary_encode(c) if pa.types.is_string(c.type) else c for name, c in at_runs.items()}
-    arrays = {name: column.take(parents) for name, column in encoded.items()}
-    names, values, units = (pc.struct_field(flat, field) for field in ("name", "value", "unit"))
-    arrays.update(metric=pc.dictionary_encode(names), value=values, unit=pc.dictionary_encode(units))
+    at_runs["path"] = pc.binary_join_element_wise(f"{store.root}/", runs.column("path"), "")
+    arrays = {name: (pc.dictionary_encode(c) if pa.types.is_string(c.type) else c).take(run_of)
+              for name, c in at_runs.items()}  # fmt: skip
+    arrays.update(metric=pc.dictionary_encode(names), value=pc.struct_field(flat, "value"),
+                  unit=pc.dictionary_encode(pc.struct_field(flat, "unit")))  # fmt: skip
     frame = pa.table({name: arrays[name] for name in POINT_COLUMNS}).to_pandas()  # the runs' order, metrics as recorded
     return frame, errors
 

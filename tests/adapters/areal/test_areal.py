@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.histories import open_history
@@ -180,6 +182,22 @@ def test_the_rendered_config_holds_only_grpo_config_fields(tmp_path: Path) -> No
     assert config["rollout"]["max_head_offpolicyness"] == 1 and config["rollout"]["consumer_batch_size"] == 64
     assert (config["rollout"]["backend"], config["actor"]["backend"]) == ("sglang:d16p1t1", "megatron:d16p1t1")
     assert config["gconfig"]["n_samples"] == 8 and config["cluster"]["n_nodes"] == 4
+
+
+@settings(max_examples=60, deadline=None)
+@example(path="data/${oc.env:HOME}", entry="train.py", model="Qwen\\${x}")
+@example(path="\\\\${a}\\", entry="${b}", model="m")
+@given(path=st.text(max_size=16), entry=st.text(min_size=1, max_size=12), model=st.text(min_size=1, max_size=12))
+def test_strings_round_trip_through_omegaconf(path: str, entry: str, model: str) -> None:
+    """AReaL reads areal.yaml with Hydra/OmegaConf: a `${` or backslash in a path or model name stays text."""
+    omegaconf = pytest.importorskip("omegaconf", reason="OmegaConf comes with the `verl` extra")
+    spec = build_spec({"name": "a", "adapter": "areal", "workload": {"model": model},
+                       "areal": {"dataset_path": path, "entry": entry}})  # fmt: skip
+    plan = ADAPTER.render(spec, Path("/runs/x ${y}"))
+    read = omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.create(plan.files["areal.yaml"]), resolve=True)
+    assert (read["train_dataset"]["path"], read["actor"]["path"], read["cluster"]["fileroot"]) == (
+        path, model, "/runs/x ${y}")  # fmt: skip
+    assert plan.argv[3] == entry
 
 
 def test_a_run_it_renders_reads_back_as_its_own(tmp_path: Path) -> None:

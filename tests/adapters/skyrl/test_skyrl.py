@@ -129,3 +129,14 @@ def test_the_fixtures_regenerate(tmp_path: Path) -> None:
         assert sorted(mine.keys) == sorted(theirs.keys), run  # W&B keeps keys in no fixed order
         columns = ["step", *sorted(theirs.keys)]
         assert mine.frame[columns].equals(theirs.frame[columns]), run
+
+
+def test_every_rendered_key_is_one_the_framework_accepts(tmp_path: Path) -> None:
+    """Keys from the framework's source at the cited commit (tools/nemo_rl_skyrl_keys.py), read offline."""
+    known = set(json.loads((ROOT / "adapters" / "skyrl" / "fields_a956457.json").read_text())["keys"])
+    specs = [load_spec(ROOT / "experiments" / "compare" / "skyrl.toml"),
+             build_spec({"name": "s", "adapter": "skyrl", "workload": {"max_staleness": 0}})]  # fmt: skip
+    for spec in specs:
+        keys = [arg.split("=", 1)[0] for arg in ADAPTER.render(spec, tmp_path).argv[7:]]
+        assert len(keys) > 15 and [k for k in keys if k not in known] == []
+    assert "trainer.fully_async.max_stalenes_steps" not in known and "grpo.async_grpo.max_age" not in known

@@ -104,7 +104,7 @@ def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     generator.main(tmp_path / "run")
-    for name in ("perf_tracer/traces-r0.jsonl", "session_tracer/sessions-r0.jsonl", "config.yaml"):
+    for name in ("perf_tracer/master/traces-r0.jsonl", "session_tracer/master/sessions-r0.jsonl", "config.yaml"):
         assert (tmp_path / "run" / name).read_bytes() == (RUN / name).read_bytes(), name
     assert (tmp_path / "grpo_config_fields.json").read_bytes() == (FIXTURES / "grpo_config_fields.json").read_bytes()
     for history in ("tensorboard", "wandb"):
@@ -116,7 +116,7 @@ def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
 def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> None:
     run = tmp_path / "trial0"
     shutil.copytree(RUN, run)
-    traces = run / "perf_tracer" / "traces-r0.jsonl"
+    traces = run / "perf_tracer" / "master" / "traces-r0.jsonl"
     lines = traces.read_text().splitlines(keepends=True)
     lines[5] = lines[5][:40] + "\n"
     traces.write_text("".join(lines) + lines[-1][:30])
@@ -139,7 +139,7 @@ def test_rejected_and_unfinished_samples_keep_their_step(tmp_path: Path) -> None
               "phases": {"generate": [{"start_ts": epoch + 10, "end_ts": epoch + 13.5}]}},
              {"task_id": 91, "session_id": 91, "rank": 0, "status": "pending", "submit_ts": epoch + 36,
               "phases": {"generate": [{"start_ts": epoch + 36, "end_ts": None}]}}]  # fmt: skip
-    with (run / "session_tracer" / "sessions-r0.jsonl").open("a") as fh:
+    with (run / "session_tracer" / "master" / "sessions-r0.jsonl").open("a") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in extra)
     trace = ADAPTER.parse(run).validate()
     rows = trace.of("rollout").set_index("sample").loc[["r0-s90", "r0-s91"]]

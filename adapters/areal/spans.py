@@ -27,7 +27,7 @@ def read_trial(path: Path, perf: Path, parts: dict[str, str], warnings: list[str
     config = read_config(path / "config.yaml", warnings)
     builder = TraceBuilder()
     update_ends, rollout_ends, step_ends, first = emit_trainer(builder, events, parts, perf)
-    sessions = sorted((path / "session_tracer").glob("sessions-r*.jsonl"))
+    sessions = sorted(path.glob("session_tracer/**/sessions-r*.jsonl"))
     records = [r for f in sessions for _, r in JsonLines(f, warnings) if isinstance(r.get("submit_ts"), int | float)]
     rollout = config.get("rollout", {})
     batch = int(rollout.get("consumer_batch_size") or config.get("train_dataset", {}).get("batch_size") or 0)

@@ -139,6 +139,7 @@ class _Points:
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
         self._columns: dict[str, tuple[np.ndarray, list[Any]]] = {}
+        self._values = frame["value"].to_numpy(dtype=float, na_value=np.nan)
 
     def _factorized(self, name: str) -> tuple[np.ndarray, list[Any]]:
         if name not in self._columns:
@@ -174,21 +175,28 @@ class _Points:
         rows_of: dict[str, list[int]] = {}
         for i, night in enumerate(self.get("night", positions)):
             rows_of.setdefault(str(night), []).append(i)
-        col = {name: self.get(name, positions) for name in
-               ("started_at", "spec_id", "framework", "framework_version", "benchbed_commit", "run_id")}  # fmt: skip
-        value = self.frame["value"].to_numpy(dtype=float, na_value=np.nan)[positions].tolist()
+        started, run_ids = self.get("started_at", positions), self.get("run_id", positions)
+        labels = {  # what ran, per point: a column with one value over the whole series is that value every night
+            "spec": self.get("spec_id", positions),
+            "framework": list(map(framework_label, self.get("framework", positions),
+                                  self.get("framework_version", positions))),
+            "commit": [(c or "")[:12] for c in self.get("benchbed_commit", positions)],
+        }  # fmt: skip
+        constant = {k: (v[0],) for k, v in labels.items() if v and v.count(v[0]) == len(v)}
+
+        def ran(kind: str, rows: list[int]) -> tuple[str, ...]:
+            return constant.get(kind) or tuple(dict.fromkeys(labels[kind][i] for i in rows))
+
+        value = self._values[positions].tolist()
         out = []
         for night, rows in rows_of.items():
             values = tuple(value[i] for i in rows)
             present = [v for v in values if v == v]  # NaN is no value (a median skips it)
             out.append(NightValues(
-                night=night, started_at=str(min(col["started_at"][i] for i in rows)), values=values,
-                median=float(statistics.median(present)) if present else float("nan"),
-                spec_ids=tuple(dict.fromkeys(col["spec_id"][i] for i in rows)),
-                framework_versions=tuple(dict.fromkeys(framework_label(col["framework"][i],
-                                                                       col["framework_version"][i]) for i in rows)),
-                benchbed_commits=tuple(dict.fromkeys((col["benchbed_commit"][i] or "")[:12] for i in rows)),
-                run_ids=tuple(col["run_id"][i] for i in rows),
+                night=night, started_at=str(min(started[i] for i in rows)), values=values,
+                median=float(statistics.median(present)) if present else float("nan"), spec_ids=ran("spec", rows),
+                framework_versions=ran("framework", rows), benchbed_commits=ran("commit", rows),
+                run_ids=tuple(run_ids[i] for i in rows),
             ))  # fmt: skip
         return sorted(out, key=lambda n: n.started_at)
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.histories import open_history
@@ -102,7 +104,7 @@ def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     generator.main(tmp_path / "run")
-    for name in ("perf_tracer/traces-r0.jsonl", "session_tracer/sessions-r0.jsonl", "config.yaml"):
+    for name in ("perf_tracer/master/traces-r0.jsonl", "session_tracer/master/sessions-r0.jsonl", "config.yaml"):
         assert (tmp_path / "run" / name).read_bytes() == (RUN / name).read_bytes(), name
     assert (tmp_path / "grpo_config_fields.json").read_bytes() == (FIXTURES / "grpo_config_fields.json").read_bytes()
     for history in ("tensorboard", "wandb"):
@@ -114,7 +116,7 @@ def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
 def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> None:
     run = tmp_path / "trial0"
     shutil.copytree(RUN, run)
-    traces = run / "perf_tracer" / "traces-r0.jsonl"
+    traces = run / "perf_tracer" / "master" / "traces-r0.jsonl"
     lines = traces.read_text().splitlines(keepends=True)
     lines[5] = lines[5][:40] + "\n"
     traces.write_text("".join(lines) + lines[-1][:30])
@@ -137,7 +139,7 @@ def test_rejected_and_unfinished_samples_keep_their_step(tmp_path: Path) -> None
               "phases": {"generate": [{"start_ts": epoch + 10, "end_ts": epoch + 13.5}]}},
              {"task_id": 91, "session_id": 91, "rank": 0, "status": "pending", "submit_ts": epoch + 36,
               "phases": {"generate": [{"start_ts": epoch + 36, "end_ts": None}]}}]  # fmt: skip
-    with (run / "session_tracer" / "sessions-r0.jsonl").open("a") as fh:
+    with (run / "session_tracer" / "master" / "sessions-r0.jsonl").open("a") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in extra)
     trace = ADAPTER.parse(run).validate()
     rows = trace.of("rollout").set_index("sample").loc[["r0-s90", "r0-s91"]]
@@ -180,6 +182,22 @@ def test_the_rendered_config_holds_only_grpo_config_fields(tmp_path: Path) -> No
     assert config["rollout"]["max_head_offpolicyness"] == 1 and config["rollout"]["consumer_batch_size"] == 64
     assert (config["rollout"]["backend"], config["actor"]["backend"]) == ("sglang:d16p1t1", "megatron:d16p1t1")
     assert config["gconfig"]["n_samples"] == 8 and config["cluster"]["n_nodes"] == 4
+
+
+@settings(max_examples=60, deadline=None)
+@example(path="data/${oc.env:HOME}", entry="train.py", model="Qwen\\${x}")
+@example(path="\\\\${a}\\", entry="${b}", model="m")
+@given(path=st.text(max_size=16), entry=st.text(min_size=1, max_size=12), model=st.text(min_size=1, max_size=12))
+def test_strings_round_trip_through_omegaconf(path: str, entry: str, model: str) -> None:
+    """AReaL reads areal.yaml with Hydra/OmegaConf: a `${` or backslash in a path or model name stays text."""
+    omegaconf = pytest.importorskip("omegaconf", reason="OmegaConf comes with the `verl` extra")
+    spec = build_spec({"name": "a", "adapter": "areal", "workload": {"model": model},
+                       "areal": {"dataset_path": path, "entry": entry}})  # fmt: skip
+    plan = ADAPTER.render(spec, Path("/runs/x ${y}"))
+    read = omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.create(plan.files["areal.yaml"]), resolve=True)
+    assert (read["train_dataset"]["path"], read["actor"]["path"], read["cluster"]["fileroot"]) == (
+        path, model, "/runs/x ${y}")  # fmt: skip
+    assert plan.argv[3] == entry
 
 
 def test_a_run_it_renders_reads_back_as_its_own(tmp_path: Path) -> None:

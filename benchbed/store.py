@@ -143,7 +143,7 @@ class Store:
         sql = "SELECT * FROM runs"
         if where:
             sql += f" WHERE {where}"
-        sql += f" ORDER BY {order_by}"
+        sql += f" ORDER BY {order_by}, path"  # ties (runs started the same second) in path order
         try:
             result = connection.sql(sql).to_arrow_table()
         except duckdb.Error as exc:  # DuckDB's messages run over several lines (caret, hint): keep the first

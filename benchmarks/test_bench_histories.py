@@ -7,13 +7,14 @@ Both inputs are written by the real libraries (wandb offline in a child process;
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ratios import baseline_median, median_of, ratio
+from ratios import PRINT_PEAK_RSS_KIB, baseline_median, median_of, ratio
 
 from benchbed.adapterkit.histories import open_history
 from benchbed.adapterkit.histories.wandb_file import chunks, find_wandb_file
@@ -25,6 +26,9 @@ ROUNDS = 3
 MLFLOW_ROUNDS = 1  # mlflow's own per-key dump of a 10,000 x 200 SQLite run takes minutes on a small machine
 KEYS = 200
 LIMIT = 1.5
+# Peak memory of a read, over the same process's peak with the same modules imported and nothing read, at most this
+# many times the history's own size (the frame: steps x keys doubles): bounded by the history, not the files.
+PEAK_OVER_HISTORY = 12.0
 WRITE_WANDB = """
 import sys, wandb
 steps, keys, root = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -137,3 +141,33 @@ def test_mlflow_history(benchmark, mlflow_store: str, steps: int, medians: dict[
     baseline = baseline_median(medians, "mlflow get_metric_history per key")
     ratio(f"MLflow history, {steps:,} x {KEYS}", median_of(benchmark), "mlflow get_metric_history per key",
           baseline, LIMIT)  # fmt: skip
+
+
+PEAK = f"""
+import sys
+import numpy, pandas, wandb.proto.wandb_internal_pb2, mlflow.tracking
+from benchbed.adapterkit.histories import open_history
+from benchbed.adapterkit.histories import wandb_file, mlflow_runs
+history = open_history(sys.argv[1]) if sys.argv[2] == "read" else None
+print(0 if history is None else int(history.frame.memory_usage(deep=True).sum()))
+{PRINT_PEAK_RSS_KIB}
+"""
+
+
+def _peak_kib(location: str, what: str) -> tuple[int, int]:
+    """(history bytes, peak RSS KiB) of a fresh process that imports the readers and, for "read", reads `location`."""
+    out = subprocess.run([sys.executable, "-c", PEAK, location, what], check=True, capture_output=True, text=True)
+    history_bytes, peak = out.stdout.split()[-2:]
+    return int(history_bytes), int(peak)
+
+
+@pytest.mark.parametrize("source", ["wandb", "mlflow"])
+def test_history_peak_memory_is_bounded_by_the_history(source: str, request: pytest.FixtureRequest) -> None:
+    """The read alone in a fresh process (VmHWM), less the same process's peak before reading."""
+    location = str(request.getfixturevalue("wandb_run" if source == "wandb" else "mlflow_store"))
+    _, before = _peak_kib(location, "imports")
+    history_bytes, after = _peak_kib(location, "read")
+    extra = (after - before) * 1024
+    print(json.dumps({f"{source}_history_read_peak_extra_mib": round(extra / 2**20, 1),
+                      f"{source}_history_frame_mib": round(history_bytes / 2**20, 1)}))  # fmt: skip
+    assert history_bytes > 0 and extra <= PEAK_OVER_HISTORY * history_bytes

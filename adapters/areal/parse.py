@@ -35,7 +35,7 @@ def parse_history(history: History) -> Trace:
 
 
 def parse_path(path: Path) -> Trace:
-    perf = sorted((path / "perf_tracer").glob("traces-r*.jsonl"), key=lambda p: int(p.stem.split("-r")[-1]))
+    perf = sorted(path.glob("perf_tracer/**/traces-r*.jsonl"), key=lambda p: (p.parent.name != "master", p.name))
     if not perf:
         return parse_history(read_run_history(path, "areal", HISTORIES))
     warnings: list[str] = []

@@ -10,6 +10,7 @@ import yaml
 from benchbed.adapters.areal import ArealOptions
 
 from benchbed.adapter import LaunchPlan
+from benchbed.adapterkit.omegaconf_text import literal
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -22,16 +23,13 @@ def areal_config(spec: ExperimentSpec, run_dir: Path) -> dict[str, Any]:
     the run directory (`<run_dir>/logs/<user>/benchbed/trial0`, the trial folder parse reads)."""
     opts: ArealOptions = spec.adapter_options("areal")
     w, r = spec.workload, spec.resources
-    if r.colocated:
-        raise SpecError(
-            f"{spec.source}: the areal adapter renders AReaL's decoupled (asynchronous) mode: colocated = false"
-        )
-    if r.trainer_gpus < 1 or r.generator_gpus < 1:
-        raise SpecError(f"{spec.source}: AReaL needs trainer_gpus and generator_gpus (decoupled allocation)")
+    if r.colocated or r.trainer_gpus < 1 or r.generator_gpus < 1:
+        raise SpecError(f"{spec.source}: the areal adapter renders AReaL's decoupled mode: colocated = false, "
+                        "trainer_gpus and generator_gpus >= 1")  # fmt: skip
     names = {"experiment_name": EXPERIMENT, "trial_name": TRIAL}
     root = {**names, "fileroot": str(run_dir)}
     total = r.trainer_gpus + r.generator_gpus
-    return {
+    return literal({
         **names, "seed": 1, "total_train_epochs": 1, "total_train_steps": w.steps, "tokenizer_path": w.model,
         "cluster": {"n_nodes": -(-total // r.gpus_per_node), "n_gpus_per_node": r.gpus_per_node,
                     "fileroot": str(run_dir)},
@@ -48,7 +46,7 @@ def areal_config(spec: ExperimentSpec, run_dir: Path) -> dict[str, Any]:
         "stats_logger": {**root, "wandb": {"mode": opts.wandb_mode}},
         "perf_tracer": {**root, "enabled": True, "save_interval": 1,
                         "session_tracer": {"enabled": True, "flush_threshold": 256}},
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:

@@ -11,7 +11,6 @@ class OpenRLHFOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ray_address: str = Field("http://127.0.0.1:8265", description="the Ray dashboard `ray job submit` talks to")
-    working_dir: str | None = Field(None, description="runtime_env working_dir of the job (an OpenRLHF checkout)")
     model_path: str | None = Field(None, description="--actor.model_name_or_path (default: workload.model)")
     prompt_data: str | None = Field(None, min_length=1, description="--data.prompt_dataset: a local dataset path")
     input_key: str = Field("input", description="--data.input_key")

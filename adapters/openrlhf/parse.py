@@ -1,6 +1,7 @@
-"""OpenRLHF's tracker history (W&B or TensorBoard) -> the trace through keymap.toml, after two things only OpenRLHF
-needs: W&B rows re-keyed on `train/global_step` (the samples table takes a W&B step of its own), and the mode told
-from the timings (sync: step_total IS the sum of the four timing/* figures; async: a wall clock that is not)."""
+"""OpenRLHF's tracker history (W&B or TensorBoard) -> the trace through keymap.toml, after what only OpenRLHF needs:
+W&B rows re-keyed on `train/global_step` (the samples table takes a W&B step of its own), the mode told from the
+timings (sync: step_total IS the sum of the four timing/* figures; async: a wall clock that is not), and the async
+trainer's wait: step_total − make_experience − ppo_train − broadcast (its loop outside its three timers)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.adapterkit.rows import AggRows
-from benchbed.trace import Trace, TraceBuilder
+from benchbed.trace import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 GLOBAL_STEP, TOTAL, GENERATION = "train/global_step", "train/timing/step_total", "train/timing/generation"
-TIMED = ("train/timing/make_experience", "train/timing/ppo_train", "train/timing/broadcast")  # the trainer's timers
+TIMED = ["train/timing/make_experience", "train/timing/ppo_train", "train/timing/broadcast"]  # the trainer's timers
 
 
 def parse_path(path: Path) -> Trace:
@@ -28,25 +28,20 @@ def parse_path(path: Path) -> Trace:
 
 def parse_history(history: History) -> Trace:
     history = by_global_step(history)
-    frame = history.frame
-    rest = frame.reindex(columns=list(TIMED)).sum(axis=1)
-    mode = "sync" if TOTAL in frame and _same(frame[TOTAL], rest + frame.get(GENERATION, np.nan)) else "async"
-    trace = history_trace(history, KEYMAP, adapter="openrlhf", mode=mode)
-    if mode == "sync":
+    frame = history.frame.reindex(columns=[*history.frame.columns, *{TOTAL, GENERATION, *TIMED} - {*history.keys}])
+    rest = frame[TOTAL] - frame[TIMED].sum(axis=1, min_count=len(TIMED))
+    both = rest.notna() & frame[GENERATION].notna()  # TensorBoard keeps float32: equal to 1e-5
+    sync = both.any() and np.allclose(rest[both], frame[GENERATION][both], rtol=1e-5, atol=1e-3)
+    trace = history_trace(history, KEYMAP, adapter="openrlhf", mode="sync" if sync else "async")
+    if sync:
         return trace
-    # Async: the trainer's loop outside its three timers (its wait on the rollout queue, the hand-over of the
-    # batch to the actor shards): step_total − make_experience − ppo_train − broadcast.
-    known = frame[TOTAL].notna() & frame.reindex(columns=list(TIMED)).notna().all(axis=1)
-    rows, builder = AggRows(), TraceBuilder()
-    wait = (frame[TOTAL] - rest).clip(lower=0.0)[known]
-    rows.extend("trainer.wait", frame[STEP][known].to_numpy(), wait.to_numpy(), actor="trainer")
-    rows.flush(builder)
-    return Trace(pd.concat([trace.events, builder.build(trace.meta).events], ignore_index=True), trace.meta)
+    rows = {"key": "trainer.wait", "kind": "agg", "step": frame[STEP], "value": rest.clip(lower=0.0),
+            "actor": "trainer"}  # fmt: skip
+    return Trace(pd.concat([trace.events, pd.DataFrame(rows)[rest.notna()]], ignore_index=True), trace.meta)
 
 
 def by_global_step(history: History) -> History:
-    """W&B rows keyed on `train/global_step`, one row per step (WandbLogger's step metric); TensorBoard's already
-    are."""
+    """W&B rows keyed on `train/global_step`, WandbLogger's step metric, one row per step (TensorBoard's are)."""
     frame = history.frame
     if GLOBAL_STEP not in frame:
         return history
@@ -55,9 +50,3 @@ def by_global_step(history: History) -> History:
     frame = frame.drop(columns=table).dropna(subset=figures, how="all").dropna(subset=[GLOBAL_STEP])
     frame = frame.assign(**{STEP: frame[GLOBAL_STEP].astype("int64")}).drop(columns=[GLOBAL_STEP])
     return replace(history, frame=frame.groupby(STEP, as_index=False, sort=True).first())
-
-
-def _same(logged: pd.Series, summed: pd.Series) -> bool:
-    """Whether every logged step_total is the sum (TensorBoard keeps float32: equal to 1e-5)."""
-    both = logged.notna() & summed.notna()
-    return bool(both.any()) and bool(np.allclose(logged[both], summed[both], rtol=1e-5, atol=1e-3))

@@ -4,7 +4,6 @@ OpenRLHF's parser here: it is built inside train_ppo_ray's `__main__`, after imp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from benchbed.adapters.openrlhf.options import OpenRLHFOptions
@@ -18,13 +17,12 @@ def flags(spec: ExperimentSpec, run_dir: Path) -> list[str]:
     """train_ppo_ray's arguments: [workload] and [resources] as OpenRLHF names them, then the [openrlhf] table."""
     opts: OpenRLHFOptions = spec.adapter_options("openrlhf")
     w, r = spec.workload, spec.resources
-    tp = opts.vllm_tensor_parallel_size
+    tp, per_node = opts.vllm_tensor_parallel_size, min(r.trainer_gpus, r.gpus_per_node)
     if opts.prompt_data is None or opts.remote_rm_url is None:
         raise SpecError(f"{spec.source}: name the prompts and the reward: openrlhf.prompt_data, openrlhf.remote_rm_url")
-    if r.generator_gpus % tp or r.trainer_gpus % min(r.trainer_gpus, r.gpus_per_node):
-        raise SpecError(f"{spec.source}: resources.generator_gpus ({r.generator_gpus}) must be a multiple of "
-                        f"openrlhf.vllm_tensor_parallel_size ({tp}) and trainer_gpus whole nodes")  # fmt: skip
-    per_node = min(r.trainer_gpus, r.gpus_per_node)
+    if r.generator_gpus % tp or r.trainer_gpus % per_node:
+        raise SpecError(f"{spec.source}: generator_gpus must be a multiple of openrlhf.vllm_tensor_parallel_size ({tp})"
+                        " and trainer_gpus whole nodes")  # fmt: skip
     out = {"--actor.model_name_or_path": opts.model_path or w.model, "--data.prompt_dataset": opts.prompt_data,
            "--data.input_key": opts.input_key, "--data.label_key": opts.label_key,
            "--reward.remote_url": opts.remote_rm_url, "--algo.advantage.estimator": opts.estimator,
@@ -59,11 +57,9 @@ def flags(spec: ExperimentSpec, run_dir: Path) -> list[str]:
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
+    """The job as OpenRLHF's README submits it (`--launcher ray --ray-working-dir` uploads a checkout)."""
     opts: OpenRLHFOptions = spec.adapter_options("openrlhf")
-    submit = ["ray", "job", "submit", "--address", opts.ray_address]
-    if opts.working_dir:
-        submit += ["--runtime-env-json", json.dumps({"working_dir": opts.working_dir})]
-    argv = [*submit, "--", "python3", "-m", "openrlhf.cli.train_ppo_ray", *flags(spec, Path(run_dir))]
+    argv = ["ray", "job", "submit", "--address", opts.ray_address, "--", "python3", "-m", "openrlhf.cli.train_ppo_ray"]
     mode = "async" if spec.workload.max_staleness else "sync"
-    return LaunchPlan(argv=argv, timeout_s=spec.timeout_s, description=f"OpenRLHF {mode} GRPO, {spec.workload.steps} "
-                      f"steps")  # fmt: skip
+    description = f"OpenRLHF {mode} GRPO, {spec.workload.steps} steps"
+    return LaunchPlan(argv=argv + flags(spec, Path(run_dir)), timeout_s=spec.timeout_s, description=description)

@@ -1,7 +1,5 @@
-"""Adapter `roll`: renders a spec into a ROLL RLVR pipeline config (Hydra YAML) launched with
-`python examples/start_rlvr_pipeline.py`, and reads its tracker histories (TensorBoard or W&B) through keymap.toml.
-
-Config keys, metric names and logging cadence are those of ROLL@8eb27cc (0.3.0, 2026-08-19)."""
+"""Adapter `roll`: a spec as a ROLL RLVR pipeline config (Hydra YAML) run by `examples/start_rlvr_pipeline.py`; its
+TensorBoard or W&B history read through keymap.toml. Config keys, metrics and cadence: ROLL@8eb27cc (0.3.0)."""
 
 from __future__ import annotations
 
@@ -11,8 +9,6 @@ from benchbed.adapterkit.adapter import FrameworkAdapter
 
 
 class RollAdapter(FrameworkAdapter):
-    """Launches ROLL's RLVR pipeline from a ROLL checkout and reads its TensorBoard or W&B history."""
-
     name = "roll"
     options_model = RollOptions
     renderer = ".render:render_plan"

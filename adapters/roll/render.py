@@ -1,6 +1,7 @@
 """Render a spec into a ROLL RLVR pipeline config (Hydra YAML) and the launch
 `python examples/start_rlvr_pipeline.py --config_path REL --config_name benchbed_rlvr` from the ROLL checkout; pure.
-Config keys are those of ROLL@8eb27cc (RLVRConfig); its dataclasses do not import without ROLL's GPU stack."""
+Config keys are those of ROLL@8eb27cc (RLVRConfig), kept as data: ROLL is not on PyPI, so its dataclasses cannot
+check the config here."""
 
 from __future__ import annotations
 
@@ -64,22 +65,20 @@ def config(spec: ExperimentSpec, run_dir: Path) -> dict[str, Any]:
                                    "model_args": {"model_name_or_path": w.model}}}}  # fmt: skip
 
 
-def yaml_lines(data: dict[str, Any], indent: int = 0) -> list[str]:
-    """Block YAML of nested tables, values written as JSON (which YAML reads), floats always with a point: PyYAML
-    reads `1e-06` as a string."""
+def yaml_lines(data: dict[str, Any], pad: str = "") -> list[str]:
+    """Block YAML of nested tables, values as JSON (which YAML reads), floats with a point (PyYAML reads 1e-06 as a
+    string)."""
     out: list[str] = []
     for key, value in data.items():
-        pad = " " * indent
-        out += [f"{pad}{key}:", *yaml_lines(value, indent + 2)] if value and isinstance(value, dict) else [
-            f"{pad}{key}: {_scalar(value)}"]  # fmt: skip
+        text = json.dumps(value)
+        if isinstance(value, float) and "e" in text and "." not in text:
+            text = text.replace("e", ".0e")
+        out += (
+            [f"{pad}{key}:", *yaml_lines(value, pad + "  ")]
+            if value and isinstance(value, dict)
+            else [f"{pad}{key}: {text}"]
+        )
     return out
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_scalar, value)) + "]"
-    text = json.dumps(value)
-    return text.replace("e", ".0e", 1) if isinstance(value, float) and "e" in text and "." not in text else text
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:

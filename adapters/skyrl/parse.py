@@ -1,9 +1,9 @@
-"""SkyRL's W&B (or TensorBoard, MLflow) history -> the trace through its key map. The only parsing of its own: in
-fully_async mode eval and checkpoints run after the step's Timer closes, so they are added to the step."""
+"""SkyRL's W&B (or TensorBoard, MLflow) history -> the trace through its key map. The only parsing of its own: the
+trainer's mode, from its keys (in fully_async and one_step_off modes eval and checkpoints run after the step's Timer
+closes: `within = "after_step"` in the key map, and the kit's history_trace adds them to the step)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from benchbed.adapterkit.histories import History
@@ -12,7 +12,8 @@ from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.trace import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
-STEP = "timing/step"
+# a Timer only that trainer has -> its mode; neither: the examples' one-step-off trainer
+MODES = (("timing/wait_for_generation_buffer", "fully_async"), ("timing/postprocess_generator_output", "sync"))
 
 
 def parse_path(path: Path) -> Trace:
@@ -21,11 +22,5 @@ def parse_path(path: Path) -> Trace:
 
 
 def parse_history(history: History) -> Trace:
-    mode = "fully_async" if "timing/wait_for_generation_buffer" in history.keys else "sync"  # only that trainer has it
-    after = [
-        k for k in KEYMAP.mapping(KEYMAP.releases[-1], "component", mode, within="after_step") if k in history.keys
-    ]
-    frame = history.frame
-    if after and STEP in frame:
-        frame = frame.assign(**{STEP: frame[STEP] + frame[after].fillna(0.0).sum(axis=1)})
-    return history_trace(dataclasses.replace(history, frame=frame), KEYMAP, adapter="skyrl", mode=mode)
+    mode = next((m for key, m in MODES if key in history.keys), "one_step_off")
+    return history_trace(history, KEYMAP, adapter="skyrl", mode=mode)  # eval, checkpoints: within = "after_step"

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapters.verl.records import is_file_logger_jsonl, looks_like_console
+from benchbed.adapters.verl.records import is_file_logger_jsonl
 from benchbed.adapters.verl.rollouts import is_rollout_dump
 from benchbed.adapters.verl.worker_logs import might_hold_failures
 
 from benchbed.adapterkit.artifacts import SKIP_DIRS, Artifacts, discover
+from benchbed.adapterkit.histories.console import looks_like_console
 from benchbed.errors import NotThisFrameworkError
 
 JSONL, CONSOLE, ROLLOUT_DUMPS, WORKER_LOGS, HYDRA_CONFIG = "jsonl", "console", "rollout_dumps", "worker_logs", "hydra"

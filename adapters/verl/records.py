@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import ast
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from benchbed.adapterkit.lines import JsonLines, first_content_line, loads_lenient
+from benchbed.adapterkit.histories.console import (
+    STEP_LINE,
+    StepLines,
+    console_value,
+    parse_step_line,
+    read_text_lines,
+)
+from benchbed.adapterkit.histories.jsonl import read_step_records
+from benchbed.adapterkit.lines import first_content_line, loads_lenient
 from benchbed.errors import NotThisFrameworkError
 from benchbed.logtext import split_ray_line
+
+# the console's value and step-line readers are the kit's (verl's Tracking console format), named here as well
+__all__ = [
+    "Reading",
+    "Record",
+    "clean_console_line",
+    "config_from_lines",
+    "console_value",
+    "is_file_logger_jsonl",
+    "parse_step_line",
+    "read_console",
+    "read_jsonl",
+]
 
 
 @dataclass
@@ -59,52 +76,17 @@ def is_file_logger_jsonl(path: Path) -> bool:
 
 
 def read_jsonl(path: Path) -> Reading:
-    """Every `{"step": N, "data": {...}}` line; a cut-off last line is dropped with a warning (the run stopped).
-
-    verl's file logger writes json.dumps output, which spells a NaN or inf value as a bare token: the line is kept
-    and only that value is left out (one warning per key)."""
+    """Every `{"step": N, "data": {...}}` line (the kit's JSONL record reader); a cut-off last line is dropped with
+    a warning (the run stopped), a NaN or inf value is left out of its line (one warning per key)."""
     out = Reading()
-    tokens: list[int] = []  # ids of objects from lines orjson refuses: NaN/Infinity tokens, numbers overflowing
-
-    def loads(raw: bytes) -> Any:
-        try:
-            return orjson.loads(raw)
-        except ValueError:
-            obj = json.loads(raw)
-            tokens.append(id(obj))
-            return obj
-
-    lines = JsonLines(path, out.warnings, loads)
-    records = out.records
-    non_finite: dict[str, list[int]] = {}
-    for number, obj in lines:
-        step, data = obj.get("step"), obj.get("data")
-        if data.__class__ is not dict or step.__class__ is not int:
-            out.warnings.append(
-                f'{path}:{number}: not a file-logger record (step {step!r}); expected {{"step": N, "data": {{...}}}}'
-            )
-            continue
-        bad = (
-            [k for k, v in data.items() if v.__class__ is float and not math.isfinite(v)]
-            if (tokens and tokens[-1] == id(obj))
-            else None
-        )
-        if bad:
-            data = {k: v for k, v in data.items() if k not in bad}
-            for key in bad:
-                non_finite.setdefault(key, []).append(step)
-        records.append(Record(step, data, str(path), number))
-    out.truncated = lines.truncated
-    for key, steps in sorted(non_finite.items()):
-        shown = ", ".join(map(str, steps[:10])) + (" ..." if len(steps) > 10 else "")
-        out.warnings.append(f"{path}: {key} is NaN or infinite at step(s) {shown}; left out there")
+    records, out.truncated = read_step_records(path, out.warnings, flat=False)
+    source = str(path)
+    out.records = [Record(r.step, r.data, source, r.line) for r in records]
     return out
 
 
 # ----------------------------------------------------------------------------------------------- console
 
-_STEP = re.compile(r"(?:^|[\s\r|\]])step:(?P<step>-?\d+) - ")
-_WRAPPED = re.compile(r"^(?:np\.\w+|numpy\.\w+|tensor|torch\.tensor)\((?P<inner>[^,)]*)")
 _CRASH_MARKERS = ("Traceback (most recent call last)", "RayTaskError", "Error executing job with overrides")
 _VERSION_HINT = re.compile(r"(?i)\bverl(?:==|\s+version\s*[:=]?\s*|\s*:\s*v?)(\d+\.\d+(?:\.\d+)?(?:[.\w+-]*\w)?)")
 
@@ -115,7 +97,7 @@ _AFTER_CONFIG = ("Creating file logger", "Training Progress", "Dumped generation
 
 def _ends_config(line: str) -> bool:
     """A trainer line that cannot be part of the pprinted config: the dump is over."""
-    return line.startswith(_AFTER_CONFIG) or ("step:" in line and _STEP.search(line) is not None)
+    return line.startswith(_AFTER_CONFIG) or ("step:" in line and STEP_LINE.search(line) is not None)
 
 
 def clean_console_line(line: str) -> tuple[str, str | None]:
@@ -124,72 +106,21 @@ def clean_console_line(line: str) -> tuple[str, str | None]:
     return text, actor or None
 
 
-def console_value(text: str) -> float | None:
-    """A console value: 0.25, np.float64(0.25), np.float32(1e-06), tensor(3.), True; None if not a number."""
-    text = text.strip()
-    wrapped = _WRAPPED.match(text)
-    if wrapped:
-        text = wrapped.group("inner")
-    if text in ("True", "False"):
-        return 1.0 if text == "True" else 0.0
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def parse_step_line(payload: str) -> tuple[dict[str, float], int]:
-    """`k1:v1 - k2:v2 ...` -> ({k: v}, number of pairs that could not be read)."""
-    payload = payload.split("\r", 1)[0].rstrip()
-    if payload.endswith(" -"):  # a line broken right after a separator
-        payload = payload[:-2]
-    data: dict[str, float] = {}
-    bad = 0
-    for pair in payload.split(" - "):
-        key, sep, raw = pair.rpartition(":")
-        value = console_value(raw) if sep and key else None
-        if value is None:
-            bad += 1
-            continue
-        data[key.strip()] = value
-    return data, bad
-
-
-def _rejoin(payload: str, continuation: str) -> str:
-    """A step line that a terminal or a paste broke in two, put back together at the break."""
-    joined = payload + continuation
-    joined = re.sub(r"(?<=\S) -(?=[^\s\d.])", " - ", joined)  # "1.0 -key" where the space was stripped
-    return re.sub(r"(?<=[\d)])- (?=\S)", " - ", joined)  # "1.0- key"
-
-
-def looks_like_console(path: Path, max_lines: int = 20000) -> bool:
-    with path.open("r", errors="replace") as fh:
-        for i, line in enumerate(fh):
-            if i >= max_lines:
-                return False
-            if "step:" in line and _STEP.search(clean_console_line(line)[0]):
-                return True
-    return False
-
-
 def read_console(path: Path) -> Reading:
-    """Step lines, the pprinted config, Ray actor names, crash markers and version hints from a console log."""
+    """Step lines (read by the kit's console history reader), the pprinted config, Ray actor names, crash markers
+    and version hints from a console log, in one pass."""
     out = Reading()
-    with path.open("r", errors="replace", newline="") as fh:  # keep tqdm's \r inside lines: numbers match grep -n
-        text = fh.read()
-    lines = text.split("\n")
-    last = len(lines) - (1 if text.endswith("\n") else 0)
+    lines, cut_off = read_text_lines(path)
+    steps = StepLines(path)
     before_steps: list[str] = []  # where the task runner pprints its config
-    wrapped: tuple[str, Record, int] | None = None  # (payload, record, bad pairs) of the last step line
     dump_start: int | None = None
-    bad_pairs = 0
     writers: list[str] = []  # which process printed each line before the steps (Ray actor and pid)
     for number, raw in enumerate(lines, 1):
         actor, pid, line = split_ray_line(raw)
         actor = actor or None
         if actor:
             out.actors.add(actor)
-        if not out.records and len(before_steps) < _MAX_CONFIG_LINES:
+        if not steps.rows and len(before_steps) < _MAX_CONFIG_LINES:
             if dump_start is None and line.startswith("{'") and "':" in line:
                 dump_start = len(before_steps)
             before_steps.append(line)
@@ -201,28 +132,9 @@ def read_console(path: Path) -> Reading:
             hint = _VERSION_HINT.search(line)
             if hint:
                 out.text_hints.append(hint.group(1))
-        match = _STEP.search(line) if "step:" in line else None
-        if match is None:
-            if wrapped is not None and actor is None and ":" in line:
-                joined = _rejoin(wrapped[0], line)
-                data, bad = parse_step_line(joined)
-                if len(data) > len(wrapped[1].data) and bad <= wrapped[2] + 1:  # a wrapped step line goes on
-                    bad_pairs += bad - wrapped[2]
-                    wrapped[1].data = data
-                    wrapped = (joined, wrapped[1], bad)
-                    continue
-            wrapped = None
-            continue
-        payload = line[match.end() :]
-        data, bad = parse_step_line(payload)
-        if number == last and not text.endswith("\n"):
-            out.truncated = True
-            out.warnings.append(f"{path}:{number}: last line is cut off (no closing newline); read its complete pairs")
-        bad_pairs += bad
-        wrapped = None
-        if data:
-            out.records.append(Record(int(match.group("step")), data, str(path), number))
-            wrapped = (payload.split("\r", 1)[0], out.records[-1], bad)
+        steps.feed(number, line, actor, number == cut_off, out.warnings)
+    out.records = [Record(row.step, row.data, str(path), row.line) for row in steps.rows]
+    out.truncated = steps.truncated
     if before_steps:
         if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's
             printer = writers[dump_start]
@@ -232,10 +144,7 @@ def read_console(path: Path) -> Reading:
                 if who == printer
             ]
         out.config = config_from_lines(before_steps, dump_start, path, out.warnings)
-    if bad_pairs:
-        out.warnings.append(
-            f"{path}: {bad_pairs} key:value pair(s) on step lines were not numbers or were cut; skipped"
-        )
+    steps.finish(out.warnings)
     return out
 
 

@@ -3,7 +3,9 @@ are per-step key/value histories (W&B, MLflow, TensorBoard, a metrics JSONL).
 
 Keys of the roles `step`, `component`, `counter` and `framework` become their canonical agg rows (a pattern entry
 whose canonical ends in `*` carries the rest of the matched key over, `/` as `.`); percentages (`unit = "%"`) become
-ratios, as canonical keys never hold percent; every other numeric key is kept as `native.<framework>.<key>`."""
+ratios, as canonical keys never hold percent; every other numeric key is kept as `native.<framework>.<key>`. The
+entries' `within` holds for every history: a component `after_step` is added to the step, one nested in another
+timer with a canonical key of its own is carved out of that timer."""
 
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from benchbed.adapterkit.histories import History, HistoryError, history_kind, open_history
 from benchbed.adapterkit.histories.history import STEP
-from benchbed.adapterkit.keymaps import KeyEntry, KeyMap
+from benchbed.adapterkit.keymaps import WITHIN, KeyEntry, KeyMap
 from benchbed.adapterkit.rows import AggRows
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
@@ -57,7 +60,7 @@ def history_trace(
         raise NotThisFrameworkError(
             f"not a {keymap.framework} history: {history.source.uri} logs none of {', '.join(step_keys)}"
         )
-    frame = history.frame
+    frame = _relations_applied(history.frame, entries)
     steps = frame[STEP].to_numpy(dtype=np.int64)
     rows = AggRows()
     for key, (entry, canonical) in mapped.items():
@@ -79,6 +82,24 @@ def history_trace(
         extra={"history": history.source.as_dict(), **(extra or {})},
     )
     return builder.build(meta)
+
+
+def _relations_applied(frame: pd.DataFrame, entries: list[KeyEntry]) -> pd.DataFrame:
+    """The frame with the key map's `within` relations applied: timers after the step's timer added to the step
+    (a step runs from the end of the previous one to the end of this one); a timer nested in another with a canonical
+    key of its own carved out of that one. A missing value counts as 0."""
+    timers = [e for e in entries if e.role == "component" and not e.is_pattern and e.native in frame]
+    after = [e.native for e in timers if e.within == "after_step"]
+    if after:
+        extra = frame[after].fillna(0.0).sum(axis=1)
+        frame = frame.assign(
+            **{e.native: frame[e.native] + extra for e in entries if e.role == "step" and e.native in frame}
+        )
+    carved: dict[str, pd.Series] = {}
+    for e in timers:
+        if e.canonical and e.within not in WITHIN and e.within in frame:
+            carved[e.within] = carved.get(e.within, 0.0) + frame[e.native].fillna(0.0)
+    return frame.assign(**{key: frame[key] - nested for key, nested in carved.items()}) if carved else frame
 
 
 def _map(key: str, entries: list[KeyEntry], framework: str) -> tuple[KeyEntry | None, str]:

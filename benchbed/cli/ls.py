@@ -64,5 +64,6 @@ def ls_text(runs: pa.Table) -> str:
         width = max(len(header), pc.max(pc.utf8_length(column)).as_py() or 0)
         padded.append((header.ljust(width), pc.utf8_rpad(column, width=width)))
     head = "  ".join(h for h, _ in padded).rstrip()
-    lines = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*(c for _, c in padded), "  "))
-    return "\n".join([head, *lines.to_pylist()])
+    lines = pc.utf8_rtrim_whitespace(pc.binary_join_element_wise(*(c for _, c in padded), "  ")).combine_chunks()
+    body = pc.binary_join(pa.ListArray.from_arrays([0, len(lines)], lines), "\n")[0].as_py()  # one join, in Arrow
+    return f"{head}\n{body}" if len(lines) else head

@@ -53,19 +53,23 @@ def load_points(
     for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
         if value is not None:
             keep = pc.and_(keep, pc.equal(runs.column(column), value))
-    runs = runs.filter(keep).sort_by([(c, "ascending") for c in ("started_at", "repeat", "path")])  # runs, not points
-    absolute = pc.binary_join_element_wise(f"{store.root}/", runs.column("path"), "")
-    metrics = runs.column("metrics")
-    parents, flat = pc.list_parent_indices(metrics), pc.list_flatten(metrics)
+    order = pc.sort_indices(runs, [(c, "ascending") for c in ("started_at", "repeat", "path")]).to_numpy()
+    order = order[pc.fill_null(keep, False).to_numpy()[order]]  # the kept runs in time order, by index: no copy
+    metrics = runs.column("metrics").combine_chunks()
+    counts = pc.fill_null(pc.list_value_length(metrics), 0).to_numpy()[order]  # each kept run's metrics, in order
+    run_of = np.repeat(order, counts)  # each point's run
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # 0, 1, ... within its run
+    flat = metrics.values.take(np.repeat(metrics.offsets.to_numpy()[order], counts) + within)  # as recorded
+    names = pc.struct_field(flat, "name")
     if metric is not None:
-        chosen = pc.equal(pc.struct_field(flat, "name"), metric)
-        parents, flat = parents.filter(chosen), flat.filter(chosen)
+        chosen = pc.equal(names, metric)
+        run_of, flat, names = run_of[chosen.to_numpy(zero_copy_only=False)], flat.filter(chosen), names.filter(chosen)
     at_runs = {name: runs.column(name) for name in POINT_COLUMNS[:14]}
-    at_runs["path"] = absolute
-    encoded = {name: pc.dictionary_encode(c) if pa.types.is_string(c.type) else c for name, c in at_runs.items()}
-    arrays = {name: column.take(parents) for name, column in encoded.items()}
-    names, values, units = (pc.struct_field(flat, field) for field in ("name", "value", "unit"))
-    arrays.update(metric=pc.dictionary_encode(names), value=values, unit=pc.dictionary_encode(units))
+    at_runs["path"] = pc.binary_join_element_wise(f"{store.root}/", runs.column("path"), "")
+    arrays = {name: (pc.dictionary_encode(c) if pa.types.is_string(c.type) else c).take(run_of)
+              for name, c in at_runs.items()}  # fmt: skip
+    arrays.update(metric=pc.dictionary_encode(names), value=pc.struct_field(flat, "value"),
+                  unit=pc.dictionary_encode(pc.struct_field(flat, "unit")))  # fmt: skip
     frame = pa.table({name: arrays[name] for name in POINT_COLUMNS}).to_pandas()  # the runs' order, metrics as recorded
     return frame, errors
 
@@ -135,6 +139,7 @@ class _Points:
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
         self._columns: dict[str, tuple[np.ndarray, list[Any]]] = {}
+        self._values = frame["value"].to_numpy(dtype=float, na_value=np.nan)
 
     def _factorized(self, name: str) -> tuple[np.ndarray, list[Any]]:
         if name not in self._columns:
@@ -170,21 +175,28 @@ class _Points:
         rows_of: dict[str, list[int]] = {}
         for i, night in enumerate(self.get("night", positions)):
             rows_of.setdefault(str(night), []).append(i)
-        col = {name: self.get(name, positions) for name in
-               ("started_at", "spec_id", "framework", "framework_version", "benchbed_commit", "run_id")}  # fmt: skip
-        value = self.frame["value"].to_numpy(dtype=float, na_value=np.nan)[positions].tolist()
+        started, run_ids = self.get("started_at", positions), self.get("run_id", positions)
+        labels = {  # what ran, per point: a column with one value over the whole series is that value every night
+            "spec": self.get("spec_id", positions),
+            "framework": list(map(framework_label, self.get("framework", positions),
+                                  self.get("framework_version", positions))),
+            "commit": [(c or "")[:12] for c in self.get("benchbed_commit", positions)],
+        }  # fmt: skip
+        constant = {k: (v[0],) for k, v in labels.items() if v and v.count(v[0]) == len(v)}
+
+        def ran(kind: str, rows: list[int]) -> tuple[str, ...]:
+            return constant.get(kind) or tuple(dict.fromkeys(labels[kind][i] for i in rows))
+
+        value = self._values[positions].tolist()
         out = []
         for night, rows in rows_of.items():
             values = tuple(value[i] for i in rows)
             present = [v for v in values if v == v]  # NaN is no value (a median skips it)
             out.append(NightValues(
-                night=night, started_at=str(min(col["started_at"][i] for i in rows)), values=values,
-                median=float(statistics.median(present)) if present else float("nan"),
-                spec_ids=tuple(dict.fromkeys(col["spec_id"][i] for i in rows)),
-                framework_versions=tuple(dict.fromkeys(framework_label(col["framework"][i],
-                                                                       col["framework_version"][i]) for i in rows)),
-                benchbed_commits=tuple(dict.fromkeys((col["benchbed_commit"][i] or "")[:12] for i in rows)),
-                run_ids=tuple(col["run_id"][i] for i in rows),
+                night=night, started_at=str(min(started[i] for i in rows)), values=values,
+                median=float(statistics.median(present)) if present else float("nan"), spec_ids=ran("spec", rows),
+                framework_versions=ran("framework", rows), benchbed_commits=ran("commit", rows),
+                run_ids=tuple(run_ids[i] for i in rows),
             ))  # fmt: skip
         return sorted(out, key=lambda n: n.started_at)
 

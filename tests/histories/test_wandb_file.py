@@ -108,3 +108,15 @@ def test_a_wandb_folder_with_two_runs_names_them(run_dir: Path, tmp_path: Path) 
         shutil.copytree(run_dir, folder / name)
     with pytest.raises(HistoryError, match=r"holds 2 W&B runs; pass one run directory: offline-run-20260101"):
         open_history(folder)
+
+
+def test_the_guide_names_the_wandb_versions_that_wrote_the_fixtures() -> None:
+    """docs/guides/histories.md says which wandb the reader is tested with: every version that wrote a committed
+    W&B fixture (its requirements.txt, wandb's own pip freeze) is named there."""
+    guide = (Path(__file__).parents[2] / "docs" / "guides" / "histories.md").read_text()
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    versions = set()
+    for requirements in fixtures.glob("**/wandb/*/files/requirements.txt"):
+        lines = requirements.read_text().splitlines()
+        versions |= {line.split("==")[1] for line in lines if line.startswith("wandb==")}
+    assert versions and all(f"wandb {v} " in guide.split("Tested with", 1)[1][:200] for v in versions), versions

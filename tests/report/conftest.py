@@ -82,6 +82,12 @@ def sim_run() -> Callable[..., tuple[RunRecord, Trace]]:
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FRAMEWORK_FIXTURES = (("verl", "verl/verl-0.9.1-v1_sync"), ("slime", "slime/fully_async_swe"),
                       ("prime_rl", "prime_rl/head-559b447"))  # fmt: skip
+# One asynchronous run per framework adapter: the README's nine-framework comparison (docs/guides/compare.md)
+NINE_FRAMEWORKS = (("verl", "verl/verl-0.9.1-fully_async"), ("slime", "slime/fully_async_swe"),
+                   ("prime_rl", "prime_rl/head-559b447"), ("trl", "trl/grpo-spg2-sandbox"),
+                   ("areal", "areal/grpo-async-6x8"), ("nemo_rl", "nemo_rl/async-6-steps"),
+                   ("skyrl", "skyrl/fully-async-6-steps"), ("openrlhf", "openrlhf/async-3c3be62"),
+                   ("roll", "roll/async-8eb27cc"))  # fmt: skip
 
 
 def _fixture_run(adapter: str, fixture: str) -> tuple[RunRecord, Trace]:
@@ -104,6 +110,12 @@ def _matrix_run(concurrency: int, seed: int) -> tuple[RunRecord, Trace]:
     trace = simulate_spec(build_spec({**data, "sim": {**table, "seed": seed}}))
     record = _make_record(trace, compute_metrics(trace), name="sweep")
     return record.model_copy(update={"spec": spec.model_dump(mode="json"), "spec_id": spec.spec_id}), trace
+
+
+@pytest.fixture(scope="session")
+def framework_runs() -> list[tuple[RunRecord, Trace]]:
+    """One fixture run of each framework adapter, parsed and measured as `benchbed ingest` would."""
+    return [_fixture_run(adapter, fixture) for adapter, fixture in NINE_FRAMEWORKS]
 
 
 @pytest.fixture(scope="session")

@@ -126,3 +126,28 @@ def test_comparison_report_fits_1280_px_and_every_plot_is_labelled(
     height = driver.execute_script("return document.getElementById('metrics-heading').offsetTop")
     driver.set_window_size(1280, min(int(height), 9000))
     assert driver.save_screenshot(str(tmp_path / "comparison.png"))
+
+
+def test_one_run_per_framework_fits_1280_px_with_their_own_figures_side_by_side(
+    driver: object, framework_runs: list[tuple[RunRecord, Trace]], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    page = tmp_path / "frameworks.html"
+    write_report(framework_runs, page)
+    driver.set_window_size(1280, 2000)
+    driver.get(page.as_uri())
+    width = driver.execute_script("return document.documentElement.clientWidth")
+    assert driver.execute_script("return document.body.scrollWidth") <= width  # no horizontal overflow
+    boxes = driver.execute_script("return [...document.querySelectorAll('.scroll')].map(e => e.clientWidth)")
+    assert boxes and max(boxes) <= width  # wide tables scroll inside their own box
+    adapters = [run.adapter.name for run, _ in framework_runs]
+    table = driver.find_element(By.ID, "framework-figures")
+    header = [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "tr:first-child th")]
+    assert len(header) == 2 + len(adapters), header
+    notes = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#framework-definitions li")]
+    idle = next(n for n in notes if n.startswith("framework_trainer_idle_ratio is not the same quantity"))
+    assert "verl: fully_async/trainer/idle_ratio" in idle and "slime: perf/wait_time_ratio" in idle
+    staleness = next(n for n in notes if n.startswith("framework_staleness_mean is not the same quantity"))
+    assert all(f"{a}: " in staleness for a in ("prime_rl", "nemo_rl", "skyrl")), staleness
+    assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []

@@ -8,11 +8,13 @@ from pathlib import Path
 from benchbed.spec import load_spec
 
 COMPARE = Path(__file__).resolve().parents[2] / "experiments" / "compare"
+FRAMEWORKS = ("verl", "slime", "prime_rl", "trl", "areal", "nemo_rl", "skyrl", "openrlhf", "roll")
 
 
 def test_every_framework_runs_the_same_workload_on_the_same_gpus() -> None:
     specs = {path.stem: load_spec(path) for path in sorted(COMPARE.glob("*.toml"))}
     assert {name: spec.adapter for name, spec in specs.items()} == {name: name for name in specs}
+    assert sorted(specs) == sorted(FRAMEWORKS)
     workloads = {spec.workload.model_dump_json() for spec in specs.values()}
     resources = {spec.resources.model_dump_json() for spec in specs.values()}
     assert len(workloads) == 1 and len(resources) == 1

@@ -80,3 +80,49 @@ def test_keys_become_canonical_framework_and_native_rows(keymap) -> None:
 def test_a_history_without_a_step_key_is_another_frameworks(keymap) -> None:
     with pytest.raises(NotThisFrameworkError, match=r"^not a toy history: /runs/r1.jsonl logs none of timing/step$"):
         history_trace(_history([(1, None, {"loss": 1.0})]), keymap, adapter="toy")
+
+
+def test_within_holds_for_every_history(tmp_path: Path) -> None:
+    """A timer after the step's timer is added to the step; one nested in another with a canonical key of its own
+    is carved out of that one; one nested without a canonical key is kept native and never counted twice."""
+    (tmp_path / "keymap.toml").write_text(
+        KEYMAP
+        + """
+[[key]]
+native = "timing/eval"
+canonical = "trainer.other"
+unit = "s"
+role = "component"
+within = "after_step"
+modes = ["async"]
+
+[[key]]
+native = "timing/sync"
+canonical = "trainer.weight_sync"
+unit = "s"
+role = "component"
+within = "timing/wait"
+
+[[key]]
+native = "timing/sync_inner"
+unit = "s"
+role = "component"
+within = "timing/sync"
+"""
+    )
+    keymap = load_keymap(tmp_path / "keymap.toml")
+    history = _history([
+        (1, 100.0, {"timing/step": 10.0, "timing/wait": 4.0, "timing/sync": 1.5, "timing/sync_inner": 1.0,
+                    "timing/eval": 2.0}),
+        (2, 110.0, {"timing/step": 12.0, "timing/wait": 3.0}),
+    ])  # fmt: skip
+    rows = _rows(history_trace(history, keymap, adapter="toy", mode="async"))
+    assert {k: v for k, v in rows.items() if k[0] != "native.toy.timing/sync_inner"} == {
+        ("trainer.step", 1): 12.0, ("trainer.step", 2): 12.0,
+        ("trainer.wait", 1): 2.5, ("trainer.wait", 2): 3.0,
+        ("trainer.weight_sync", 1): 1.5,
+        ("trainer.other", 1): 2.0,
+    }  # fmt: skip
+    assert rows[("native.toy.timing/sync_inner", 1)] == 1.0
+    sync = _rows(history_trace(history, keymap, adapter="toy", mode="sync"))  # the eval entry holds in async only
+    assert sync[("trainer.step", 1)] == 10.0 and sync[("native.toy.timing/eval", 1)] == 2.0

@@ -7,7 +7,8 @@ A location is a path or a URI:
   the `.db` file), or a tracking server (`http://HOST:PORT/#/experiments/E/runs/RUN_ID` as the MLflow UI shows it,
   `mlflow://HOST:PORT/RUN_ID`), through mlflow's own client; `#RUN_ID` picks the run in a store with several;
 - TensorBoard event files (one file, or a folder of them);
-- a JSON-Lines metrics file (`{"step": N, "data": {...}}` as verl's file logger writes, or flat `{"step": N, ...}`).
+- a JSON-Lines metrics file (`{"step": N, "data": {...}}` as verl's file logger writes, or flat `{"step": N, ...}`);
+- a console log's `step:N - key:value - ...` lines (verl's `Tracking` console logger).
 Modules: `history` (the History shape), `locate` (which source a location is), one module per source."""
 
 from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource

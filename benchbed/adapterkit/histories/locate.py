@@ -9,8 +9,14 @@ from pathlib import Path
 
 from benchbed.adapterkit.histories.history import History, HistoryError, Progress
 
-WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD, JSONL = "wandb", "wandb-cloud", "mlflow", "tensorboard", "jsonl"
-TRACKERS = (WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD)  # sources only a tracker writes (JSONL is also a framework's own)
+WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD = "wandb", "wandb-cloud", "mlflow", "tensorboard"
+JSONL, CONSOLE = "jsonl", "console"
+TRACKERS = (
+    WANDB,
+    WANDB_CLOUD,
+    MLFLOW,
+    TENSORBOARD,
+)  # sources only a tracker writes (JSONL, CONSOLE: a framework's own)
 MLFLOW_SCHEMES = ("http", "https", "mlflow", "sqlite", "postgresql", "mysql", "mssql", "file", "runs")
 EVENT_FILE = "events.out.tfevents"
 _SCAN_LIMIT = 2000  # files looked at to decide whether a folder holds only event files
@@ -22,8 +28,8 @@ def _scheme(location: str) -> str:
 
 
 def history_kind(location: str | Path) -> str | None:
-    """The source a location is read by (WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD, JSONL), or None when it is not a
-    history: a run directory of framework logs, a console log."""
+    """The source a location is read by (WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD, JSONL, CONSOLE), or None when it is
+    not a history: a run directory of framework logs, a log without `step:N - key:value` lines."""
     text = str(location)
     scheme = _scheme(text)
     if scheme == "wandb":
@@ -38,7 +44,11 @@ def history_kind(location: str | Path) -> str | None:
             return TENSORBOARD
         if path.suffix == ".db" and _is_sqlite(path):
             return MLFLOW
-        return JSONL if path.suffix == ".jsonl" else None
+        if path.suffix == ".jsonl":
+            return JSONL
+        from benchbed.adapterkit.histories.console import looks_like_console
+
+        return CONSOLE if looks_like_console(path) else None
     if not path.is_dir():
         return None
     from benchbed.adapterkit.histories.wandb_file import find_wandb_file, run_dirs_under
@@ -75,10 +85,15 @@ def open_history(location: str | Path, progress: Progress | None = None, timeout
         from benchbed.adapterkit.histories.jsonl import read_jsonl_history
 
         return read_jsonl_history(path)
+    if kind == CONSOLE:
+        from benchbed.adapterkit.histories.console import read_console_history
+
+        return read_console_history(path)
     if not path.exists():
         raise HistoryError(f"{location}: no such file or directory, and not a wandb:// or MLflow URI")
     raise HistoryError(
-        f"{location}: not a run history (no W&B run, MLflow store, TensorBoard event file or metrics JSONL found)"
+        f"{location}: not a run history (no W&B run, MLflow store, TensorBoard event file, metrics JSONL or "
+        "`step:N - key:value` console lines found)"
     )
 
 

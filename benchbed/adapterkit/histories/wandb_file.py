@@ -9,13 +9,15 @@ fails its checksum ends the reading: what came before is kept and the history is
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
 import struct
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -47,59 +49,84 @@ def run_dirs_under(path: Path) -> list[Path]:
     return [p for p in out if find_wandb_file(p) is not None]
 
 
-def chunks(data: bytes | memoryview, path: Path, warnings: list[str]) -> tuple[list[bytes], int | None]:
-    """(entries, offset of the damage or None): every whole entry of the log, in order."""
-    if bytes(data[:4]) != IDENT:
-        raise HistoryError(f"{path}: not a W&B run log (it does not start with {IDENT!r}); expected a run-*.wandb file")
-    if len(data) < FILE_HEADER:
-        raise HistoryError(f"{path}: W&B run log cut off inside its 7-byte header ({len(data)} bytes)")
-    magic, version = struct.unpack_from("<HB", data, 4)
-    if magic != MAGIC or version != FORMAT_VERSION:
-        raise HistoryError(
-            f"{path}: W&B log format {version} (magic {magic:#06x}); this reader knows format {FORMAT_VERSION} "
-            f"(magic {MAGIC:#06x}), written by wandb 0.10 to at least 0.31: upgrade benchbed, or export the run "
-            "with the wandb that wrote it"
+class RecordLog:
+    """The entries of a W&B record log, in order, read one 32 KiB block at a time as they are iterated (memory
+    stays that of the entries in use, not of the file); once iterated, `damaged` is the offset of the damage that
+    ended the reading, or None. `source` is the file, or its bytes."""
+
+    def __init__(self, source: Path | bytes, path: Path, warnings: list[str]) -> None:
+        self.source, self.path, self.warnings = source, path, warnings
+        self.damaged: int | None = None
+        with self._open() as fh:
+            head = fh.read(FILE_HEADER)
+        if head[:4] != IDENT:
+            raise HistoryError(
+                f"{path}: not a W&B run log (it does not start with {IDENT!r}); expected a run-*.wandb file"
+            )
+        if len(head) < FILE_HEADER:
+            raise HistoryError(f"{path}: W&B run log cut off inside its 7-byte header ({len(head)} bytes)")
+        magic, version = struct.unpack_from("<HB", head, 4)
+        if magic != MAGIC or version != FORMAT_VERSION:
+            raise HistoryError(
+                f"{path}: W&B log format {version} (magic {magic:#06x}); this reader knows format {FORMAT_VERSION} "
+                f"(magic {MAGIC:#06x}), written by wandb 0.10 to at least 0.31: upgrade benchbed, or export the run "
+                "with the wandb that wrote it"
+            )
+
+    def _open(self) -> BinaryIO:
+        return io.BytesIO(self.source) if isinstance(self.source, (bytes, bytearray)) else self.source.open("rb")
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending: list[bytes] = []
+        read = 0
+        with self._open() as fh:
+            for number, block in enumerate(iter(lambda: fh.read(BLOCK), b"")):
+                base, pos, size = number * BLOCK, FILE_HEADER if number == 0 else 0, len(block)
+                while pos < size:
+                    if BLOCK - pos < CHUNK_HEADER:  # a block's last bytes too few for a header are zero padding
+                        break
+                    if pos + CHUNK_HEADER > size:
+                        self._damage(read, base + pos, "cut off inside a chunk header")
+                        return
+                    crc, length, kind = struct.unpack_from("<IHB", block, pos)
+                    if kind == 0 and length == 0 and crc == 0:  # zero padding left by a writer that preallocated
+                        return
+                    end = pos + CHUNK_HEADER + length
+                    if end > size:
+                        self._damage(read, base + pos, f"a chunk of {length} bytes runs past the end")
+                        return
+                    payload = block[pos + CHUNK_HEADER : end]
+                    if kind > LAST or zlib.crc32(payload, _CRC[kind]) != crc:
+                        self._damage(read, base + pos, "checksum mismatch")
+                        return
+                    pos = end
+                    if kind == FULL:
+                        read += 1
+                        yield payload
+                    elif kind == FIRST:
+                        pending = [payload]
+                    elif kind == MIDDLE:
+                        pending.append(payload)
+                    else:
+                        pending.append(payload)
+                        read += 1
+                        yield b"".join(pending)
+                        pending = []
+        if pending:
+            self._damage(read, base + pos, "the last entry is incomplete")
+
+    def _damage(self, read: int, offset: int, why: str) -> None:
+        self.damaged = offset
+        self.warnings.append(
+            f"{self.path}: damaged at byte {offset} ({why}); the {read} entries before it are read, the rest is lost"
         )
-    out: list[bytes] = []
-    pending: list[bytes] = []
-    offset, size = FILE_HEADER, len(data)
-    while offset < size:
-        left = BLOCK - offset % BLOCK
-        if left < CHUNK_HEADER:  # a block's last bytes too few for a header are zero padding
-            offset += left
-            continue
-        if offset + CHUNK_HEADER > size:
-            return _damage(out, path, offset, "cut off inside a chunk header", warnings)
-        crc, length, kind = struct.unpack_from("<IHB", data, offset)
-        if kind == 0 and length == 0 and crc == 0:  # zero padding left by a writer that preallocated
-            return out, None
-        end = offset + CHUNK_HEADER + length
-        if end > size or length > left - CHUNK_HEADER:
-            return _damage(out, path, offset, f"a chunk of {length} bytes runs past the end", warnings)
-        payload = data[offset + CHUNK_HEADER : end]
-        if kind > LAST or zlib.crc32(payload, _CRC[kind]) != crc:
-            return _damage(out, path, offset, "checksum mismatch", warnings)
-        if kind == FULL:
-            out.append(bytes(payload))
-        elif kind == FIRST:
-            pending = [bytes(payload)]
-        elif kind == MIDDLE:
-            pending.append(bytes(payload))
-        else:
-            pending.append(bytes(payload))
-            out.append(b"".join(pending))
-            pending = []
-        offset = end
-    if pending:
-        return _damage(out, path, offset, "the last entry is incomplete", warnings)
-    return out, None
 
 
-def _damage(out: list[bytes], path: Path, offset: int, why: str, warnings: list[str]) -> tuple[list[bytes], int]:
-    warnings.append(
-        f"{path}: damaged at byte {offset} ({why}); the {len(out)} entries before it are read, the rest is lost"
-    )
-    return out, offset
+def chunks(data: bytes, path: Path, warnings: list[str]) -> tuple[list[bytes], int | None]:
+    """(entries, offset of the damage or None): every whole entry of the log, in order, in one list."""
+    log = RecordLog(data, path, warnings)
+    entries = list(log)
+    return entries, log.damaged
 
 
 def _record_type() -> Any:
@@ -136,17 +163,18 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
     `allow_empty` keeps a run without history rows (one process of a job that only set the config)."""
     record_type = _record_type()
     warnings: list[str] = []
-    entries, damaged = chunks(wandb_file.read_bytes(), wandb_file, warnings)
-    row_keys: list[tuple[str, ...]] = []
-    row_values: list[list[Any]] = []
+    log = RecordLog(wandb_file, wandb_file, warnings)
+    index: dict[str, int] = {}  # key -> column, in first-seen order (wandb writes each row's keys in its own order)
+    row_keys: list[np.ndarray] = []  # per row: the columns of its values
+    row_values: list[np.ndarray] = []
     config: dict[str, Any] = {}
     summaries: list[bytes] = []
     run: dict[str, str] = {}
     step_key = "_step"
     started = math.nan
     skipped = 0
-    record = record_type()
-    for raw in entries:
+    for raw in log:
+        record = record_type()  # a fresh message each time: re-parsing into one keeps growing its arena
         try:
             record.ParseFromString(raw)
         except Exception:  # the protobuf runtime's DecodeError: a damaged entry whose checksum still matched
@@ -155,8 +183,8 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         kind = record.WhichOneof("record_type")
         if kind == "history":
             items = record.history.item
-            row_keys.append(tuple([_key(i) for i in items]))
-            row_values.append(_loads([i.value_json or _typed_json(i) for i in items]))
+            row_keys.append(np.array([index.setdefault(k, len(index)) for k in map(_key, items)], dtype=np.intp))
+            row_values.append(_numbers(_loads([i.value_json or _typed_json(i) for i in items])))
         elif kind == "run":
             r = record.run
             run = {"run_id": r.run_id, "project": r.project, "name": r.display_name}
@@ -166,10 +194,12 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
             step_key = record.metric.step_metric
         elif kind == "config":
             _apply(config, record.config.update)
-        elif kind == "summary":
-            summaries.append(raw)  # decoded below: the last one, or all of them when there is no history
+        elif kind == "summary":  # decoded below: the last one, or all of them when there is no history
+            summaries = [raw] if row_keys else [*summaries, raw]
+    damaged = log.damaged
     summary: dict[str, Any] = {}
     for raw in summaries if not row_keys else summaries[-1:]:
+        record = record_type()
         record.ParseFromString(raw)
         _apply(summary, record.summary.update)
     if skipped:
@@ -182,7 +212,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         source=HistorySource(
             "wandb", run_id, uri or str(wandb_file.resolve()), project=run.get("project", ""), name=run.get("name", "")
         ),
-        frame=_frame(row_keys, row_values, step_key),
+        frame=_frame(index, row_keys, row_values, step_key),
         config=config,
         summary={k: v for k, v in summary.items() if not k.startswith("_")},
         packages=_requirements(run_dir / "files" / "requirements.txt"),
@@ -196,22 +226,22 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
     return history
 
 
-def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]], step_key: str = "_step") -> Any:
-    """The history frame, one matrix filled row by row (wandb writes each row's keys in its own order);
+def _numbers(values: list[Any]) -> np.ndarray:
+    """One row's values as doubles (a flag as 0/1, anything else that is not a number NaN)."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return np.asarray([_number(v) for v in values], dtype=float)
+
+
+def _frame(index: dict[str, int], row_columns: list[np.ndarray], row_values: list[Any], step_key: str = "_step") -> Any:
+    """The history frame, one matrix filled row by row (`index`: key -> column; per row, the columns of its values);
     `step_key` (`_step` unless the run named its own) and `_timestamp` become `step` and `wall_time`; other `_` keys
     and non-numbers are left out."""
-    n = len(row_keys)
-    index: dict[str, int] = {}
-    for keys in dict.fromkeys(row_keys):
-        for key in keys:
-            index.setdefault(key, len(index))
+    n = len(row_columns)
     matrix = np.full((n, len(index)), np.nan)
-    for i, (keys, values) in enumerate(zip(row_keys, row_values, strict=True)):
-        try:
-            row = np.asarray(values, dtype=float)
-        except (TypeError, ValueError):
-            row = np.asarray([_number(v) for v in values], dtype=float)
-        matrix[i, [index[k] for k in keys]] = row
+    for i, (columns, values) in enumerate(zip(row_columns, row_values, strict=True)):
+        matrix[i, columns] = _numbers(values)
     columns = {k: matrix[:, j] for k, j in index.items()}
     counter = columns.get("_step", np.arange(n, dtype=float))
     step = columns.pop(step_key, counter)  # a row without the run's own step key keeps wandb's counter
@@ -223,7 +253,9 @@ def _frame(row_keys: list[tuple[str, ...]], row_values: list[list[Any]], step_ke
 
 def frame_from_rows_of_dicts(rows: list[dict[str, Any]]) -> Any:
     """The history frame of rows as wandb's API returns them (`_step`, `_timestamp` and the logged keys)."""
-    return _frame([tuple(row) for row in rows], [list(row.values()) for row in rows])
+    index: dict[str, int] = {}
+    columns = [np.array([index.setdefault(k, len(index)) for k in row], dtype=np.intp) for row in rows]
+    return _frame(index, columns, [list(row.values()) for row in rows])
 
 
 def no_rows_message(path: str, summary: dict[str, Any]) -> str:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.histories import open_history
@@ -102,7 +104,7 @@ def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     generator.main(tmp_path / "run")
-    for name in ("perf_tracer/traces-r0.jsonl", "session_tracer/sessions-r0.jsonl", "config.yaml"):
+    for name in ("perf_tracer/master/traces-r0.jsonl", "session_tracer/master/sessions-r0.jsonl", "config.yaml"):
         assert (tmp_path / "run" / name).read_bytes() == (RUN / name).read_bytes(), name
     assert (tmp_path / "grpo_config_fields.json").read_bytes() == (FIXTURES / "grpo_config_fields.json").read_bytes()
     for history in ("tensorboard", "wandb"):
@@ -114,7 +116,7 @@ def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
 def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> None:
     run = tmp_path / "trial0"
     shutil.copytree(RUN, run)
-    traces = run / "perf_tracer" / "traces-r0.jsonl"
+    traces = run / "perf_tracer" / "master" / "traces-r0.jsonl"
     lines = traces.read_text().splitlines(keepends=True)
     lines[5] = lines[5][:40] + "\n"
     traces.write_text("".join(lines) + lines[-1][:30])
@@ -123,6 +125,30 @@ def test_a_damaged_trace_line_is_named_and_the_rest_is_read(tmp_path: Path) -> N
     assert any(w.startswith(f"{traces}:6: skipped line that is not JSON") for w in trace.meta.warnings)
     assert any(w.startswith(f"{traces}:{len(lines) + 1}: skipped truncated last line") for w in trace.meta.warnings)
     assert len(trace.of("trainer.step")) == 6
+
+
+def test_rejected_and_unfinished_samples_keep_their_step(tmp_path: Path) -> None:
+    """A task rejected by the dynamic filter at 14.5 s (during step 2) and one still generating at exit (AReaL's
+    flush(force=True) writes it `pending`, with no finalized_ts) are not trained: discarded at step 2, and aborted
+    running to the end of step 6, from version 5 (updates end at 9.5, 15.5, ..., 33.5 s)."""
+    run = tmp_path / "trial0"
+    shutil.copytree(RUN, run)
+    epoch = 1_780_000_000.0
+    extra = [{"task_id": 90, "session_id": 90, "rank": 0, "status": "rejected", "reason": "rejected",
+              "submit_ts": epoch + 10, "finalized_ts": epoch + 14.5,
+              "phases": {"generate": [{"start_ts": epoch + 10, "end_ts": epoch + 13.5}]}},
+             {"task_id": 91, "session_id": 91, "rank": 0, "status": "pending", "submit_ts": epoch + 36,
+              "phases": {"generate": [{"start_ts": epoch + 36, "end_ts": None}]}}]  # fmt: skip
+    with (run / "session_tracer" / "master" / "sessions-r0.jsonl").open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in extra)
+    trace = ADAPTER.parse(run).validate()
+    rows = trace.of("rollout").set_index("sample").loc[["r0-s90", "r0-s91"]]
+    assert rows[["status", "step", "t0", "t1", "v_start", "v_end", "v_train"]].values.tolist() == [
+        ["discarded", 2, 10.0, 14.5, 1, 1, -1], ["aborted", 6, 36.0, 40.0, 5, -1, -1]]  # fmt: skip
+    steady = _metrics(trace, 1)
+    assert steady["wasted_generation_fraction"] == pytest.approx(1 / 33)  # waves 2-5 and the rejected task end in it
+    assert steady["generator_utilization"] == pytest.approx((15.5 * 8 + 4.5 + 4) / (8 * 30))
+    assert steady["staleness_mean"] == 1
 
 
 def test_another_frameworks_folder_is_refused(tmp_path: Path) -> None:
@@ -156,6 +182,22 @@ def test_the_rendered_config_holds_only_grpo_config_fields(tmp_path: Path) -> No
     assert config["rollout"]["max_head_offpolicyness"] == 1 and config["rollout"]["consumer_batch_size"] == 64
     assert (config["rollout"]["backend"], config["actor"]["backend"]) == ("sglang:d16p1t1", "megatron:d16p1t1")
     assert config["gconfig"]["n_samples"] == 8 and config["cluster"]["n_nodes"] == 4
+
+
+@settings(max_examples=60, deadline=None)
+@example(path="data/${oc.env:HOME}", entry="train.py", model="Qwen\\${x}")
+@example(path="\\\\${a}\\", entry="${b}", model="m")
+@given(path=st.text(max_size=16), entry=st.text(min_size=1, max_size=12), model=st.text(min_size=1, max_size=12))
+def test_strings_round_trip_through_omegaconf(path: str, entry: str, model: str) -> None:
+    """AReaL reads areal.yaml with Hydra/OmegaConf: a `${` or backslash in a path or model name stays text."""
+    omegaconf = pytest.importorskip("omegaconf", reason="OmegaConf comes with the `verl` extra")
+    spec = build_spec({"name": "a", "adapter": "areal", "workload": {"model": model},
+                       "areal": {"dataset_path": path, "entry": entry}})  # fmt: skip
+    plan = ADAPTER.render(spec, Path("/runs/x ${y}"))
+    read = omegaconf.OmegaConf.to_container(omegaconf.OmegaConf.create(plan.files["areal.yaml"]), resolve=True)
+    assert (read["train_dataset"]["path"], read["actor"]["path"], read["cluster"]["fileroot"]) == (
+        path, model, "/runs/x ${y}")  # fmt: skip
+    assert plan.argv[3] == entry
 
 
 def test_a_run_it_renders_reads_back_as_its_own(tmp_path: Path) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,25 +23,14 @@ ADAPTER = get_adapter("nemo_rl")
 WINDOW_STEPS = [19.5, 25.5, 18.5, 21.5, 27.5]  # steps 2..6: exposed generation + 17.5 s + validation/checkpoint
 
 
-def ingest(*args: object) -> dict:
-    result = subprocess.run([sys.executable, "-m", "benchbed", "ingest", *map(str, args), "--json"],
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def figures(record: dict) -> dict[str, float]:
-    return {name: metric["value"] for name, metric in record["metrics"].items()}
-
-
 def test_the_adapter_is_a_key_map_and_at_most_150_lines_of_python() -> None:
     package = ROOT / "adapters" / "nemo_rl"
     assert sum(len(p.read_text().splitlines()) for p in package.glob("*.py")) <= 150
 
 
-def test_an_async_run_ingests_to_the_hand_computed_figures(tmp_path: Path) -> None:
-    record = ingest(ASYNC, "--adapter", "nemo_rl", "--store", tmp_path)
-    got, total = figures(record), sum(WINDOW_STEPS)
+def test_an_async_run_ingests_to_the_hand_computed_figures(ingest: Callable[..., tuple], tmp_path: Path) -> None:
+    record, got = ingest(ASYNC, "--adapter", "nemo_rl", "--store", tmp_path)
+    total = sum(WINDOW_STEPS)
     assert record["adapter"] == {"name": "nemo_rl", "framework": "nemo_rl", "version": "0.6.0", "mode": "async"}
     assert got["step_time_mean_s"] == pytest.approx(total / 5)
     assert got["trainer_idle_ratio"] == pytest.approx((2 + 3 + 1 + 4 + 2) / total)  # exposed_generation
@@ -65,19 +53,21 @@ def test_an_async_run_ingests_to_the_hand_computed_figures(tmp_path: Path) -> No
     assert got["framework_failed_trajectory_thread_s"] == pytest.approx(3 / 5)
 
 
-def test_the_tensorboard_folder_alone_is_recognised_without_adapter(tmp_path: Path) -> None:
-    named = figures(ingest(ASYNC, "--adapter", "nemo_rl", "--store", tmp_path / "a"))
-    record = ingest(ASYNC / "logs" / "exp_001" / "tensorboard", "--store", tmp_path / "b")
+def test_the_tensorboard_folder_alone_is_recognised_without_adapter(
+    ingest: Callable[..., tuple], tmp_path: Path
+) -> None:
+    _, named = ingest(ASYNC, "--adapter", "nemo_rl", "--store", tmp_path / "a")
+    record, got = ingest(ASYNC / "logs" / "exp_001" / "tensorboard", "--store", tmp_path / "b")
     assert record["adapter"]["name"] == "nemo_rl"
-    assert figures(record) == pytest.approx(named)
+    assert got == pytest.approx(named)
 
 
-def test_a_synchronous_run_waits_while_it_generates(tmp_path: Path) -> None:
-    record = ingest(FIXTURES / "sync-3-steps", "--adapter", "nemo_rl", "--store", tmp_path)
-    got = figures(record)
+def test_a_synchronous_run_waits_while_it_generates(ingest: Callable[..., tuple], tmp_path: Path) -> None:
+    record, got = ingest(FIXTURES / "sync-3-steps", "--adapter", "nemo_rl", "--store", tmp_path)
     assert record["adapter"]["mode"] == "sync"
     assert got["trainer_idle_ratio"] == pytest.approx((5 + 7) / (16.5 + 18.5))
     assert got["trainer_compute_ratio"] == pytest.approx(2 * 10 / 35)
+    assert got["trainer_weight_sync_ratio"] == pytest.approx(2 * 0.75 / 35)  # the refit inside prepare_for_generation
     assert not any(name.startswith("framework_") for name in got)
 
 
@@ -130,3 +120,14 @@ def test_the_fixtures_regenerate(tmp_path: Path) -> None:
         (mine,) = (tmp_path / run).rglob("events.out.tfevents*")
         (theirs,) = (FIXTURES / run).rglob("events.out.tfevents*")
         assert read_event_file(mine) == read_event_file(theirs), run
+
+
+def test_every_rendered_key_is_one_the_framework_accepts(tmp_path: Path) -> None:
+    """Keys from the framework's source at the cited commit (tools/nemo_rl_skyrl_keys.py), read offline."""
+    known = set(json.loads((ROOT / "adapters" / "nemo_rl" / "keys_7ea279a.json").read_text())["keys"])
+    specs = [load_spec(ROOT / "experiments" / "compare" / "nemo_rl.toml"),
+             build_spec({"name": "s", "adapter": "nemo_rl", "workload": {"max_staleness": 0}})]  # fmt: skip
+    for spec in specs:
+        keys = [arg.split("=", 1)[0] for arg in ADAPTER.render(spec, tmp_path).argv[6:]]
+        assert len(keys) > 15 and [k for k in keys if k not in known] == []
+    assert "trainer.fully_async.max_stalenes_steps" not in known and "grpo.async_grpo.max_age" not in known

@@ -89,10 +89,18 @@ def test_wandb_rows_are_keyed_on_global_step() -> None:
     assert open_history(ASYNC / "wandb").frame["step"].tolist() == list(range(12))
     trace = ADAPTER.parse(ASYNC)
     assert per_step(trace, "trainer.wait") == [(1, 40.0), (2, 6.0), (3, 0.0), (4, 0.0), (5, 0.0), (6, 4.0)]
+    assert set(trace.of("trainer.wait")["actor"]) == {"trainer"}
     assert per_step(trace, "samples.trained") == [(s, 64.0) for s in range(1, 7)]
     # async generation is the generator actor's own time: kept native, not trainer wait
     assert per_step(trace, "native.openrlhf.train/timing/generation")[0] == (1, 40.0)
     assert per_step(ADAPTER.parse(SYNC), "trainer.wait")[1] == (2, 32.0)
+
+
+def test_the_package_is_a_key_map_and_at_most_171_lines_of_python() -> None:
+    """The size the README and the framework page state (the kit's mark for a history-based adapter is 150)."""
+    package = ROOT / "adapters" / "openrlhf"
+    assert (package / "keymap.toml").is_file()
+    assert sum(len(p.read_text().splitlines()) for p in package.glob("*.py")) <= 171
 
 
 def test_other_frameworks_histories_are_refused() -> None:

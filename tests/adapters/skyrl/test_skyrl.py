@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,25 +24,14 @@ ADAPTER = get_adapter("skyrl")
 WINDOW_STEPS = [3 + 14.5, 1 + 14.5 + 6, 4 + 14.5, 0.5 + 14.5, 2.5 + 14.5 + 6 + 4]
 
 
-def ingest(*args: object) -> dict:
-    result = subprocess.run([sys.executable, "-m", "benchbed", "ingest", *map(str, args), "--json"],
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def figures(record: dict) -> dict[str, float]:
-    return {name: metric["value"] for name, metric in record["metrics"].items()}
-
-
 def test_the_adapter_is_a_key_map_and_at_most_150_lines_of_python() -> None:
     package = ROOT / "adapters" / "skyrl"
     assert sum(len(p.read_text().splitlines()) for p in package.glob("*.py")) <= 150
 
 
-def test_a_fully_async_run_ingests_to_the_hand_computed_figures(tmp_path: Path) -> None:
-    record = ingest(ASYNC, "--adapter", "skyrl", "--store", tmp_path)
-    got, total = figures(record), sum(WINDOW_STEPS)
+def test_a_fully_async_run_ingests_to_the_hand_computed_figures(ingest: Callable[..., tuple], tmp_path: Path) -> None:
+    record, got = ingest(ASYNC, "--adapter", "skyrl", "--store", tmp_path)
+    total = sum(WINDOW_STEPS)
     assert record["adapter"] == {"name": "skyrl", "framework": "skyrl", "version": "0.3.0", "mode": "fully_async"}
     assert total == 99.5 and got["step_time_mean_s"] == pytest.approx(total / 5)
     assert got["trainer_idle_ratio"] == pytest.approx((3 + 1 + 4 + 0.5 + 2.5) / total)  # wait_for_generation_buffer
@@ -59,20 +49,30 @@ def test_a_fully_async_run_ingests_to_the_hand_computed_figures(tmp_path: Path) 
     assert got["framework_keep_rate"] == pytest.approx((1 + 4 / 6 + 1 + 4 / 8 + 4 / 5) / 5)
 
 
-def test_the_wandb_folder_alone_is_recognised_without_adapter(tmp_path: Path) -> None:
-    named = figures(ingest(ASYNC, "--adapter", "skyrl", "--store", tmp_path / "a"))
-    record = ingest(ASYNC / "wandb", "--store", tmp_path / "b")
+def test_the_wandb_folder_alone_is_recognised_without_adapter(ingest: Callable[..., tuple], tmp_path: Path) -> None:
+    _, named = ingest(ASYNC, "--adapter", "skyrl", "--store", tmp_path / "a")
+    record, got = ingest(ASYNC / "wandb", "--store", tmp_path / "b")
     assert record["adapter"]["name"] == "skyrl"
-    assert figures(record) == pytest.approx(named)
+    assert got == pytest.approx(named)
 
 
-def test_a_synchronous_run_waits_while_it_generates(tmp_path: Path) -> None:
-    record = ingest(FIXTURES / "sync-3-steps", "--adapter", "skyrl", "--store", tmp_path)
-    got = figures(record)
+def test_a_synchronous_run_waits_while_it_generates(ingest: Callable[..., tuple], tmp_path: Path) -> None:
+    record, got = ingest(FIXTURES / "sync-3-steps", "--adapter", "skyrl", "--store", tmp_path)
     assert record["adapter"]["mode"] == "sync"
     assert got["trainer_idle_ratio"] == pytest.approx((6 + 7) / (16 + 17))
     assert got["trainer_compute_ratio"] == pytest.approx(2 * (2 + 6) / 33)  # fwd log-probs + policy training
     assert not any(name.startswith("framework_") for name in got)
+
+
+def test_the_one_step_off_example_trainer_leaves_its_untimed_wait_in_other(
+    ingest: Callable[..., tuple], tmp_path: Path
+) -> None:
+    record, got = ingest(FIXTURES / "one-step-off-3-steps", "--adapter", "skyrl", "--store", tmp_path)
+    assert record["adapter"]["mode"] == "one_step_off"
+    assert "trainer_idle_ratio" not in got  # generation is timed beside the step, the wait for it not at all
+    assert got["step_time_mean_s"] == pytest.approx((10 + 11) / 2)
+    assert got["trainer_compute_ratio"] == pytest.approx(2 * (2 + 6) / 21)
+    assert got["trainer_other_ratio"] == pytest.approx((10 - 9.5 + 11 - 9.5 + 2 * 0.5) / 21)
 
 
 def test_the_comparison_spec_renders_skyrls_own_command(tmp_path: Path) -> None:
@@ -114,8 +114,19 @@ def test_the_fixtures_regenerate(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(FIXTURES / "make_fixtures.py"), str(tmp_path)],
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    for run in ("fully-async-6-steps", "sync-3-steps"):
+    for run in ("fully-async-6-steps", "sync-3-steps", "one-step-off-3-steps"):
         mine, theirs = open_history(tmp_path / run / "wandb"), open_history(FIXTURES / run / "wandb")
         assert sorted(mine.keys) == sorted(theirs.keys), run  # W&B keeps keys in no fixed order
         columns = ["step", *sorted(theirs.keys)]
         assert mine.frame[columns].equals(theirs.frame[columns]), run
+
+
+def test_every_rendered_key_is_one_the_framework_accepts(tmp_path: Path) -> None:
+    """Keys from the framework's source at the cited commit (tools/nemo_rl_skyrl_keys.py), read offline."""
+    known = set(json.loads((ROOT / "adapters" / "skyrl" / "fields_a956457.json").read_text())["keys"])
+    specs = [load_spec(ROOT / "experiments" / "compare" / "skyrl.toml"),
+             build_spec({"name": "s", "adapter": "skyrl", "workload": {"max_staleness": 0}})]  # fmt: skip
+    for spec in specs:
+        keys = [arg.split("=", 1)[0] for arg in ADAPTER.render(spec, tmp_path).argv[7:]]
+        assert len(keys) > 15 and [k for k in keys if k not in known] == []
+    assert "trainer.fully_async.max_stalenes_steps" not in known and "grpo.async_grpo.max_age" not in known

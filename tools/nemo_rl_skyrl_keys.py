@@ -1,0 +1,69 @@
+"""List the config keys NeMo-RL's and SkyRL's command lines accept, from their sources, so the keys benchbed renders
+can be checked offline (tests/adapters/nemo_rl, tests/adapters/skyrl).
+
+    python tools/nemo_rl_skyrl_keys.py nemo_rl NEMO_RL_DIR --commit 7ea279a > adapters/nemo_rl/keys_7ea279a.json
+    python tools/nemo_rl_skyrl_keys.py skyrl SKYRL_DIR --commit a956457 > adapters/skyrl/fields_a956457.json
+
+NeMo-RL: every dotted key of examples/configs/grpo_math_1B.yaml (the base every GRPO recipe's `defaults` chain ends
+in). SkyRL: every dotted field of the `SkyRLTrainConfig` dataclass tree in skyrl/train/config/config.py, read by AST
+(nothing is imported); a field typed as a dict is an open subtree `path.*`."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def nemo_rl_keys(root: Path) -> list[str]:
+    """Dotted keys of the base GRPO YAML (a mapping's own key too, so `a.b` and `a.b.c` both appear)."""
+
+    def walk(node: object, prefix: str) -> list[str]:
+        if not isinstance(node, dict):
+            return []
+        return [k for key, value in node.items() for k in (f"{prefix}{key}", *walk(value, f"{prefix}{key}."))]
+
+    return sorted(walk(yaml.safe_load((root / "examples/configs/grpo_math_1B.yaml").read_text()), ""))
+
+
+def skyrl_fields(root: Path) -> list[str]:
+    """Dotted fields of SkyRLTrainConfig: a field whose annotation names another dataclass of the module recurses."""
+    tree = ast.parse((root / "skyrl/train/config/config.py").read_text())
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def names(annotation: ast.expr) -> set[str]:
+        return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+
+    def walk(name: str, prefix: str) -> list[str]:
+        out = []
+        for stmt in classes[name].body:
+            if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+                continue
+            path, inner = f"{prefix}{stmt.target.id}", names(stmt.annotation)
+            nested = sorted(n for n in inner if n in classes and n != name)
+            out.append(path)
+            out += [k for n in nested for k in walk(n, path + ".")]
+            if inner & {"dict", "Dict", "DictConfig"} and not nested:
+                out.append(path + ".*")
+        return out
+
+    return sorted(set(walk("SkyRLTrainConfig", "")))
+
+
+def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("framework", choices=("nemo_rl", "skyrl"))
+    args.add_argument("checkout", type=Path)
+    args.add_argument("--commit", required=True)
+    a = args.parse_args()
+    keys = nemo_rl_keys(a.checkout) if a.framework == "nemo_rl" else skyrl_fields(a.checkout)
+    json.dump({"commit": a.commit, "keys": keys}, sys.stdout, indent=0)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,7 @@ import threading
 from abc import ABC, abstractmethod
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +40,13 @@ class LaunchPlan(BaseModel):
         None, description="the command submits its own scheduler job (prime-rl multi-node: `rl` runs sbatch)"
     )
     description: str = ""
+
+
+class FigureDefinition(NamedTuple):
+    """A framework's own figure: what it is, in the framework's words (native keys and note), and its unit."""
+
+    text: str
+    unit: str
 
 
 class Adapter(ABC):
@@ -75,8 +82,8 @@ class Adapter(ABC):
         """The run directories under the directory `path`, outermost first; by default `path` is one run."""
         return [Path(path)]
 
-    def figure_definitions(self) -> dict[str, str]:
-        """How the framework defines each of its own figures (`framework_<name>` -> its definition in words), so a
+    def figure_definitions(self) -> dict[str, FigureDefinition]:
+        """How the framework defines each of its own figures (`framework_<name>` -> its definition and unit), so a
         comparison can say when two frameworks' own numbers are not the same quantity; by default none."""
         return {}
 

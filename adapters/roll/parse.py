@@ -4,7 +4,6 @@ steps (from 0) renumbered from 1, and each step's `time/step_total` taken from t
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,11 +24,10 @@ def parse_path(path: Path) -> Trace:
 def parse_history(history: History) -> Trace:
     history = renumbered(history)
     ratio = history.config.get(RATIO)  # the run's config (W&B); TensorBoard keeps it as hparams, not read here
-    if not isinstance(ratio, int | float):
-        ratio = float(history.frame[OFF_POLICY].max()) if OFF_POLICY in history.frame else 0.0
-    mode = "async" if ratio > 0 else "sync"  # a NaN ratio (never logged) is not > 0
-    extra = {RATIO: ratio} if math.isfinite(ratio) else {}
-    return history_trace(history, KEYMAP, adapter="roll", mode=mode, extra=extra)
+    known = isinstance(ratio, int | float)
+    ahead = ratio > 0 if known else OFF_POLICY in history.frame and history.frame[OFF_POLICY].max() > 0
+    extra = {RATIO: ratio} if known else {}
+    return history_trace(history, KEYMAP, adapter="roll", mode="async" if ahead else "sync", extra=extra)
 
 
 def renumbered(history: History) -> History:

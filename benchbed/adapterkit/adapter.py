@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchbed.adapter import Adapter
+from benchbed.adapter import Adapter, FigureDefinition
 from benchbed.runs import runs_under
 
 if TYPE_CHECKING:
@@ -78,19 +78,24 @@ class FrameworkAdapter(Adapter):
         pattern = self._keymap().identifier()
         return any(pattern.match(k) for k in keys)
 
-    def figure_definitions(self) -> dict[str, str]:
+    def figure_definitions(self) -> dict[str, FigureDefinition]:
         """From the key map's `framework` entries: `framework_<name>` -> the native keys it is read from, each with
-        its note (the framework's definition), over every release."""
+        its note (the framework's definition), and the unit (a percentage is kept as a ratio), over every release."""
         if self.keymap is None:
             return {}
         keymap = self._keymap()
-        found: dict[str, list[str]] = {}
+        found: dict[str, dict[str, str]] = {}
+        units: dict[str, str] = {}
         for release in keymap.releases:
             for entry in keymap.at(release, "framework"):
                 if entry.canonical.startswith("framework.") and not entry.canonical.endswith("*"):
-                    text = f"{entry.native}: {entry.note}" if entry.note else entry.native
-                    found.setdefault("framework_" + entry.canonical.removeprefix("framework."), []).append(text)
-        return {name: "; ".join(dict.fromkeys(texts)) for name, texts in found.items()}
+                    name = "framework_" + entry.canonical.removeprefix("framework.")
+                    found.setdefault(name, {})[entry.native] = f"{entry.native}: {entry.note}" if entry.note else ""
+                    units.setdefault(name, "ratio" if entry.unit == "%" else entry.unit)
+        return {
+            name: FigureDefinition("; ".join(text or native for native, text in texts.items()), units[name])
+            for name, texts in found.items()
+        }
 
     def _keymap(self) -> Any:
         from benchbed.adapterkit.keymaps import load_keymap

@@ -14,6 +14,7 @@ from typing import Any
 
 from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, sigterm_as_interrupt
+from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
 from benchbed.spec import ExperimentSpec
 
@@ -181,7 +182,9 @@ def follow_framework_job(spec: ExperimentSpec, result: LaunchResult, timeout_s: 
     info.job_id = found[-1]
     info.address, info.version = slurm_info()
     remaining = None if timeout_s is None else max(0.0, timeout_s - result.duration_s)
-    followed = follow(info.job_id, info, remaining, time.monotonic())
+    # SIGTERM cancels the job like Ctrl-C; benchbed killed outright (SIGKILL, OOM): its watchdog cancels it
+    with sigterm_as_interrupt(), Watchdog(command=["scancel", info.job_id]):
+        followed = follow(info.job_id, info, remaining, time.monotonic())
     result.exit_code = followed["exit_code"]
     result.duration_s += followed["duration_s"]
     result.timed_out, result.interrupted = followed["timed_out"], followed["interrupted"]

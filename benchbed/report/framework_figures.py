@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchbed.adapter import get_adapter
+from benchbed.adapter import FigureDefinition, get_adapter
 from benchbed.errors import AdapterError
 from benchbed.metrics.registry import display_order
 from benchbed.report.run_groups import Interval, RunGroup
@@ -24,7 +24,7 @@ class FrameworkFigures:
     notes: tuple[str, ...]
 
 
-def _definitions(adapter: str) -> dict[str, str]:
+def _definitions(adapter: str) -> dict[str, FigureDefinition]:
     try:
         return get_adapter(adapter).figure_definitions()
     except AdapterError:
@@ -48,11 +48,13 @@ def framework_figures(
     notes = []
     for name in names:
         ours = name.removeprefix(FRAMEWORK_PREFIX)
-        rows.append((name, units.get(name, ""), *map(_cell, aggregated[name])))
+        reporting = list(dict.fromkeys(g.adapter for g, iv in zip(groups, aggregated[name], strict=True) if iv))
+        known = {a: definitions[a].get(name) for a in reporting}
+        defined = "; ".join(f"{a}: {d.text if d else UNKNOWN}" for a, d in known.items())
+        unit = units.get(name) or next((d.unit for d in known.values() if d and d.unit), "")
+        rows.append((name, unit, *map(_cell, aggregated[name])))
         if ours in aggregated:
             rows.append((f"{ours} (benchbed)", units.get(ours, ""), *map(_cell, aggregated[ours])))
-        reporting = list(dict.fromkeys(g.adapter for g, iv in zip(groups, aggregated[name], strict=True) if iv))
-        defined = "; ".join(f"{a}: {definitions[a].get(name, UNKNOWN)}" for a in reporting)
         if len(reporting) > 1:
             same = f"benchbed's {ours} is computed one way for every run" if ours in aggregated else ""
             notes.append(f"{name} is not the same quantity across {', '.join(reporting)}: each framework defines "

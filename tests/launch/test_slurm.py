@@ -1,5 +1,6 @@
 """--launcher slurm against a real one-node Slurm: a simulator run succeeds, a job fails, a timeout cancels,
-Ctrl-C cancels, and a framework's own sbatch (prime-rl multi-node) is followed and recorded as its own."""
+Ctrl-C cancels, SIGKILL of benchbed cancels through the watchdog, and a framework's own sbatch (prime-rl
+multi-node) is followed, recorded as its own and cancelled when benchbed is killed while following it."""
 
 from __future__ import annotations
 
@@ -150,3 +151,45 @@ def test_sigkill_of_benchbed_cancels_the_job(slurm_cluster, tmp_path):
     while time.monotonic() < deadline and (squeue_ids() or processes_in(run_dir)):
         time.sleep(0.5)
     assert squeue_ids() == [] and processes_in(run_dir) == []
+
+
+FOLLOW_FRAMEWORK_JOB = """
+import sys
+from pathlib import Path
+from benchbed.adapter import LaunchPlan
+from benchbed.launch.local import LocalLauncher
+from benchbed.spec import build_spec
+job, out, run = sys.argv[1:4]
+plan = LaunchPlan(argv=["sbatch", f"--output={out}", job], submits_job="slurm")
+LocalLauncher().launch(build_spec({"name": "prime-multi-node", "adapter": "prime_rl"}), plan, Path(run))
+"""
+
+
+def test_sigkill_while_following_a_frameworks_own_job_cancels_it(slurm_cluster, tmp_path):
+    """The framework's `sbatch` has exited; benchbed follows the job it submitted. Killed outright then, benchbed's
+    watchdog cancels that job too (it ran on, unwatched, before)."""
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\nsleep 600\n")
+    before = set(squeue_ids())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FOLLOW_FRAMEWORK_JOB, str(job), str(tmp_path / "job.out"), str(tmp_path / "run")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        submitted: list[str] = []
+        while not submitted and time.monotonic() < deadline:
+            submitted = [j for j in squeue_ids() if j not in before]
+            time.sleep(0.3)
+        assert submitted, "the framework's job was never queued"
+        stdout = tmp_path / "run" / "logs" / "stdout.log"
+        while "Submitted batch job" not in stdout.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # sbatch has exited: benchbed now follows the job
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and submitted[0] in squeue_ids():
+        time.sleep(0.5)
+    assert submitted[0] not in squeue_ids()

@@ -4,7 +4,7 @@ not the same quantity (verl's fully_async idle ratio and slime's wait-time ratio
 
 from __future__ import annotations
 
-from benchbed.adapter import get_adapter
+from benchbed.adapter import FigureDefinition, get_adapter
 from benchbed.report.comparison import build_comparison, markdown_comparison
 
 from .conftest import _fixture_run
@@ -15,10 +15,15 @@ def _runs():
 
 
 def test_definitions_come_from_the_key_maps() -> None:
-    assert get_adapter("slime").figure_definitions() == {"framework_trainer_idle_ratio": "perf/wait_time_ratio"}
-    assert get_adapter("prime_rl").figure_definitions()["framework_staleness_mean"] == (
-        "off_policy_level/all/mean; off_policy/mean"
+    assert get_adapter("slime").figure_definitions() == {
+        "framework_trainer_idle_ratio": FigureDefinition("perf/wait_time_ratio", "ratio")
+    }
+    assert get_adapter("prime_rl").figure_definitions()["framework_staleness_mean"] == FigureDefinition(
+        "off_policy_level/all/mean; off_policy/mean", "versions"
     )
+    starvation = get_adapter("nemo_rl").figure_definitions()["framework_buffer_starvation_s"]
+    assert starvation.unit == "s" and starvation.text.startswith("efficiency/idle/buffer_starvation_s: ")
+    assert get_adapter("nemo_rl").figure_definitions()["framework_efficiency_ratio"].unit == "ratio"  # logged in %
     assert get_adapter("sim").figure_definitions() == {}
 
 
@@ -46,3 +51,10 @@ def test_the_markdown_summary_carries_the_figures_and_their_notes() -> None:
 
 def test_runs_without_framework_figures_have_no_section(sim_run) -> None:
     assert build_comparison([sim_run("a", 4), sim_run("b", 4)]).framework_figures is None
+
+
+def test_a_figure_no_benchbed_metric_stands_for_takes_its_unit_from_the_key_map() -> None:
+    figures = build_comparison([_fixture_run("nemo_rl", "nemo_rl/async-6-steps"), *_runs()]).framework_figures
+    assert figures is not None
+    units = {row[0]: row[1] for row in figures.table.rows}
+    assert (units["framework_buffer_starvation_s"], units["framework_efficiency_ratio"]) == ("s", "ratio")

@@ -69,7 +69,9 @@ def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str, origin
     frame = frame.sort_values("step", kind="stable")
     profiled = [c for c in frame.columns if isinstance(c, str) and c.startswith(PROFILING)]
     walls = frame["wall_time"].to_numpy(dtype=float)
-    steps = frame[GLOBAL_STEP].to_numpy(dtype=float) if GLOBAL_STEP in frame.columns else [math.nan] * len(frame)
+    # TRL names train/global_step its W&B step (define_metric("*")): the reader makes it the frame's step, which on a
+    # row that logs train/* keys (the only rows read for a step) is that key's value
+    steps = frame[GLOBAL_STEP if GLOBAL_STEP in frame.columns else "step"].to_numpy(dtype=float)
     logged = [c for c in frame.columns if isinstance(c, str) and c.startswith("train/") and c != GLOBAL_STEP]
     step_end = frame[logged].notna().any(axis=1).to_numpy() if logged else [False] * len(frame)
     values = {c: frame[c].to_numpy(dtype=float) for c in profiled}

@@ -47,17 +47,22 @@ class _Blocks:
         self.blocks.append((n, columns))
 
     def column(self, name: str, dtype: type, default: object) -> np.ndarray:
-        """One column over every block: the blocks' arrays, a block's single value repeated, or the default."""
-        parts = [np.asarray(cols.get(name, default), dtype=dtype) for _, cols in self.blocks]
-        sized = [np.broadcast_to(p, n) if p.ndim == 0 else p for p, (n, _) in zip(parts, self.blocks, strict=True)]
-        return np.concatenate(sized)
+        """One column over every block: the blocks' arrays, a block's single value repeated, or the default, each
+        written (and cast) into its rows of the one output array."""
+        column = np.empty(sum(n for n, _ in self.blocks), dtype)
+        start = 0
+        for n, cols in self.blocks:
+            column[start : start + n] = cols.get(name, default)
+            start += n
+        return column
 
     def frame(self) -> pd.DataFrame:
         data: dict[str, object] = {}
         categories = {"key": _KEYS, "kind": _KINDS, "actor": self.actors, "status": _STATUSES}
         for col in COLUMNS:
             if col in categories:
-                data[col] = pd.Categorical.from_codes(self.column(col, np.int32, 0), categories[col])
+                codes = self.column(col, _codes_dtype(len(categories[col])), 0)  # pandas' own width: no copy
+                data[col] = pd.Categorical.from_codes(codes, categories[col], validate=False)  # codes built here
             elif col in _ID_COLUMNS:
                 data[col] = _ids(self.column(col, np.int64, -1))
             elif col == "attrs":
@@ -71,6 +76,11 @@ class _Blocks:
         arrays = [pa.array(p, pa.large_string()) if p is not None else pa.repeat("", n).cast(pa.large_string())
                   for p, (n, _) in zip(parts, self.blocks, strict=True)]  # fmt: skip
         return pd.array(pa.concat_arrays(arrays), dtype="str")
+
+
+def _codes_dtype(categories: int) -> type:
+    """The integer width pandas keeps a categorical's codes in, for this many categories."""
+    return np.int8 if categories < 127 else np.int16 if categories < 32767 else np.int32
 
 
 def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
@@ -88,9 +98,13 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
     def per_sample(group_values: np.ndarray) -> np.ndarray:
         return np.repeat(group_values, G)
 
-    in_flight = np.isnan(out.sample_t1)
-    status = np.where(in_flight, ABORTED, per_sample(out.group_status)).astype(np.int8)
+    in_flight = np.isnan(out.sample_t1)  # aborted when the run ended: each keeps its group's step, not its own
+    status = per_sample(out.group_status)
+    status[in_flight] = ABORTED
     v_train = per_sample(out.group_v_train)
+    trained_step = np.where(out.group_v_train >= 0, out.group_v_train + 1, -1)
+    step = per_sample(np.where(out.group_status == OK, trained_step, out.group_step))
+    step[in_flight] = out.group_step[np.flatnonzero(in_flight) // G]
     extra: dict[str, object] = {}
     if out.sample_response_tokens is not None:
         extra["response_tokens"] = out.sample_response_tokens
@@ -103,7 +117,7 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
         n, K.ROLLOUT, "span",
         actor=out.sample_slot + 3,  # slot i is actor "slot/i", after "trainer", "generator" and "sandboxes"
         status=status,
-        step=np.where(status == OK, np.where(v_train >= 0, v_train + 1, -1), per_sample(out.group_step)),
+        step=step,
         t0=per_sample(out.group_t0),
         t1=np.where(in_flight, out.end_time, out.sample_t1),
         value=out.sample_reward,

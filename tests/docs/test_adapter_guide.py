@@ -56,4 +56,4 @@ def test_every_framework_adapter_names_its_phases_with_the_guides_files() -> Non
         files = {p.name for p in (ADAPTERS / name).iterdir()}
         assert {"render.py", "keymap.toml", "discover.py", "parse.py"} <= files, name
         assert not files & {"steps.py", "build.py", "artifacts.py"}, name
-    assert all((ADAPTERS / name / "emit.py").exists() for name in ("verl", "slime", "prime_rl"))
+    assert all((ADAPTERS / name / "emit.py").exists() for name in ("verl", "slime", "prime_rl", "trl"))

@@ -93,8 +93,8 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
             run = client.get_run(run_id)
             keys = sorted(run.data.metrics)
             series = {}
-            for i, key in enumerate(keys):
-                series[key] = client.get_metric_history(run_id, key)
+            for i, key in enumerate(keys):  # each key's Metric objects become arrays at once: memory is the history's
+                series[key] = _arrays(client.get_metric_history(run_id, key))
                 if progress is not None:
                     progress(i + 1, len(keys))
         except HistoryError:
@@ -131,15 +131,17 @@ def _only_run(client: Any, shown: str) -> str:
     raise HistoryError(f"{shown}: the MLflow store holds {len(runs)} runs; name one as {shown}#RUN_ID: {ids}")
 
 
-def _frame(series: dict[str, list[Any]]) -> Any:
+def _arrays(metrics: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, timestamps in ms, values) of one key's Metric objects."""
+    n = len(metrics)
+    steps = np.fromiter((m.step for m in metrics), dtype=np.int64, count=n)
+    times = np.fromiter((m.timestamp for m in metrics), dtype=float, count=n)
+    return steps, times, np.fromiter((m.value for m in metrics), dtype=float, count=n)
+
+
+def _frame(arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Any:
     """Columns by step: the union of every key's steps; a step logged twice keeps its last value; the row's wall time
     is the latest timestamp among its values."""
-    arrays = {}
-    for key, metrics in series.items():
-        steps = np.fromiter((m.step for m in metrics), dtype=np.int64, count=len(metrics))
-        times = np.fromiter((m.timestamp for m in metrics), dtype=float, count=len(metrics))
-        values = np.fromiter((m.value for m in metrics), dtype=float, count=len(metrics))
-        arrays[key] = (steps, times, values)
     all_steps = np.unique(np.concatenate([a[0] for a in arrays.values()])) if arrays else np.empty(0, np.int64)
     wall = np.full(len(all_steps), np.nan)
     columns = {}

@@ -241,11 +241,17 @@ def find_runs(path: Path, adapter_name: str) -> list[Path]:
 
 
 def ingest(
-    path: Path, adapter_name: str, store: Store, warmup_steps: int = 1, resources: dict[str, Any] | None = None
+    path: Path,
+    adapter_name: str,
+    store: Store,
+    warmup_steps: int = 1,
+    resources: dict[str, Any] | None = None,
+    found: Mapping[str, str] | None = None,
 ) -> RunOutcome:
     """Parse an existing run (file or directory) into the store, with a copy of the native artifacts.
 
-    `resources` (a [resources] table: GPU counts, prices) goes into the record's spec for the cost metrics.
+    `resources` (a [resources] table: GPU counts, prices) goes into the record's spec for the cost metrics;
+    `found`: credentials the run's tracker history holds, kept out of the copy (see copy_native).
     A directory that holds several runs of the adapter is refused with SeveralRunsError naming them."""
     path = Path(path)
     runs = find_runs(path, adapter_name)
@@ -270,7 +276,7 @@ def ingest(
         raise
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
-        record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
+        record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME, found))
         record.status = "succeeded" if trace is not None else "failed"
         _finish(record, store, run_dir, trace, warmup_steps)
     except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
@@ -332,7 +338,7 @@ def ingest_history(
     if getattr(adapter, "history_parser", None) is None or kind not in getattr(adapter, "history_kinds", ()):
         # the adapter reads these files with its own parser (slime: its TensorBoard event files)
         if Path(location).exists():
-            return ingest(Path(location), adapter_name, store, warmup_steps=warmup_steps, resources=resources)
+            return ingest(Path(location), adapter_name, store, warmup_steps, resources, found)
         raise AdapterError(f"the {adapter_name} adapter reads no tracker histories ({history.source.uri})")
     source = history.source.uri
     name = f"{history.source.tracker}-{history.source.run_id}"

@@ -140,7 +140,7 @@ def _in_schema(df: pd.DataFrame) -> bool:
         elif col in INT_COLUMNS:
             ok = dtype == np.int64
         else:
-            ok = pd.api.types.is_string_dtype(dtype) and dtype.kind != "O" and not df[col].hasnans
+            ok = isinstance(dtype, pd.StringDtype) and not df[col].hasnans  # pandas strings; object columns refused
         if not ok:
             return False
     return True

@@ -39,9 +39,10 @@ from benchbed.adapters.prime_rl.keymap import HEAD_MARKERS, LEGACY_MARKERS
 from benchbed.adapters.prime_rl.metrics_file import read_metrics_file
 from benchbed.adapters.prime_rl.model import RunData
 
+from benchbed.adapterkit.failure import last_error
 from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.lines import first_json_object
-from benchbed.errors import NotThisFrameworkError
+from benchbed.errors import NotThisFrameworkError, RunFailedError
 from benchbed.logtext import strip_ansi
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
@@ -108,6 +109,9 @@ def _read_file(path: Path, data: RunData, console: list[ConsoleRead]) -> None:
         return
     if read_env_log(path, data):
         return
+    failure = failed_start([path])
+    if failure is not None:
+        raise failure
     raise NotThisFrameworkError(
         f"not a prime-rl run: {path} is a loguru-style log but has no prime-rl step lines "
         "('Step N | ... | Loss' / '| Reward'), no dispatcher lines and no env-server rollout lines"
@@ -154,10 +158,29 @@ def _read_run_dir(run_dir: Path, data: RunData, console: list[ConsoleRead]) -> N
     if data.episodes and not (data.trainer or data.orchestrator):
         data.warnings.append(f"{run_dir}: no {METRICS_FILE} and no console logs; trainer timings are unknown")
     if not (data.trainer or data.orchestrator or data.episodes):
+        logs_found = [logs / n for n in (*TRAINER_LOGS, *ORCHESTRATOR_LOGS)] if logs is not None else []
+        failure = failed_start([p for p in logs_found if p.is_file()], in_run_dir=True)
+        if failure is not None:
+            raise failure
         raise NotThisFrameworkError(
             f"not a prime-rl run: {run_dir} has no {METRICS_FILE}, no rollouts/step_N/ episode files and no "
             "prime-rl console logs (logs/latest/{trainer,orchestrator}.log)"
         )
+
+
+def failed_start(logs: list[Path], in_run_dir: bool = False) -> RunFailedError | None:
+    """The error a prime-rl run without a step died on: the last traceback of its trainer or orchestrator log,
+    when prime-rl wrote the log (its place in a run directory, or prime_rl frames in the traceback)."""
+    for log in logs:
+        error = last_error(log)
+        if error is not None and (in_run_dir or "prime_rl" in error.tail):
+            return RunFailedError(
+                f"{log}:{error.line}: the prime-rl run failed before its first step: {error.message}",
+                framework=FRAMEWORK,
+                error=error.message,
+                log_tail=error.tail,
+            )
+    return None
 
 
 def _scan_crash(log: Path) -> ConsoleRead:

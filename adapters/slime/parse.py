@@ -18,8 +18,9 @@ from benchbed.adapters.slime.discover import DUMPS, EVENTS, LOGS, find_artifacts
 from benchbed.adapters.slime.emit import build_trace
 from benchbed.adapters.slime.render import PREPARE_SUBDIR
 
+from benchbed.adapterkit.failure import last_error
 from benchbed.adapterkit.lines import head_bytes
-from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.errors import AdapterError, NotThisFrameworkError, RunFailedError
 from benchbed.trace import Trace
 
 # Shapes of other frameworks' output, to say what a non-slime input probably is.
@@ -58,8 +59,30 @@ def parse_path(path: Path) -> Trace:
     if unread and not _looks_like_slime(c):
         raise AdapterError(unread[0])
     if not _looks_like_slime(c):
+        failure = failed_start(logs)
+        if failure is not None:
+            raise failure
         raise NotThisFrameworkError(f"not a slime run: {_why_not(path, logs, events)}")
     return build_trace(c, detect_mode(c)).validate()
+
+
+def failed_start(logs: list[Path]) -> RunFailedError | None:
+    """The error a slime run without a step died on: a log's last traceback, when slime wrote the log (slime
+    modules in the traceback, or Megatron's arguments block with slime's own arguments)."""
+    for log in logs:
+        error = last_error(log)
+        if error is not None and (_SLIME_FRAME.search(error.tail) or _SLIME_ARGS.search(head_bytes(log))):
+            return RunFailedError(
+                f"{log}:{error.line}: the slime run failed before its first step: {error.message}",
+                framework="slime",
+                error=error.message,
+                log_tail=error.tail,
+            )
+    return None
+
+
+_SLIME_FRAME = re.compile(r"[/\\]slime[/\\](?:ray|backends|rollout|utils|observability)[/\\]")
+_SLIME_ARGS = re.compile(rb"\n\s+rollout_function_path \.+ ")
 
 
 def _looks_like_slime(c: Collected) -> bool:

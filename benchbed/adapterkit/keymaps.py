@@ -17,7 +17,8 @@ beside the role, never a role word of its own:
 - `rate_timer` (a rate, unit `*/s`): the native key of the timer it was divided by; the count is rate x timer.
 An optional `[lines]` table names the console lines the adapter reads: name = a Python regular expression.
 An optional `identify` list holds native keys (patterns as above) that only this framework logs: a tracker history
-with any of them is this framework's (`benchbed ingest` without --adapter)."""
+with any of them is this framework's (`benchbed ingest` without --adapter). The loader refuses an unknown role,
+field, unit, canonical key, release, `within`, `process` or `rate_timer`, naming the file and the entry."""
 
 from __future__ import annotations
 

@@ -57,9 +57,11 @@ def stop_group(proc: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> None:
     proc.wait()
 
 
-def wait_until(check, what: str, procs: list[subprocess.Popen], logs: list[Path]) -> None:
-    """Poll `check()` until it is true; fail with the daemons' logs if it is not within READY_TIMEOUT_S."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
+def wait_until(
+    check, what: str, procs: list[subprocess.Popen], logs: list[Path], timeout_s: float = READY_TIMEOUT_S
+) -> None:
+    """Poll `check()` until it is true; fail with the daemons' logs if it is not within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if check():
             return
@@ -68,7 +70,7 @@ def wait_until(check, what: str, procs: list[subprocess.Popen], logs: list[Path]
             break
         time.sleep(0.25)
     tails = "\n".join(f"--- {log}\n{log.read_text(errors='replace')[-2000:]}" for log in logs if log.exists())
-    raise RuntimeError(f"{what} not ready within {READY_TIMEOUT_S:.0f}s (exited: {dead})\n{tails}")
+    raise RuntimeError(f"{what} not ready within {timeout_s:.0f}s (exited: {dead})\n{tails}")
 
 
 # ---------------------------------------------------------------- Ray
@@ -126,7 +128,10 @@ def start_ray_head(address: str, temp_dir: Path) -> int:
     ]  # fmt: skip
     # Ray turns a loopback --node-ip-address into the host's interface address unless it believes it is not in a
     # cluster; this variable keeps every Ray daemon on 127.0.0.1, so the tests talk to loopback only.
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    # A token in ~/.ray/auth_token (left by any local ray.init(), a verl run's say) turns token authentication on
+    # for every later head, and the tests' Job SDK clients, which send none, get 401: the test head runs without.
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "RAY_AUTH_MODE": "disabled"}  # fmt: skip
     env.pop("RAY_ADDRESS", None)
     with log.open("wb") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -155,7 +160,8 @@ def start_ray_head(address: str, temp_dir: Path) -> int:
             return False
 
     try:
-        wait_until(ready, f"Ray head at {address}", [], [log, temp_dir / "session_latest/logs/dashboard.log"])
+        logs = [log, temp_dir / "session_latest/logs/dashboard.log"]
+        wait_until(ready, f"Ray head at {address}", [], logs, RAY_START_TIMEOUT_S)  # the first job's agent is slow
     except RuntimeError:
         stop_process_group(proc.pid)
         raise

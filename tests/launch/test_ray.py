@@ -1,12 +1,13 @@
 """--launcher ray against a real CPU-only Ray head: a simulator run succeeds, a slime-style `ray job submit`
-command is unwrapped and fails with its exit code, a timeout stops the job, SIGTERM stops it, and a job whose
-outputs stay on the cluster's side gives a partial record."""
+command is unwrapped and fails with its exit code, a timeout stops the job, SIGTERM stops it, SIGKILL of benchbed
+stops it through the watchdog, and a job whose outputs stay on the cluster's side gives a partial record."""
 
 from __future__ import annotations
 
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -118,3 +119,43 @@ def test_outputs_left_on_the_cluster_side_make_a_partial_record(ray_cluster, tmp
     assert record.status == "partial"
     assert "could not be read" in record.error.message and "--store on a filesystem" in record.error.message
     assert "progress 10/10" in (outcome.run_dir / "logs" / "stdout.log").read_text()  # the logs were kept
+
+
+def test_sigkill_of_benchbed_stops_the_job(ray_cluster, tmp_path):
+    """benchbed killed outright (SIGKILL, the OOM killer) cannot stop its Ray job; its watchdog calls Ray's job stop,
+    so the job ends STOPPED and its driver (the simulator, working in the run directory) is gone."""
+    from ray.job_submission import JobSubmissionClient
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'name = "ray-sigkill"\nadapter = "sim"\n[workload]\nsteps = 500000\nprompts_per_step = 2\ngroup_size = 4\n'
+        '[sim]\nconcurrency = 8\ntrain_step_time = 1.0\n[sim.latency]\ndist = "lognormal"\nmean = 2.0\ncv = 0.3\n'
+        "[ray]\nentrypoint_num_cpus = 0.5\n"
+    )  # the job of sim_spec(500_000): it runs for minutes
+    store = tmp_path / "store"
+    before = {job.submission_id for job in JobSubmissionClient(ray_cluster.address).list_jobs()}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchbed", "run", str(spec), "--launcher", "ray", "--ray-address",
+         ray_cluster.address, "--store", str(store)],
+        stdout=subprocess.DEVNULL, stderr=(tmp_path / "benchbed.err").open("wb"),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        run_dir = None
+        while run_dir is None and time.monotonic() < deadline:
+            run_dir = next((d for d in store.glob("*/sim/*/*") if processes_in(d)), None)
+            time.sleep(0.2)
+        assert run_dir is not None, (tmp_path / "benchbed.err").read_text()[-2000:]
+        client = JobSubmissionClient(ray_cluster.address)
+        (job_id,) = [job.submission_id for job in client.list_jobs() if job.submission_id not in before]
+        assert job_status(ray_cluster.address, job_id) == "RUNNING"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (
+        job_status(ray_cluster.address, job_id) != "STOPPED" or processes_in(run_dir)
+    ):
+        time.sleep(0.5)
+    assert job_status(ray_cluster.address, job_id) == "STOPPED"
+    assert processes_in(run_dir) == []

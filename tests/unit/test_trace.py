@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from benchbed.errors import TraceError
+from benchbed.sim import simulate_spec
+from benchbed.spec import build_spec
 from benchbed.trace import COLUMNS, INT_COLUMNS, Trace, TraceBuilder, TraceMeta, read_trace
 
 
@@ -44,6 +47,16 @@ def test_integer_columns_are_delta_encoded_and_round_trip_exactly(tmp_path):
     encodings = {row_group.column(i).path_in_schema: row_group.column(i).encodings for i in range(len(COLUMNS))}
     assert all("DELTA_BINARY_PACKED" in encodings[col] for col in INT_COLUMNS)
     assert "DELTA_BINARY_PACKED" not in encodings["t0"]
+
+
+def test_a_frame_already_in_schema_is_not_copied():
+    """A simulated trace's frame (pandas strings, categoricals, int64 and float64) passes through as it is."""
+    workload = {"prompts_per_step": 2, "group_size": 4, "max_staleness": 1, "steps": 3}
+    sim = {"concurrency": 8, "latency": 5.0}
+    spec = build_spec({"name": "tiny", "adapter": "sim", "sim": sim, "workload": workload})
+    trace = simulate_spec(spec)
+    again = Trace(trace.events, trace.meta)
+    assert all(np.shares_memory(again.events[col].to_numpy(), trace.events[col].to_numpy()) for col in ("t1", "step"))
 
 
 def test_defaults_fill_optional_columns():

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -240,11 +241,17 @@ def find_runs(path: Path, adapter_name: str) -> list[Path]:
 
 
 def ingest(
-    path: Path, adapter_name: str, store: Store, warmup_steps: int = 1, resources: dict[str, Any] | None = None
+    path: Path,
+    adapter_name: str,
+    store: Store,
+    warmup_steps: int = 1,
+    resources: dict[str, Any] | None = None,
+    found: Mapping[str, str] | None = None,
 ) -> RunOutcome:
     """Parse an existing run (file or directory) into the store, with a copy of the native artifacts.
 
-    `resources` (a [resources] table: GPU counts, prices) goes into the record's spec for the cost metrics.
+    `resources` (a [resources] table: GPU counts, prices) goes into the record's spec for the cost metrics;
+    `found`: credentials the run's tracker history holds, kept out of the copy (see copy_native).
     A directory that holds several runs of the adapter is refused with SeveralRunsError naming them."""
     path = Path(path)
     runs = find_runs(path, adapter_name)
@@ -269,7 +276,7 @@ def ingest(
         raise
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
-        record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME))
+        record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME, found))
         record.status = "succeeded" if trace is not None else "failed"
         _finish(record, store, run_dir, trace, warmup_steps)
     except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
@@ -312,9 +319,12 @@ def ingest_history(
     store through the adapter's key map; without `adapter_name`, the one adapter that recognises the history.
     Nothing is stored when the history cannot be opened or no single adapter reads it."""
     from benchbed.adapterkit.histories import history_kind, open_history
+    from benchbed.adapterkit.histories.credentials import history_secrets, mask_history
 
     kind = history_kind(location)
     history = open_history(location, progress=progress)
+    found = history_secrets(history)  # credentials the run itself holds: masked before any adapter sees them
+    mask_history(history, found)
     if adapter_name is None:
         candidates = recognising_adapters(history.keys)
         if len(candidates) != 1:
@@ -328,7 +338,7 @@ def ingest_history(
     if getattr(adapter, "history_parser", None) is None or kind not in getattr(adapter, "history_kinds", ()):
         # the adapter reads these files with its own parser (slime: its TensorBoard event files)
         if Path(location).exists():
-            return ingest(Path(location), adapter_name, store, warmup_steps=warmup_steps, resources=resources)
+            return ingest(Path(location), adapter_name, store, warmup_steps, resources, found)
         raise AdapterError(f"the {adapter_name} adapter reads no tracker histories ({history.source.uri})")
     source = history.source.uri
     name = f"{history.source.tracker}-{history.source.run_id}"
@@ -345,7 +355,8 @@ def ingest_history(
         history.frame.to_parquet(native / "history.parquet", index=False)
         root = Path(os.path.commonpath([str(p.parent) for p in history.files])) if history.files else None
         for file in history.files:
-            record.warnings.extend(copy_native(file, native / file.parent.relative_to(root)))  # type: ignore[arg-type]
+            target = native / file.parent.relative_to(root)  # type: ignore[arg-type]
+            record.warnings.extend(copy_native(file, target, found, "; the figures are in native/history.parquet"))
         record.status = "succeeded"
         _finish(record, store, run_dir, trace, warmup_steps)
     except BaseException:  # nothing half-written: an ingest that cannot finish leaves no run behind
@@ -376,11 +387,15 @@ def check_readable_input(path: Path) -> None:
         raise BenchbedError(f"{path}: cannot read (permission denied); pass a run directory or a log file")
 
 
-def copy_native(source: Path, target: Path) -> list[str]:
-    """Copy a run's native artifacts into the store (regular files only, links never followed), masking secret
-    values found in this environment; returns a warning for each kind of thing left out."""
-    secrets = secret_values()
+def copy_native(source: Path, target: Path, found: Mapping[str, str] | None = None, note: str = "") -> list[str]:
+    """Copy a run's native artifacts into the store (regular files only, links never followed), masking in text
+    files the secret values found in this environment and `found` ({credential: where the run holds it}); a binary
+    file (a .wandb record log, a SQLite store) that holds one is left out, not copied verbatim. Returns a warning
+    for each kind of thing left out (`note` added to the warning for a file left out for a credential)."""
+    origins = {v: "an exported secret's value" for v in secret_values()} | dict(found or {})
+    secrets = sorted(origins, key=len, reverse=True)
     skipped: dict[str, list[str]] = {}
+    withheld: list[str] = []
 
     def copy(src: Path, dst: Path) -> None:
         try:
@@ -396,7 +411,9 @@ def copy_native(source: Path, target: Path) -> list[str]:
                 text = data.decode() if secrets else None
             except UnicodeDecodeError:
                 text = None
-            if text is None:
+            if text is None and (held := _held_credential(data, secrets)) is not None:
+                withheld.append(f"native copy: left out {src}: it holds a credential ({origins[held]}){note}")
+            elif text is None:
                 dst.write_bytes(data)
                 shutil.copystat(src, dst)
             else:
@@ -421,7 +438,16 @@ def copy_native(source: Path, target: Path) -> list[str]:
                 copy(here / name, target / (here / name).relative_to(source))
     else:
         copy(source, target / source.name)
-    return [
+    return withheld + [
         f"native copy: left out {len(paths)} {what}: {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}"
         for what, paths in skipped.items()
     ]
+
+
+def _held_credential(data: bytes, secrets: list[str]) -> str | None:
+    """The first secret whose bytes (as written, or escaped as in a JSON string) occur in `data`."""
+    for value in secrets:
+        forms = {value.encode(), json.dumps(value)[1:-1].encode(), json.dumps(value, ensure_ascii=False)[1:-1].encode()}
+        if any(form in data for form in forms):
+            return value
+    return None

@@ -57,3 +57,71 @@ def redact_mapping(data: object, values: list[str] | None = None) -> object:
     if isinstance(data, str):
         return redact(data, values)
     return data
+
+
+# `name=value` (an argparse Namespace's repr, `KEY=VALUE` on a command line; `pkg==1.0` is none), `'name': 'value'`
+# (a dict's repr, JSON) and `--name value` (a command line) inside a string: how a credential hides in a config.
+_PAIR = re.compile(
+    r"""(?P<name>[A-Za-z_][\w.-]*)\s*(?<![=<>!~])=(?!=)\s*(?P<value>'[^']*'|"[^"]*"|[^\s,()\[\]{}'"]+)"""
+    r"""|['"](?P<dname>[^'"\s]+)['"]\s*:\s*(?P<dvalue>'[^']*'|"[^"]*")"""
+    r"""|(?<![\w-])--(?P<flag>[A-Za-z_][\w.-]*)\s+(?P<fvalue>[^\s'"-]\S*)"""
+)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_FIELD = re.compile(r"[a-z]+(?:_[a-z]+)*")  # a dataset field's name: verl's `prompt_key: prompt`, OpenRLHF's input_key
+_NOT_CREDENTIALS = frozenset({"None", "null", "True", "False", "true", "false", "MISSING", "???"})
+
+
+def _credential(name: str, value: str) -> bool:
+    """Whether `value`, found under the secret-like `name`, may be a credential: not a short string, a number, a
+    flag, None or a path, nor a lower-case field name under a `*key` name (verl's `data.prompt_key: prompt`)."""
+    value = value.strip()
+    if len(value) < 6 or value in _NOT_CREDENTIALS or value.startswith(("/", "~/", "./")) or _NUMBER.fullmatch(value):
+        return False
+    return not (_FIELD.fullmatch(value) and name.lower().endswith("key"))
+
+
+def find_secrets(data: object, where: str, found: dict[str, str] | None = None) -> dict[str, str]:
+    """Credentials a run's own config or metadata holds, as {value: where it was found (a key path, never the
+    value)}: strings under secret-named keys, `name=value`, `'name': 'value'` and `--name value` pairs with secret
+    names inside strings (argparse Namespace reprs, dict reprs, command lines), and passwords in URLs."""
+    found = {} if found is None else found
+
+    def add(value: str, place: str) -> None:
+        found.setdefault(value.strip(), place)
+
+    def scan(text: str, place: str) -> None:
+        for match in _PAIR.finditer(text):
+            name = match["name"] or match["dname"] or match["flag"]
+            value = (match["value"] or match["dvalue"] or match["fvalue"]).strip("'\"")
+            if is_secret_name(name) and _credential(name, value):
+                add(value, f"{place}: {name}=")
+        for match in _URL_PASSWORD.finditer(text):
+            if len(match["password"]) >= 6:
+                add(match["password"], f"{place}: a URL's password")
+
+    def walk(node: object, path: str, name: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                key = str(key)  # wandb's config.yaml keeps each entry as {value: ..., desc: ...}: the entry names it
+                walk(value, f"{path}.{key}" if path else key, name if key in ("value", "desc") else key)
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item, path, name)
+            if node and all(isinstance(item, str) for item in node):
+                scan(" ".join(node), f"{where} {path}".strip())  # an argv list: `--key`, `VALUE` as two items
+        elif isinstance(node, str):
+            if is_secret_name(name) and _credential(name, node):
+                add(node, f"{where} {path}".strip())
+            scan(node, f"{where} {path}".strip())
+
+    walk(data, "", "")
+    return found
+
+
+def redact_values(data: object, values: list[str]) -> object:
+    """A copy of nested dicts/lists with `values` (and URL passwords) masked inside every string, keys kept."""
+    if isinstance(data, dict):
+        return {k: redact_values(v, values) for k, v in data.items()}
+    if isinstance(data, list):
+        return [redact_values(v, values) for v in data]
+    return redact(data, values) if isinstance(data, str) else data

@@ -17,13 +17,14 @@ OFFLINE_ENV = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_ERROR_REP
                "WANDB_DISABLE_GIT": "true", "WANDB_CONSOLE": "off"}  # fmt: skip
 
 
-def write_offline_run(spec: dict[str, Any], workdir: Path) -> Path:
-    """A real W&B offline run written by wandb_writer.py from `spec`; returns its run directory."""
+def write_offline_run(spec: dict[str, Any], workdir: Path, argv: tuple[str, ...] = ()) -> Path:
+    """A real W&B offline run written by wandb_writer.py from `spec` (`argv`: more command-line arguments, which
+    wandb records in wandb-metadata.json); returns its run directory."""
     workdir.mkdir(parents=True, exist_ok=True)
     spec_file = workdir / "spec.json"
     spec_file.write_text(json.dumps({"dir": str(workdir), **spec}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")} | OFFLINE_ENV
-    done = subprocess.run([sys.executable, str(WRITER), str(spec_file)], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(WRITER), str(spec_file), *argv], env=env, capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     if done.returncode:
         raise RuntimeError(f"wandb writer failed: {done.stderr[-3000:]}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
+
 import pytest
 
-from benchbed.secrets import MASK, is_secret_name, redact, redact_env, redact_mapping
+from benchbed.secrets import MASK, find_secrets, is_secret_name, redact, redact_env, redact_mapping, redact_values
 from benchbed.spec import build_spec
 
 
@@ -73,3 +75,33 @@ def test_an_exported_secret_never_reaches_the_runs_files(tmp_path) -> None:
         assert key.encode() not in data and b"pw-123456" not in data, path
     assert '"model": "***/Qwen3"' in (run_dir / "sim-spec.json").read_text()
     assert '"description": "https://u:***@hub generation-bound' in (run_dir / "sim-spec.json").read_text()
+
+
+def test_credentials_a_run_config_holds_are_found_with_where_they_are() -> None:
+    """OpenRLHF's nested args as W&B keeps them (a Namespace repr), a config entry, an argv list, a dict repr and a
+    URL password: each value found, named by its key path, never by its value."""
+    args = Namespace(wandb=Namespace(key="fake-wb-0123456789"), input_key="prompt", max_token_len=163840)
+    config = {
+        "args": repr(args),
+        "trainer": {"wandb_api_key": "fake-api-42abc", "wandb_proxy": "http://u:pw-fake99@proxy:3128"},
+        "data": {"prompt_key": "prompt", "reward_fn_key": "data_source", "ppo_max_token_len_per_gpu": 16384},
+        "argv": ["train.py", "--logger.wandb.key", "fake-cli-777x", "--hf_token=fake-hf-555y", "--lr", "1e-5"],
+        "repr": "{'api_key': 'fake-dict-321z', 'token_path': '/home/u/.cache/token'}",
+        "requirements": "google-auth==2.63.0\nhf-token-helper==1.0.0",
+        "value_entry": {"HF_TOKEN": {"desc": None, "value": "fake-yaml-123q"}},
+    }
+    assert find_secrets(config, "config") == {
+        "fake-wb-0123456789": "config args: key=",
+        "fake-api-42abc": "config trainer.wandb_api_key",
+        "pw-fake99": "config trainer.wandb_proxy: a URL's password",
+        "fake-cli-777x": "config argv: logger.wandb.key=",
+        "fake-hf-555y": "config argv: hf_token=",
+        "fake-dict-321z": "config repr: api_key=",
+        "fake-yaml-123q": "config value_entry.HF_TOKEN.value",
+    }
+
+
+def test_redact_values_masks_inside_strings_and_keeps_keys_and_numbers() -> None:
+    data = {"args": "namespace(key='fake-wb-0123456789')", "n": [163840, "x fake-wb-0123456789"], "data_key": "prompt"}
+    assert redact_values(data, ["fake-wb-0123456789"]) == {
+        "args": f"namespace(key='{MASK}')", "n": [163840, f"x {MASK}"], "data_key": "prompt"}  # fmt: skip

@@ -69,6 +69,7 @@ class History:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False  # the history was cut short (damaged file); rows before the damage are kept
     started: float = math.nan  # epoch seconds at which the run started, where the tracker records it
+    command: list[str] = field(default_factory=list)  # the run's command-line arguments, where the tracker keeps them
 
     @property
     def keys(self) -> list[str]:

@@ -114,7 +114,7 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
     info = run.info
     source = HistorySource("mlflow", run_id, f"{shown}#{run_id}", project=str(info.experiment_id),
                            name=str(info.run_name or ""))  # fmt: skip
-    local = Path(urlsplit(tracking_uri).path) if tracking_uri.startswith(("file:", "sqlite:")) else None
+    local = _local_store(tracking_uri)
     files = _store_files(local, tracking_uri, info.experiment_id, run_id) if local else []
     return History(source, _frame(series), config=unflatten(dict(run.data.params)), files=files)
 
@@ -180,6 +180,14 @@ def _value(text: str) -> Any:
         except ValueError:
             pass
     return text
+
+
+def _local_store(uri: str) -> Path | None:
+    """The store's path on this machine: `sqlite:///REL.db` is relative and `sqlite:////ABS.db` absolute (SQLAlchemy's
+    forms; urlsplit would give `//ABS.db`, which no other path is relative to), `file:///ABS` a folder."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri.removeprefix("sqlite:///"))
+    return Path(urlsplit(uri).path) if uri.startswith("file:") else None
 
 
 def _store_files(root: Path, uri: str, experiment_id: str, run_id: str) -> list[Path]:

@@ -172,6 +172,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
     run: dict[str, str] = {}
     step_key = "_step"
     started = math.nan
+    command: list[str] = []
     skipped = 0
     for raw in log:
         record = record_type()  # a fresh message each time: re-parsing into one keeps growing its arena
@@ -194,6 +195,8 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
             step_key = record.metric.step_metric
         elif kind == "config":
             _apply(config, record.config.update)
+        elif kind == "environment":  # wandb-metadata.json's content, kept in the record log by offline runs
+            command = list(record.environment.args) or command  # wandb writes a second, empty one
         elif kind == "summary":  # decoded below: the last one, or all of them when there is no history
             summaries = [raw] if row_keys else [*summaries, raw]
     damaged = log.damaged
@@ -220,6 +223,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         warnings=warnings,
         partial=damaged is not None,
         started=started,
+        command=command,
     )
     if not row_keys and damaged is None and not allow_empty:
         raise HistoryError(no_rows_message(str(wandb_file), history.summary))

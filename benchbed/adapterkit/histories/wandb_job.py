@@ -73,6 +73,7 @@ def merge_parts(folder: Path, names: list[str], parts: list[History]) -> History
         warnings=[w for p in parts for w in p.warnings],
         partial=any(p.partial for p in parts),
         started=min((p.started for p in parts if not math.isnan(p.started)), default=math.nan),
+        command=[a for p in parts for a in p.command],
     )
 
 

@@ -274,6 +274,9 @@ def ingest(
     except AdapterError:
         refuse_summary(path)  # a log the adapter cannot read that ends in wandb's summary block: say so
         raise
+    from benchbed.adapterkit.histories.credentials import run_dir_secrets
+
+    found = {**run_dir_secrets(path), **(found or {})}  # a W&B run kept in the run directory: its own credentials
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
         record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME, found))

@@ -26,6 +26,7 @@ from benchbed.launch.base import Launcher
 from benchbed.metrics.registry import headline_metrics
 from benchbed.pipeline import (
     RunOutcome,
+    check_readable_input,
     execute,
     find_runs,
     ingest,
@@ -195,7 +196,8 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     from benchbed.adapterkit.histories.locate import TRACKERS
 
     table = resources_table(**resources)
-    if "://" not in location:
+    if "://" not in location and Path(location).exists():
+        check_readable_input(Path(location))  # an unreadable file or folder is named as such before any reader
         refuse_summary(Path(location), whole=True)  # before any reader: a summary is no history and no run
     kind = history_kind(location)
     if kind in TRACKERS:

@@ -29,6 +29,15 @@ _DEFAULTS = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start":
 _ID_COLUMNS = ("sample", "group")  # integer ids, written as strings ("" for -1)
 
 
+@dataclass(frozen=True)
+class _PerGroup:
+    """A group column standing for its values repeated once per sample of each group: written straight into the
+    trace column, with no million-row array in between."""
+
+    values: np.ndarray
+    group_size: int
+
+
 @dataclass
 class _Blocks:
     """Event blocks in trace order; each gives some columns as arrays (or one value), the rest take defaults."""
@@ -52,7 +61,11 @@ class _Blocks:
         column = np.empty(sum(n for n, _ in self.blocks), dtype)
         start = 0
         for n, cols in self.blocks:
-            column[start : start + n] = cols.get(name, default)
+            part = cols.get(name, default)
+            if isinstance(part, _PerGroup):
+                column[start : start + n].reshape(-1, part.group_size)[:] = part.values[:, None]
+            else:
+                column[start : start + n] = part
             start += n
         return column
 
@@ -85,15 +98,14 @@ def _codes_dtype(categories: int) -> type:
 
 def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """Integer ids as strings, "" where -1: each id 0..max is formatted once, then gathered (a group id repeats once
-    per sample and once for the group's own event)."""
+    per sample and once for the group's own event). `values`, a fresh column, is shifted in place."""
     names = pc.cast(pa.array(np.arange(int(values.max(initial=-1)) + 1)), pa.large_string())
-    strings = pa.concat_arrays([pa.array([""], pa.large_string()), names]).take(pa.array(values + 1))
+    strings = pa.concat_arrays([pa.array([""], pa.large_string()), names]).take(pa.array(np.add(values, 1, out=values)))
     return pd.array(strings, dtype="str")
 
 
 def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
-    n, G = len(out.sample_t1), params.group_size
-    group = np.repeat(np.arange(n // G), G)  # the samples of group g are g*G .. g*G + G-1
+    n, G = len(out.sample_t1), params.group_size  # the samples of group g are g*G .. g*G + G-1
 
     def per_sample(group_values: np.ndarray) -> np.ndarray:
         return np.repeat(group_values, G)
@@ -101,7 +113,6 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
     in_flight = np.isnan(out.sample_t1)  # aborted when the run ended: each keeps its group's step, not its own
     status = per_sample(out.group_status)
     status[in_flight] = ABORTED
-    v_train = per_sample(out.group_v_train)
     trained_step = np.where(out.group_v_train >= 0, out.group_v_train + 1, -1)
     step = per_sample(np.where(out.group_status == OK, trained_step, out.group_step))
     step[in_flight] = out.group_step[np.flatnonzero(in_flight) // G]
@@ -118,14 +129,14 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
         actor=out.sample_slot + 3,  # slot i is actor "slot/i", after "trainer", "generator" and "sandboxes"
         status=status,
         step=step,
-        t0=per_sample(out.group_t0),
+        t0=_PerGroup(out.group_t0, G),
         t1=np.where(in_flight, out.end_time, out.sample_t1),
         value=out.sample_reward,
         sample=np.arange(n),
-        group=group,
-        v_start=per_sample(out.group_v_start),
+        group=_PerGroup(np.arange(n // G), G),
+        v_start=_PerGroup(out.group_v_start, G),
         v_end=np.where(in_flight, -1, out.sample_v_end),
-        v_train=v_train,
+        v_train=_PerGroup(out.group_v_train, G),
         **extra,
     )  # fmt: skip
 

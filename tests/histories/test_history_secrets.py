@@ -6,6 +6,7 @@ naming them, the figures unchanged. All values here are fake."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from argparse import Namespace
@@ -116,3 +117,19 @@ def test_an_mlflow_run_with_an_hf_token_param_is_stored_without_it(
         assert param.read_text() == "***" and next((run_dir / "native").rglob("params/data/prompt_key")).read_text(
             ) == "prompt"  # fmt: skip
     _same_figures(run_dir, location)
+
+
+def test_a_run_directory_with_a_wandb_run_inside_is_copied_without_its_credentials(tmp_path: Path, wandb_run) -> None:
+    """`benchbed ingest RUN_DIR` of verl's console log and JSONL beside the W&B run verl's Tracking wrote there."""
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "verl" / "verl-0.9.1-v1_sync", run)
+    wandb_run({"rows": [{"step": 1, "data": {"actor/pg_loss": 0.5}}], "config": {"wandb_api_key": CONFIG_KEY}}, run)
+    (record_log,) = run.glob("wandb/offline-run-*/run-*.wandb")
+    done = benchbed("ingest", run, "--adapter", "verl", "--store", tmp_path / "results")
+    assert done.returncode == 0, done.stderr
+    run_dir, record = _stored(tmp_path / "results")
+    _assert_nowhere(run_dir, CONFIG_KEY)
+    assert [w for w in record["warnings"] if "it holds a credential" in w] == [
+        f"native copy: left out {record_log}: it holds a credential ({record_log.parent.name} config wandb_api_key)"
+    ]
+    assert (run_dir / "native" / "console.log").read_bytes() == (run / "console.log").read_bytes()

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapterkit.histories.history import History
+from benchbed.adapterkit.histories.history import History, HistoryError
 from benchbed.secrets import find_secrets, redact, redact_values
 
 # Files a scan never decodes: record logs and databases (binary; what they hold comes back through the config).
@@ -25,6 +25,22 @@ def history_secrets(history: History) -> dict[str, str]:
         data = _text_data(path)
         if data is not None:
             find_secrets(data, path.name, found)
+    return found
+
+
+def run_dir_secrets(path: Path) -> dict[str, str]:
+    """{credential: where} held by the W&B runs in a framework's run directory (`wandb/offline-run-*`), which an
+    ingest of the whole directory copies: their record logs' config and command line, and their text files."""
+    from benchbed.adapterkit.histories.wandb_file import find_wandb_file, read_wandb_file, run_dirs_under
+
+    found: dict[str, str] = {}
+    for run in run_dirs_under(path) if path.is_dir() else []:
+        try:
+            history = read_wandb_file(find_wandb_file(run), allow_empty=True)  # type: ignore[arg-type]
+        except HistoryError:  # no wandb package, or no history at all: nothing read, nothing found
+            continue
+        for value, where in history_secrets(history).items():
+            found.setdefault(value, f"{run.name} {where}")
     return found
 
 

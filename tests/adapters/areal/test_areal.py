@@ -4,7 +4,6 @@ line is named by file and line; the rendered areal.yaml holds only fields of ARe
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -95,15 +94,11 @@ def test_the_same_stats_in_wandb_read_as_in_tensorboard() -> None:
 
 
 @pytest.mark.slow
-def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path) -> None:
+def test_the_fixtures_regenerate_with_areals_own_code(tmp_path: Path, fixture_generator) -> None:
     """Opt-in: needs AReaL importable (tests/fixtures/areal/README.md says how; it cannot join the venv, whose torch
     is newer than AReaL pins). The traces, sessions and config byte for byte; the histories by their rows."""
     pytest.importorskip("areal.utils.perf_tracer", reason="AReaL is not importable (tests/fixtures/areal/README.md)")
-    spec = importlib.util.spec_from_file_location("areal_make_fixtures", FIXTURES / "make_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    generator.main(tmp_path / "run")
+    fixture_generator("areal/make_fixtures.py").main(tmp_path / "run")
     for name in ("perf_tracer/master/traces-r0.jsonl", "session_tracer/master/sessions-r0.jsonl", "config.yaml"):
         assert (tmp_path / "run" / name).read_bytes() == (RUN / name).read_bytes(), name
     assert (tmp_path / "grpo_config_fields.json").read_bytes() == (FIXTURES / "grpo_config_fields.json").read_bytes()

@@ -3,7 +3,6 @@ with and without --adapter, to figures worked out by hand; its own command rende
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -108,14 +107,10 @@ def test_a_synchronous_colocated_spec_and_a_split_node_refusal(tmp_path: Path) -
         ADAPTER.render(build_spec(data), tmp_path)
 
 
-def test_the_fixtures_regenerate(tmp_path: Path) -> None:
+def test_the_fixtures_regenerate(tmp_path: Path, fixture_generator) -> None:
     from benchbed.adapterkit.histories.tensorboard import read_event_file
 
-    spec = importlib.util.spec_from_file_location("nemo_rl_fixtures", FIXTURES / "make_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.main(tmp_path)
+    fixture_generator("nemo_rl/make_fixtures.py").main(tmp_path)
     for run in ("async-6-steps", "sync-3-steps"):
         (mine,) = (tmp_path / run).rglob("events.out.tfevents*")
         (theirs,) = (FIXTURES / run).rglob("events.out.tfevents*")

@@ -4,7 +4,6 @@ hand, with and without --adapter, and the rendered `ray job submit` launch of th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -150,20 +149,9 @@ def test_a_spec_without_prompts_or_reward_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_fixtures_regenerate(tmp_path: Path) -> None:
+def test_fixtures_regenerate(tmp_path: Path, fixture_generator, sorted_rows) -> None:
     pytest.importorskip("openrlhf.utils.logging_utils", reason="pip install --no-deps openrlhf==0.11.2")
-    _generator().main(tmp_path)
+    fixture_generator("openrlhf/make_fixtures.py").main(tmp_path)
     for run in ("sync-3c3be62", "async-3c3be62"):
         mine, theirs = ADAPTER.parse(tmp_path / run), ADAPTER.parse(FIXTURES / run)
-        mine_rows, their_rows = (
-            t.events[["key", "step", "value"]].sort_values(["key", "step", "value"]) for t in (mine, theirs)
-        )
-        assert mine_rows.reset_index(drop=True).equals(their_rows.reset_index(drop=True)), run  # W&B orders keys anew
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("openrlhf_make_fixtures", FIXTURES / "make_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+        assert sorted_rows(mine).equals(sorted_rows(theirs)), run

@@ -4,7 +4,6 @@ one-step-late `time/step_total` put back on its step, and the rendered RLVR pipe
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -136,9 +135,10 @@ def test_an_asynchronous_pipeline_on_shared_gpus_is_refused(tmp_path: Path) -> N
         ADAPTER.render(load_spec(SPEC, ["resources.colocated=true"]), tmp_path)
 
 
-def test_a_rendered_runs_tensorboard_is_read_from_its_run_directory(tmp_path: Path) -> None:
+def test_a_rendered_runs_tensorboard_is_read_from_its_run_directory(tmp_path: Path, fixture_generator) -> None:
     pytest.importorskip("torch", reason="the fixtures are written with torch's SummaryWriter")
-    _generator().write_tensorboard(tmp_path / "tensorboard")  # where tracker_kwargs.log_dir points
+    # where the rendered config's tracker_kwargs.log_dir points
+    fixture_generator("roll/make_fixtures.py").write_tensorboard(tmp_path / "tensorboard")
     assert ADAPTER.find_runs(tmp_path) == [tmp_path]
     assert per_step(ADAPTER.parse(tmp_path), "trainer.step")[0] == (1, 80.0)
 
@@ -151,20 +151,9 @@ def test_a_spec_without_a_checkout_or_data_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_fixtures_regenerate(tmp_path: Path) -> None:
+def test_fixtures_regenerate(tmp_path: Path, fixture_generator, sorted_rows) -> None:
     pytest.importorskip("torch", reason="the fixtures are written with torch's SummaryWriter")
-    _generator().main(tmp_path)
+    fixture_generator("roll/make_fixtures.py").main(tmp_path)
     for run in ("async-8eb27cc", "sync-8eb27cc"):
         mine, theirs = ADAPTER.parse(tmp_path / run), ADAPTER.parse(FIXTURES / run)
-        mine_rows, their_rows = (
-            t.events[["key", "step", "value"]].sort_values(["key", "step", "value"]) for t in (mine, theirs)
-        )
-        assert mine_rows.reset_index(drop=True).equals(their_rows.reset_index(drop=True)), run  # W&B orders keys anew
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location("roll_make_fixtures", FIXTURES / "make_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+        assert sorted_rows(mine).equals(sorted_rows(theirs)), run

@@ -219,7 +219,6 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
             nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
     from benchbed.nightly.history import build_series, is_known_metric, load_points
-    from benchbed.report.nightly import render_history_html, write_text
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
@@ -233,6 +232,8 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if output:
+        from benchbed.report.nightly import render_history_html, write_text  # the page's drawing: only for -o
+
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:
         click.echo(json.dumps({"series": [s.to_json() for s in series]}, indent=2))

@@ -75,3 +75,11 @@ def test_ls_answers_from_the_index_without_pandas_pydantic_or_the_launch_command
     assert {"pyarrow", "duckdb", "benchbed.cli.ls"} <= {name.split(".")[0] for name in loaded} | set(loaded)
     assert [name for name in loaded if name.split(".")[0] in ("pydantic", "rich")] == []
     assert "benchbed.cli.runs" not in loaded and "benchbed.metrics.compute" not in loaded
+
+
+def test_history_draws_nothing_unless_a_page_is_asked_for(tmp_path) -> None:
+    """`benchbed history` prints its table without the report package or matplotlib; `-o PAGE` loads them."""
+    loaded = _loaded_after("history", "--store", str(tmp_path))
+    assert "benchbed.cli.nightly" in loaded
+    assert "matplotlib" not in loaded and not [name for name in loaded if name.startswith("benchbed.report")]
+    assert "matplotlib" in _loaded_after("history", "--store", str(tmp_path), "-o", str(tmp_path / "history.html"))

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,29 +36,16 @@ PARSER_FLAGS = {
 }  # fmt: skip
 
 
-def ingest(*args: object) -> dict:
-    """`benchbed ingest ... --json` in a subprocess: the stored record."""
-    done = subprocess.run([sys.executable, "-m", "benchbed", "ingest", *map(str, args), "--json"],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def values(record: dict) -> dict[str, float]:
-    return {name: m["value"] for name, m in record["metrics"].items()}
-
-
 def per_step(trace, key: str) -> list[tuple[int, float]]:
     rows = trace.of(key).sort_values("step")
     return [(int(s), float(v)) for s, v in zip(rows["step"], rows["value"], strict=True)]
 
 
-def test_sync_tensorboard_without_adapter(tmp_path: Path) -> None:
+def test_sync_tensorboard_without_adapter(tmp_path: Path, ingest) -> None:
     """Sync: generation blocks the trainer. Window steps 2-6: Σ step_total = 62+58+60+64+56 = 300 s, Σ generation =
     150 s, compute (make_experience 6 + ppo_train 20) x 5 = 130 s, broadcast 4 x 5 = 20 s, 64 samples a step."""
-    record = ingest(SYNC, "--store", tmp_path)
+    record, m = ingest(SYNC, "--store", tmp_path)
     assert record["adapter"]["name"] == "openrlhf" and record["adapter"]["mode"] == "sync"
-    m = values(record)
     assert m["trainer_idle_ratio"] == pytest.approx(150 / 300)
     assert m["trainer_compute_ratio"] == pytest.approx(130 / 300)
     assert m["trainer_weight_sync_ratio"] == pytest.approx(20 / 300)
@@ -70,12 +55,11 @@ def test_sync_tensorboard_without_adapter(tmp_path: Path) -> None:
     assert m["framework_dynamic_filtering_pass_rate"] == pytest.approx(2880 / 5)
 
 
-def test_async_wandb_queue_wait_is_the_rest_of_the_loop(tmp_path: Path) -> None:
+def test_async_wandb_queue_wait_is_the_rest_of_the_loop(tmp_path: Path, ingest) -> None:
     """Async: step_total is the loop's wall clock; the trainer waits for step_total − 30 s (its three timers): 70,
     36, 30, 30, 30, 34 -> 40, 6, 0, 0, 0, 4. Window steps 2-6: wait 10 s of 160 s."""
-    record = ingest(ASYNC / "wandb", "--store", tmp_path)
+    record, m = ingest(ASYNC / "wandb", "--store", tmp_path)
     assert record["adapter"]["name"] == "openrlhf" and record["adapter"]["mode"] == "async"
-    m = values(record)
     assert m["trainer_idle_ratio"] == pytest.approx(10 / 160)
     assert m["trainer_compute_ratio"] == pytest.approx(130 / 160)
     assert m["trainer_weight_sync_ratio"] == pytest.approx(20 / 160)

@@ -4,10 +4,7 @@ one-step-late `time/step_total` put back on its step, and the rendered RLVR pipe
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -27,29 +24,16 @@ SPEC = ROOT / "experiments" / "compare" / "roll.toml"
 ADAPTER = get_adapter("roll")
 
 
-def ingest(*args: object) -> dict:
-    """`benchbed ingest ... --json` in a subprocess: the stored record."""
-    done = subprocess.run([sys.executable, "-m", "benchbed", "ingest", *map(str, args), "--json"],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def values(record: dict) -> dict[str, float]:
-    return {name: m["value"] for name, m in record["metrics"].items()}
-
-
 def per_step(trace, key: str) -> list[tuple[int, float]]:
     rows = trace.of(key).sort_values("step")
     return [(int(s), float(v)) for s, v in zip(rows["step"], rows["value"], strict=True)]
 
 
-def test_async_tensorboard_without_adapter(tmp_path: Path) -> None:
+def test_async_tensorboard_without_adapter(tmp_path: Path, ingest) -> None:
     """Each step: stop_server 1 + model_update 2 + generate G + ref 3 + old log-probs 4 + train 20 s. Window steps
     2-6 (ROLL's 1-5): G = 10, 6, 8, 14, 12 -> Σ step = 5 x 30 + 50 = 200 s; off_policy_ratio 0.75, 0.5, 1, 0.25, 0.5."""
-    record = ingest(ASYNC, "--store", tmp_path)
+    record, m = ingest(ASYNC, "--store", tmp_path)
     assert record["adapter"]["name"] == "roll" and record["adapter"]["mode"] == "async"
-    m = values(record)
     assert m["trainer_idle_ratio"] == pytest.approx(50 / 200)
     assert m["trainer_weight_sync_ratio"] == pytest.approx(10 / 200)
     assert m["trainer_compute_ratio"] == pytest.approx(135 / 200)
@@ -60,11 +44,10 @@ def test_async_tensorboard_without_adapter(tmp_path: Path) -> None:
     assert any("step(s) 7 have none and are left out" in w for w in record["warnings"])
 
 
-def test_sync_wandb_with_adapter(tmp_path: Path) -> None:
+def test_sync_wandb_with_adapter(tmp_path: Path, ingest) -> None:
     """Sync (async_generation_ratio 0 in the W&B config): G = 28, 32, 30, 26, 34 in the window -> 150 s of 300 s."""
-    record = ingest(SYNC, "--adapter", "roll", "--store", tmp_path)
+    record, m = ingest(SYNC, "--adapter", "roll", "--store", tmp_path)
     assert record["adapter"]["mode"] == "sync"
-    m = values(record)
     assert m["trainer_idle_ratio"] == pytest.approx(150 / 300)
     assert m["step_time_mean_s"] == pytest.approx(60.0)
     assert m["framework_staleness_mean"] == pytest.approx(0.0)

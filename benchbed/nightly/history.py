@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
-from benchbed.metrics import METRICS
+from benchbed.metrics.registry import PRESENTATION
 from benchbed.nightly.stats import (
     Comparison,
     EntryVerdict,
@@ -36,47 +37,110 @@ POINT_COLUMNS = (
     "machine", "suite", "entry", "night", "run_id", "started_at", "repeat", "spec_id", "adapter", "framework",
     "framework_version", "benchbed_commit", "watch", "gate", "metric", "value", "unit", "path",
 )  # fmt: skip
-SERIES_COLUMNS = tuple(c for c in POINT_COLUMNS if c not in ("repeat", "adapter", "path"))  # what build_series reads
 
 
-def point_table(
+@dataclass
+class SuiteRuns:
+    """A store's succeeded suite runs (filtered) in time order, as the catalog holds them, with their metrics
+    flattened into points: each point's run (a row of `runs`) and its place among the metrics' entries. Read from
+    Arrow buffers as numpy arrays (pyarrow's own conversions import pandas, a third of a second)."""
+
+    root: Path
+    runs: pa.Table  # every run the catalog read, one chunk per column, text as dictionary arrays
+    run_of: np.ndarray  # each point's row in `runs`, points in the runs' time order, metrics as recorded
+    entry_of: np.ndarray  # each point's row in `metrics`
+    metrics: pa.StructArray  # (name, value, unit) of every run's metrics
+    errors: list[str]  # the unreadable records the catalog names
+
+    def points(self, columns: tuple[str, ...] = POINT_COLUMNS) -> pa.Table:
+        """One row per point with `columns` (text as dictionary arrays: a run's text is held once, not once per
+        metric; `path`: the run directory's full path)."""
+        run_of, entry_of = _arrow(self.run_of), _arrow(self.entry_of)
+        out = {}
+        for name in columns:
+            if name in ("metric", "value", "unit"):
+                field = pc.struct_field(self.metrics, {"metric": "name"}.get(name, name))
+                out[name] = field.take(entry_of)
+                continue
+            column = self.runs.column(name).chunk(0)
+            if name == "path":  # the store's root joined to each distinct relative path
+                full = pc.binary_join_element_wise(f"{self.root}/", column.dictionary, "")
+                column = pa.DictionaryArray.from_arrays(column.indices, full)
+            out[name] = column.take(run_of)
+        return pa.table(out)
+
+
+def suite_runs(
     store: Store,
     machine: str | None = None,
     suite: str | None = None,
     entry: str | None = None,
     metric: str | None = None,
-    columns: tuple[str, ...] = POINT_COLUMNS,
-) -> tuple[pa.Table, list[str]]:
-    """One row per (suite run, metric) from the store's catalog, filtered, ordered by time, with `columns`
-    (text as dictionary arrays: a run's text is held once, not once per metric); plus unreadable-record errors."""
-    at_run = [c for c in columns if c not in ("metric", "value", "unit")]
-    wanted = dict.fromkeys([*at_run, "started_at", "repeat", "suite", "status", "metrics", "error", "path"])
-    runs = Catalog(store.root).table(machine=machine, columns=list(wanted))
-    runs = runs.combine_chunks()  # one chunk per column: one dictionary per text column below
-    errors = runs.column("error").drop_null().to_pylist()
-    keep = pc.and_(pc.is_valid(runs.column("suite")), pc.equal(runs.column("status"), "succeeded"))
-    for column, value in {"machine": machine, "suite": suite, "entry": entry}.items():
+) -> SuiteRuns:
+    """The succeeded suite runs of `store`'s catalog (of one machine, suite, entry, metric when given), ordered by
+    started_at, repeat, path."""
+    wanted = dict.fromkeys([*(c for c in POINT_COLUMNS if c not in ("metric", "value", "unit")), "status", "metrics",
+                            "error"])  # fmt: skip
+    runs = Catalog(store.root).table(machine=machine, columns=list(wanted), dictionaries=True).combine_chunks()
+    text = {name: runs.column(name).chunk(0) for name in ("suite", "status", "machine", "entry")}
+    keep = _codes(text["suite"]) != len(text["suite"].dictionary)
+    for name, value in {"status": "succeeded", "machine": machine, "suite": suite, "entry": entry}.items():
         if value is not None:
-            keep = pc.and_(keep, pc.equal(runs.column(column), value))
-    order = pc.sort_indices(runs, [(c, "ascending") for c in ("started_at", "repeat", "path")]).to_numpy()
-    order = order[pc.fill_null(keep, False).to_numpy()[order]]  # the kept runs in time order, by index: no copy
-    metrics = runs.column("metrics").combine_chunks()
-    counts = pc.fill_null(pc.list_value_length(metrics), 0).to_numpy()[order]  # each kept run's metrics, in order
+            keep &= _matches(text[name], value)
+    repeat = _numbers(runs.column("repeat").chunk(0), np.iinfo(np.int64).max)  # missing (none expected): last
+    started, path = (_text_ranks(runs.column(c).chunk(0)) for c in ("started_at", "path"))
+    order = np.lexsort((path, repeat, started))  # time order: started_at, repeat, then path
+    order = order[keep[order]]  # the kept runs, by index
+    metrics = runs.column("metrics").chunk(0)
+    offsets = _numbers(metrics.offsets, 0)
+    counts = np.where(_numbers(pc.is_valid(metrics).cast(pa.int8()), 0) == 1, np.diff(offsets), 0)[order]
     run_of = np.repeat(order, counts)  # each point's run
     within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)  # 0, 1, ... within its run
-    flat = metrics.values.take(np.repeat(metrics.offsets.to_numpy()[order], counts) + within)  # as recorded
-    names = pc.struct_field(flat, "name")
+    entry_of = np.repeat(offsets[:-1][order], counts) + within
+    flat = metrics.values
     if metric is not None:
-        chosen = pc.equal(names, metric)
-        run_of, flat, names = run_of[chosen.to_numpy(zero_copy_only=False)], flat.filter(chosen), names.filter(chosen)
-    at_runs = {name: runs.column(name) for name in at_run if name != "path"}
-    if "path" in at_run:
-        at_runs["path"] = pc.binary_join_element_wise(f"{store.root}/", runs.column("path"), "")
-    arrays = {name: (pc.dictionary_encode(c) if pa.types.is_string(c.type) else c).take(run_of)
-              for name, c in at_runs.items()}  # fmt: skip
-    arrays.update(metric=pc.dictionary_encode(names), value=pc.struct_field(flat, "value"),
-                  unit=pc.dictionary_encode(pc.struct_field(flat, "unit")))  # fmt: skip
-    return pa.table({name: arrays[name] for name in columns}), errors  # the runs' order, metrics as recorded
+        chosen = _matches(pc.struct_field(flat, "name"), metric)[entry_of]
+        run_of, entry_of = run_of[chosen], entry_of[chosen]
+    errors = runs.column("error").drop_null().to_pylist()
+    return SuiteRuns(store.root, runs, run_of, entry_of, flat, errors)
+
+
+_NUMPY_TYPES = {pa.int8(): np.int8, pa.int32(): np.int32, pa.int64(): np.int64, pa.float64(): np.float64}
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    """A numpy array of integers as an Arrow array, sharing its memory (no pandas check, unlike pa.array)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _numbers(array: pa.Array, missing: float) -> np.ndarray:
+    """A numeric Arrow array as numpy, missing values as `missing`, read through DLPack (Array.to_numpy initialises
+    pandas, a third of a second, when it is installed)."""
+    if array.null_count:
+        fill = np.full(len(array), missing, dtype=_NUMPY_TYPES[array.type])
+        array = pc.coalesce(array, pa.Array.from_buffers(array.type, len(array), [None, pa.py_buffer(fill)]))
+    return np.from_dlpack(array)
+
+
+def _codes(column: pa.DictionaryArray) -> np.ndarray:
+    """Each row's index into the column's dictionary; a missing value: the dictionary's length."""
+    return _numbers(column.indices, len(column.dictionary)).astype(np.int64)
+
+
+def _matches(column: pa.DictionaryArray, value: str) -> np.ndarray:
+    """Which rows of a dictionary column hold `value`."""
+    found = [i for i, text in enumerate(column.dictionary.to_pylist()) if text == value]
+    return np.isin(_codes(column), found)
+
+
+def _text_ranks(column: pa.DictionaryArray) -> np.ndarray:
+    """Each row's place in the sorted distinct values of a dictionary column, missing values last (as Arrow and
+    pandas sort them)."""
+    ranks = np.empty(len(column.dictionary) + 1, dtype=np.int64)
+    ranks[_numbers(pc.sort_indices(column.dictionary), 0)] = np.arange(len(column.dictionary))
+    ranks[-1] = len(column.dictionary)
+    return ranks[_codes(column)]
 
 
 def load_points(
@@ -86,9 +150,10 @@ def load_points(
     entry: str | None = None,
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """`point_table` as a pandas frame (text columns as Categoricals, grouped with no string hashing)."""
-    table, errors = point_table(store, machine, suite, entry, metric)
-    return table.to_pandas(), errors
+    """One row per (suite run, metric) of `suite_runs`, as a pandas frame (text columns as Categoricals, grouped
+    with no string hashing); plus unreadable-record errors."""
+    runs = suite_runs(store, machine, suite, entry, metric)
+    return runs.points().to_pandas(), runs.errors
 
 
 @dataclass(frozen=True)
@@ -149,30 +214,37 @@ class Series:
 
 
 class _Points:
-    """A points frame (pandas, or an Arrow table of dictionary columns as `point_table` gives) read by position:
+    """Points (a pandas frame, an Arrow table, or a store's SuiteRuns) read by position:
     each column as codes into its distinct values, so a series or a night is a range of row positions and no
     operation runs per series or per night (a fleet's year is some 70,000 nights; a pandas group per night took
     15 minutes for them)."""
 
-    def __init__(self, points: pd.DataFrame | pa.Table) -> None:
+    def __init__(self, points: pd.DataFrame | pa.Table | SuiteRuns) -> None:
         self.points = points
         self._columns: dict[str, tuple[np.ndarray, list[Any]]] = {}
         self._ranked: dict[str, tuple[np.ndarray, list[Any]]] = {}
-        if isinstance(points, pa.Table):
-            self._values = points.column("value").to_numpy().astype(float)  # nulls: NaN
+        if isinstance(points, SuiteRuns):
+            self._values = _numbers(pc.struct_field(points.metrics, "value"), np.nan)[points.entry_of]
+        elif isinstance(points, pa.Table):
+            self._values = _numbers(points.column("value").combine_chunks().cast(pa.float64()), np.nan)
         else:
             self._values = points["value"].to_numpy(dtype=float, na_value=np.nan)
 
     def _factorized(self, name: str) -> tuple[np.ndarray, list[Any]]:
         """The column as (codes, distinct values); a missing value is None, with a code of its own."""
         if name not in self._columns:
-            if isinstance(self.points, pa.Table):
+            if isinstance(self.points, SuiteRuns):
+                field = {"metric": "name", "unit": "unit"}.get(name)
+                column = (
+                    pc.struct_field(self.points.metrics, field) if field else self.points.runs.column(name).chunk(0)
+                )
+                rows = self.points.entry_of if field else self.points.run_of
+                self._columns[name] = (_codes(column)[rows], [*column.dictionary.to_pylist(), None])
+            elif isinstance(self.points, pa.Table):
                 column = self.points.column(name).combine_chunks()
                 if not pa.types.is_dictionary(column.type):
                     column = pc.dictionary_encode(column)
-                uniques = column.dictionary.to_pylist()
-                indices = column.indices if not column.null_count else pc.fill_null(column.indices, len(uniques))
-                self._columns[name] = (indices.to_numpy().astype(np.int64), [*uniques, None])
+                self._columns[name] = (_codes(column), [*column.dictionary.to_pylist(), None])
             else:
                 import pandas as pd
 
@@ -180,25 +252,22 @@ class _Points:
                 self._columns[name] = (np.asarray(codes), [v if isinstance(v, str) else None for v in uniques])
         return self._columns[name]
 
-    def _labels(self, name: str, label: Callable[..., str | None], *columns: str) -> tuple[np.ndarray, list[Any]]:
-        """Codes of `label(value, ...)` of `columns` per point: equal labels share a code."""
-        key = f"{name} label"
-        if key not in self._columns:
-            factorized = [self._factorized(c) for c in columns]
-            combined, size = np.zeros(len(self._values), dtype=np.int64), 1
-            for codes, uniques in factorized:
-                combined, size = combined * len(uniques) + codes, size * len(uniques)
-            present, inverse = _distinct(combined, size)
-            of_label: dict[str | None, int] = {}
-            recoded = []
-            for value in present.tolist():
-                parts = []
-                for _, uniques in reversed(factorized):
-                    value, code = divmod(value, len(uniques))
-                    parts.append(uniques[code])
-                recoded.append(of_label.setdefault(label(*reversed(parts)), len(of_label)))
-            self._columns[key] = (np.asarray(recoded, dtype=np.int64)[inverse], list(of_label))
-        return self._columns[key]
+    def labels(self, rows: np.ndarray, label: Callable[..., str | None], *columns: str) -> tuple[np.ndarray, list[Any]]:
+        """Codes of `label(value, ...)` of `columns` at `rows`, and the labels: equal labels share a code."""
+        factorized = [self._factorized(c) for c in columns]
+        combined, size = np.zeros(len(rows), dtype=np.int64), 1
+        for codes, uniques in factorized:
+            combined, size = combined * len(uniques) + codes[rows], size * len(uniques)
+        present, inverse = _distinct(combined, size)
+        of_label: dict[str | None, int] = {}
+        recoded = []
+        for value in present.tolist():
+            parts = []
+            for _, uniques in reversed(factorized):
+                value, code = divmod(value, len(uniques))
+                parts.append(uniques[code])
+            recoded.append(of_label.setdefault(label(*reversed(parts)), len(of_label)))
+        return np.asarray(recoded, dtype=np.int64)[inverse], list(of_label)
 
     def _ranks(self, name: str) -> tuple[np.ndarray, list[Any]]:
         """Each point's place in the sorted distinct values of a text column (a missing value: -1 and None), and
@@ -283,11 +352,11 @@ class _NightTable:
         self.values = points._values[rows]
         self.night_codes, self.night_names = points._factorized("night")
         self.medians = self._medians()
-        self.labels = {
-            "spec": points._factorized("spec_id"),
-            "framework": points._labels("framework", framework_label, "framework", "framework_version"),
-            "commit": points._labels("commit", lambda c: (c or "")[:12], "benchbed_commit"),
-        }  # fmt: skip
+        self.labels = {  # what ran, at each point of `rows`
+            "spec": points.labels(rows, lambda spec: spec, "spec_id"),
+            "framework": points.labels(rows, framework_label, "framework", "framework_version"),
+            "commit": points.labels(rows, lambda c: (c or "")[:12], "benchbed_commit"),
+        }
 
     def _medians(self) -> np.ndarray:
         """Each night's median of its values present (NaN is no value; a night with none: NaN), as
@@ -308,7 +377,7 @@ class _NightTable:
         """The label of `kind` shared by every point of nights [first, first + count), else None."""
         codes, labels = self.labels[kind]
         a, z = self.starts[first], self.starts[first + count - 1] + self.sizes[first + count - 1]
-        ran = codes[self.rows[a:z]]
+        ran = codes[a:z]
         return (labels[int(ran[0])],) if len(ran) and ran.min() == ran.max() else None
 
     def night(self, index: int, constant: dict[str, Any]) -> NightValues:
@@ -317,7 +386,7 @@ class _NightTable:
 
         def ran(kind: str) -> tuple[str, ...]:
             codes, labels = self.labels[kind]
-            return constant.get(kind) or tuple(dict.fromkeys(labels[c] for c in codes[rows].tolist()))
+            return constant.get(kind) or tuple(dict.fromkeys(labels[c] for c in codes[a : a + len(rows)].tolist()))
 
         return NightValues(
             night=str(self.night_names[self.night_codes[rows[0]]]),
@@ -397,7 +466,7 @@ def gate_night(
 
 def is_known_metric(name: str) -> bool:
     """A metric this benchbed computes (a framework's own `framework_*` figures included)."""
-    return name.removeprefix("framework_") in METRICS
+    return name.removeprefix("framework_") in PRESENTATION
 
 
 def _watched(points: _Points, rows: np.ndarray, latest: np.ndarray, unknown: list[str]) -> list[str]:
@@ -409,8 +478,12 @@ def _watched(points: _Points, rows: np.ndarray, latest: np.ndarray, unknown: lis
     return known or default_watch(set(points.get("metric", rows)))
 
 
-def build_series(points: pd.DataFrame | pa.Table, metrics: list[str] | None = None, nights: int | None = None,
-                 warnings: list[str] | None = None) -> list[Series]:  # fmt: skip
+def build_series(
+    points: pd.DataFrame | pa.Table | SuiteRuns,
+    metrics: list[str] | None = None,
+    nights: int | None = None,
+    warnings: list[str] | None = None,
+) -> list[Series]:
     """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict,
     judged with the gate its latest run recorded (with `nights` previous nights when given). A watched metric
     this benchbed does not know is left out with a line in `warnings`; the series' other metrics stay. The

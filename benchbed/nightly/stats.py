@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from benchbed.metrics import METRICS
+from benchbed.metrics.registry import PRESENTATION
 from benchbed.record import Gate, RunRecord
 
 Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
@@ -65,8 +65,8 @@ class EntryVerdict:
 
 def metric_direction(name: str) -> bool | None:
     """higher_is_better from the metric registry (a framework's own figure reads like ours); None if unknown."""
-    definition = METRICS.get(name.removeprefix(FRAMEWORK_PREFIX))
-    return definition.higher_is_better if definition else None
+    presentation = PRESENTATION.get(name.removeprefix(FRAMEWORK_PREFIX))
+    return presentation.higher_is_better if presentation else None
 
 
 def min_p_value(n_baseline: int, n_candidate: int) -> float:

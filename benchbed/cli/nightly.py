@@ -218,7 +218,7 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
 def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
             nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
-    from benchbed.nightly.history import build_series, is_known_metric, load_points
+    from benchbed.nightly.history import SERIES_COLUMNS, build_series, is_known_metric, point_table
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
@@ -226,7 +226,7 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
         raise SpecError(f"--metric {metric}: not a metric this benchbed computes (docs/reference/metrics.md)")
     if output is not None:
         check_output(output)
-    points, errors = load_points(Store(store_dir), machine=machine, suite=suite_name, entry=entry, metric=metric)
+    points, errors = point_table(Store(store_dir), machine, suite_name, entry, metric, SERIES_COLUMNS)
     warnings: list[str] = []
     series = build_series(points, [metric] if metric else None, nights, warnings)
     for warning in warnings:

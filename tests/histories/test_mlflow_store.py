@@ -66,3 +66,27 @@ def test_a_sql_store_is_read_without_one_metric_object_per_point(tmp_path: Path)
         patch.setattr(MlflowClient, "get_metric_history", counted)
         assert open_history(f"{uri}#{run_id}").frame.shape == (3, 4)
     assert called == []
+
+
+def test_a_missing_or_foreign_store_is_one_line_and_nothing_is_created_or_altered(tmp_path: Path) -> None:
+    """mlflow's client would create a missing store, or add its tables to another program's SQLite database."""
+    import sqlite3
+    import subprocess
+
+    from benchbed.adapterkit.histories import HistoryError
+
+    missing = tmp_path / "gone" / "mlflow.db"
+    with pytest.raises(HistoryError, match=r"^sqlite:///.*/gone/mlflow\.db: no MLflow store there \(no such file\)$"):
+        open_history(f"sqlite:///{missing}")
+    with pytest.raises(HistoryError, match=r"^file:///.*/mlruns: no MLflow file store there \(no such directory\)$"):
+        open_history((tmp_path / "mlruns").as_uri())
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE runs (id INTEGER)")
+    before = foreign.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "benchbed", "ingest", str(foreign), "--store", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    no_tables = "no experiments, latest_metrics, metrics, params table"
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        f"benchbed: error: sqlite:///{foreign}: not an MLflow SQLite store ({no_tables})"]  # fmt: skip
+    assert foreign.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]

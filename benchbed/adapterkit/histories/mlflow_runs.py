@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +92,7 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
     tracking_uri, run_id = split_location(location)
     shown = safe_uri(tracking_uri)
     secret = urlsplit(tracking_uri).password if "://" in tracking_uri else None
+    _check_local_store(tracking_uri, shown)
     with _request_limits(timeout_s):
         client = MlflowClient(tracking_uri=tracking_uri)
         try:
@@ -118,6 +120,30 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
     local = _local_store(tracking_uri)
     files = _store_files(local, tracking_uri, info.experiment_id, run_id) if local else []
     return History(source, _frame(series), config=unflatten(dict(run.data.params)), files=files)
+
+
+MLFLOW_TABLES = {"experiments", "runs", "metrics", "latest_metrics", "params"}
+
+
+def _check_local_store(uri: str, shown: str) -> None:
+    """HistoryError unless a local store is there and is mlflow's: mlflow's client creates a store that is missing and
+    adds its tables to any SQLite database it is given, and reading must create and alter nothing."""
+    path = _local_store(uri)
+    if path is None:
+        return
+    if uri.startswith("file:"):
+        if not path.is_dir():
+            raise HistoryError(f"{shown}: no MLflow file store there (no such directory)")
+        return
+    if not path.is_file():
+        raise HistoryError(f"{shown}: no MLflow store there (no such file)")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise HistoryError(f"{shown}: not an MLflow SQLite store ({exc})") from None
+    if missing := sorted(MLFLOW_TABLES - tables):
+        raise HistoryError(f"{shown}: not an MLflow SQLite store (no {', '.join(missing)} table)")
 
 
 def _only_run(client: Any, shown: str) -> str:
@@ -157,7 +183,8 @@ def _histories(client: Any, run_id: str, keys: list[str], progress: Progress | N
 
 def _sql_store(client: Any) -> Any:
     """The client's store when it is mlflow's SQLAlchemy store (SQLite, PostgreSQL, MySQL...), else None. Its module
-    is only looked up, not imported: a store of that class has loaded it."""
+    is only looked up, not imported: a store of that class has loaded it. `_tracking_client.store` is not public in
+    mlflow (tested with 3.17): where a newer mlflow moves it, the reading falls back to `get_metric_history`."""
     module = sys.modules.get("mlflow.store.tracking.sqlalchemy_store")
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
     if module is None or not isinstance(store, module.SqlAlchemyStore) or not hasattr(store, "engine"):

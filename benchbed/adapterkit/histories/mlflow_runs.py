@@ -183,7 +183,8 @@ def _histories(client: Any, run_id: str, keys: list[str], progress: Progress | N
 
 def _sql_store(client: Any) -> Any:
     """The client's store when it is mlflow's SQLAlchemy store (SQLite, PostgreSQL, MySQL...), else None. Its module
-    is only looked up, not imported: a store of that class has loaded it."""
+    is only looked up, not imported: a store of that class has loaded it. `_tracking_client.store` is not public in
+    mlflow (tested with 3.17): where a newer mlflow moves it, the reading falls back to `get_metric_history`."""
     module = sys.modules.get("mlflow.store.tracking.sqlalchemy_store")
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
     if module is None or not isinstance(store, module.SqlAlchemyStore) or not hasattr(store, "engine"):

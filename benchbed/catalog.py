@@ -198,7 +198,9 @@ class Catalog:
         full = DICTIONARY_SCHEMA if dictionaries else SCHEMA
         schema = pa.schema([full.field(c) for c in columns]) if columns else full
         tables = [self._reconciled(name, columns, dictionaries) for name in names if (self.root / name).is_dir()]
-        return pa.concat_tables(tables).cast(schema) if tables else schema.empty_table()
+        if not tables:  # one empty chunk per column (schema.empty_table() would import pandas)
+            return pa.Table.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
+        return pa.concat_tables(tables).cast(schema)
 
     def _machines(self) -> list[str]:
         if not self.root.is_dir():
@@ -214,7 +216,8 @@ class Catalog:
                     "metrics.list.element.unit"] if dictionaries and "metrics" in schema.names else [])  # fmt: skip
             try:
                 with pq.ParquetFile(self._path(machine), read_dictionary=text) as index_file:  # not read_table:
-                    table = index_file.read(columns=columns)  # its dataset machinery imports pandas (0.3 s)
+                    # its dataset machinery imports pandas (0.3 s); one thread: a pool costs more than it saves
+                    table = index_file.read(columns=columns, use_threads=False)
                 return table.replace_schema_metadata(None).cast(schema)
             except (OSError, pa.ArrowException):
                 pass

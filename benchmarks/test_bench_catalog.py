@@ -1,11 +1,14 @@
 """The store catalog (benchbed.catalog) against reading every record.json, as `ls` and `history` did before it.
 
-Targets (issue 22): `ls` (its query and its text) and `history`'s query on 100,000 records under 1 s; a nightly's
-baseline lookup and series (one machine's points and their series) independent of the store's size: in a store of 10
-machines against the same machine alone in its own store."""
+Targets (issue 22): `ls` (its query and its text), `history`'s query and the whole `benchbed history` command (a child
+process: start-up, imports, query, every series' nights, change points and verdicts, the table) on 100,000 records
+under 1 s; a nightly's baseline lookup and series (one machine's points and their series) independent of the store's
+size: in a store of 10 machines against the same machine alone in its own store."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +23,8 @@ from benchbed.store import Store, read_record
 
 TARGET_S = 1.0
 ROUNDS = 3
+SCRIPT = Path(sys.executable).with_name("benchbed")  # the console script a user runs
+COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "benchbed"]
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +92,31 @@ def test_history_series_on_the_big_store(benchmark, stores, medians: dict[str, f
     assert len(benchmark.pedantic(build_series, args=(points,), rounds=1, iterations=1)) == 10 * 10 * 2
     ratio(f"history series, {count:,} records", median_of(benchmark), "history's catalog query",
           baseline_median(medians, "history points (big)"), None)  # fmt: skip
+
+
+def test_baseline_reading_every_record_of_the_big_store(benchmark, stores, medians: dict[str, float]) -> None:
+    root, count = stores["big"]
+    frame = benchmark.pedantic(read_every_record, args=(root,), rounds=1, iterations=1)
+    assert len(frame) == count
+    medians["read every record (big)"] = median_of(benchmark)
+
+
+def history_command(root: Path) -> str:
+    """`benchbed history --store ROOT` as a user runs it, its table on a pipe: every series of the store."""
+    return subprocess.run(
+        [*COMMAND, "history", "--store", str(root)], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_history_command_on_the_big_store(benchmark, stores, medians: dict[str, float]) -> None:
+    """The whole command, in a child process: start-up, imports, the catalog query, all 200 series (nights, change
+    points, last verdicts), the table. Target: under 1 s; reported against reading every record."""
+    root, count = stores["big"]
+    text = benchmark.pedantic(history_command, args=(root,), rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    assert sum(line.startswith("│ machine") for line in text.splitlines()) == 10 * 10 * 2
+    ratio(f"benchbed history, {count:,} records", median_of(benchmark), "read every record (big)",
+          baseline_median(medians, "read every record (big)"), None)  # fmt: skip
+    assert median_of(benchmark) < TARGET_S, f"benchbed history on {count:,} records: {median_of(benchmark):.2f} s"
 
 
 def nightly_baseline(root: Path) -> list[Series]:

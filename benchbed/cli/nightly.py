@@ -18,8 +18,8 @@ from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.cli.store_options import store_option
 from benchbed.errors import SpecError
-from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, metric_direction
-from benchbed.nightly.suite import default_watch, load_suite
+from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, default_watch, metric_direction
+from benchbed.nightly.suite import load_suite
 from benchbed.outputs import check_output
 from benchbed.record import Gate, RunRecord
 from benchbed.store import Store, read_record

@@ -21,12 +21,12 @@ from benchbed.nightly.stats import (
     Comparison,
     EntryVerdict,
     compare_values,
+    default_watch,
     describe_changes,
     framework_label,
     many_change_points,
     metric_direction,
 )
-from benchbed.nightly.suite import default_watch
 from benchbed.record import Gate
 from benchbed.store import Store
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from benchbed.launch.base import Launcher, get_launcher
 from benchbed.nightly.history import Series, build_series, load_points, night_verdicts
 from benchbed.nightly.regimes import EntryRegime, entry_regimes
-from benchbed.nightly.stats import EntryVerdict
-from benchbed.nightly.suite import PlannedEntry, Suite, default_watch
+from benchbed.nightly.stats import EntryVerdict, default_watch
+from benchbed.nightly.suite import PlannedEntry, Suite
 from benchbed.pipeline import execute, preflight
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
 from benchbed.spec import repeated

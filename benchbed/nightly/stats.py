@@ -8,13 +8,13 @@ one metric plus a minimum relative effect on the medians, read in the direction 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
 
-from benchbed.metrics.registry import PRESENTATION
+from benchbed.metrics.registry import PRESENTATION, headline_metrics
 from benchbed.record import Gate, RunRecord
 
 Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
@@ -22,6 +22,8 @@ VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "unchanged", "insu
 DEFAULT_ALPHA = Gate().alpha
 DEFAULT_MIN_EFFECT = Gate().min_effect  # relative change of the median below which a difference is not reported
 FRAMEWORK_PREFIX = "framework_"
+# Watched when a suite entry names none: the registry's headline metrics that have a better direction.
+DEFAULT_WATCH = headline_metrics(directed=True)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,12 @@ def metric_direction(name: str) -> bool | None:
     """higher_is_better from the metric registry (a framework's own figure reads like ours); None if unknown."""
     presentation = PRESENTATION.get(name.removeprefix(FRAMEWORK_PREFIX))
     return presentation.higher_is_better if presentation else None
+
+
+def default_watch(present: Iterable[str]) -> list[str]:
+    """The metrics an entry that names none watches: those of DEFAULT_WATCH among `present`, in that order."""
+    have = set(present)
+    return [m for m in DEFAULT_WATCH if m in have]
 
 
 def min_p_value(n_baseline: int, n_candidate: int) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from benchbed.errors import SpecError
-from benchbed.metrics.registry import PRESENTATION, headline_metrics
+from benchbed.metrics.registry import PRESENTATION
 from benchbed.nightly.stats import metric_direction
 from benchbed.record import Gate
 from benchbed.spec import (
@@ -25,8 +24,6 @@ from benchbed.spec import (
     load_spec_data,
 )
 
-# Watched when an entry names none: the registry's headline metrics that have a better direction.
-DEFAULT_WATCH = headline_metrics(directed=True)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -73,12 +70,6 @@ class Suite(_Strict):
         if not _NAME.match(value):
             raise ValueError("use letters, digits, '.', '_' and '-'")
         return value
-
-
-def default_watch(present: Iterable[str]) -> list[str]:
-    """The metrics an entry that names none watches: those of DEFAULT_WATCH among `present`, in that order."""
-    have = set(present)
-    return [m for m in DEFAULT_WATCH if m in have]
 
 
 def _entry_spec(where: str, entry: SuiteEntry, spec_path: Path, overrides: tuple[str, ...]) -> ExperimentSpec:

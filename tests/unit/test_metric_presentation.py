@@ -17,7 +17,7 @@ from benchbed.metrics.registry import (
     listed_columns,
     metric,
 )
-from benchbed.nightly.suite import DEFAULT_WATCH
+from benchbed.nightly.stats import DEFAULT_WATCH
 from benchbed.report.tables import metric_rows
 
 PACKAGE = Path(__file__).resolve().parents[2] / "benchbed"

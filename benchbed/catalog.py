@@ -49,6 +49,14 @@ SCHEMA = pa.schema([
     ("watch", pa.string()), ("gate", pa.string()), ("error", pa.string()), ("metrics", pa.list_(_METRIC)),
     *((name, pa.float64()) for name in FLAT_METRICS),
 ])  # fmt: skip
+_TEXT = pa.dictionary(pa.int32(), pa.string())
+# SCHEMA with each text column, and each metric's name and unit, as a dictionary array: what history reads
+DICTIONARY_SCHEMA = pa.schema([
+    pa.field(f.name, _TEXT) if f.type == pa.string()
+    else pa.field(f.name, pa.list_(pa.struct([("name", _TEXT), ("value", pa.float64()), ("unit", _TEXT)])))
+    if f.name == "metrics" else f
+    for f in SCHEMA
+])  # fmt: skip
 
 
 def read_record(path: Path) -> RunRecord:
@@ -179,25 +187,35 @@ class Catalog:
 
     # reading -------------------------------------------------------------------------------------------------
 
-    def table(self, machine: str | None = None, columns: list[str] | None = None) -> pa.Table:
+    def table(
+        self, machine: str | None = None, columns: list[str] | None = None, dictionaries: bool = False
+    ) -> pa.Table:
         """Every run's row (or one machine directory's), reconciled with the records first; `columns` limits what
-        is read (leaving out `metrics` keeps `ls` on 100,000 runs cheap)."""
+        is read (leaving out `metrics` keeps `ls` on 100,000 runs cheap). With `dictionaries`, text comes as
+        dictionary arrays (DICTIONARY_SCHEMA), decoded from the index without a string per row: a store's
+        history reads its 600,000 metric names and units in a third of the time."""
         names = [machine] if machine is not None else self._machines()
-        schema = pa.schema([SCHEMA.field(c) for c in columns]) if columns else SCHEMA
-        tables = [self._reconciled(name, columns) for name in names if (self.root / name).is_dir()]
-        return pa.concat_tables(tables) if tables else schema.empty_table()
+        full = DICTIONARY_SCHEMA if dictionaries else SCHEMA
+        schema = pa.schema([full.field(c) for c in columns]) if columns else full
+        tables = [self._reconciled(name, columns, dictionaries) for name in names if (self.root / name).is_dir()]
+        return pa.concat_tables(tables).cast(schema) if tables else schema.empty_table()
 
     def _machines(self) -> list[str]:
         if not self.root.is_dir():
             return []
         return sorted(e.name for e in os.scandir(self.root) if e.is_dir() and not e.name.startswith(("_", ".")))
 
-    def _reconciled(self, machine: str, columns: list[str] | None) -> pa.Table:
+    def _reconciled(self, machine: str, columns: list[str] | None, dictionaries: bool) -> pa.Table:
         """The machine's rows brought up to date with its directories and pending markers; the index is saved when
         it moved and the store is writable (a read-only store is answered from what was computed)."""
+        schema = pa.schema([(DICTIONARY_SCHEMA if dictionaries else SCHEMA).field(c) for c in columns or SCHEMA.names])
         if self._current(machine):
+            text = [f.name for f in schema if f.type == _TEXT] + (["metrics.list.element.name",
+                    "metrics.list.element.unit"] if dictionaries and "metrics" in schema.names else [])  # fmt: skip
             try:
-                return pq.read_table(self._path(machine), columns=columns).replace_schema_metadata(None)
+                with pq.ParquetFile(self._path(machine), read_dictionary=text) as index_file:  # not read_table:
+                    table = index_file.read(columns=columns)  # its dataset machinery imports pandas (0.3 s)
+                return table.replace_schema_metadata(None).cast(schema)
             except (OSError, pa.ArrowException):
                 pass
         try:
@@ -208,7 +226,7 @@ class Catalog:
         except (OSError, OutputError):
             index, _ = self._reconcile(machine)
         table = index.rows.sort_by("path")
-        return table.select(columns) if columns else table
+        return (table.select(columns) if columns else table).cast(schema)
 
     def _current(self, machine: str) -> bool:
         """The saved index is of this format, no spec directory moved since it was listed, and no marker waits."""
@@ -305,7 +323,8 @@ class Catalog:
     def _load(self, machine: str) -> _Index | None:
         """The saved index, or None when there is none, or it is of another format or unreadable."""
         try:
-            table = pq.read_table(self._path(machine))
+            with pq.ParquetFile(self._path(machine)) as index_file:
+                table = index_file.read()
             meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
         except (OSError, ValueError, pa.ArrowException):
             return None

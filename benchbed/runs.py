@@ -47,3 +47,15 @@ def by_name(names: tuple[str, ...], levels_up: int = 0) -> RunMarker:
         return run
 
     return marks
+
+
+def by_folder(folder: str, contains: str) -> RunMarker:
+    """A marker for files whose name contains `contains`, anywhere below a folder named `folder`: the run directory
+    is the folder above the nearest such folder (TensorBoard event files under a run's `tensorboard/`)."""
+
+    def marks(path: Path) -> Path | None:
+        if contains not in path.name:
+            return None
+        return next((parent.parent for parent in path.parents if parent.name == folder), None)
+
+    return marks

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed.adapterkit.adapter import FrameworkAdapter
+from benchbed.adapterkit.adapter import HistoryAdapter
 
 
 class ArealOptions(BaseModel):
@@ -27,13 +27,8 @@ class ArealOptions(BaseModel):
     wandb_mode: Literal["offline", "online", "disabled"] = Field("offline", description="stats_logger.wandb.mode")
 
 
-class ArealAdapter(FrameworkAdapter):
+class ArealAdapter(HistoryAdapter):
     """AReaL's launcher and config from a spec; its perf/session traces and stats histories to the trace."""
 
     name = "areal"
     options_model = ArealOptions
-    renderer = ".render:render_plan"
-    parser = ".parse:parse_path"
-    run_marker = ".discover:marks_run"
-    history_parser = ".parse:parse_history"
-    keymap = "keymap.toml"

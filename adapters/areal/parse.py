@@ -40,8 +40,9 @@ def parse_path(path: Path) -> Trace:
         return parse_history(read_run_history(path, "areal", HISTORIES))
     warnings: list[str] = []
     builder, fields = read_trial(path, perf[0], PARTS, warnings)
-    meta = TraceMeta(adapter="areal", framework="areal", framework_version=RELEASE, mode="async", warnings=warnings,
-                     **fields)  # fmt: skip
+    meta = TraceMeta(
+        adapter="areal", framework="areal", framework_version=RELEASE, mode="async", warnings=warnings, **fields
+    )
     trace = builder.build(meta)
     if any(history_kind(path / n) for n in HISTORIES):  # AReaL's own figures beside the spans
         stats = parse_history(read_run_history(path, "areal", HISTORIES)).events

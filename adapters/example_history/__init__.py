@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed.adapterkit.adapter import FrameworkAdapter
+from benchbed.adapterkit.adapter import HistoryAdapter
 
 
 class HistoryLoopOptions(BaseModel):
@@ -18,13 +18,8 @@ class HistoryLoopOptions(BaseModel):
     seed: int = Field(0, ge=0, description="random seed of the loop's rewards and generation times")
 
 
-class ExampleHistoryAdapter(FrameworkAdapter):
+class ExampleHistoryAdapter(HistoryAdapter):
     """Launches a loop that logs one history row per step (histloop.py) and reads any history of its keys."""
 
     name = "example_history"
     options_model = HistoryLoopOptions
-    renderer = ".render:render_plan"
-    parser = ".parse:parse_path"
-    run_marker = ".discover:marks_run"
-    history_parser = ".parse:parse_history"
-    keymap = "keymap.toml"

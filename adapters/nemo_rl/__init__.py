@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed.adapterkit.adapter import FrameworkAdapter
+from benchbed.adapterkit.adapter import HistoryAdapter
 
 
 class NemoRLOptions(BaseModel):
@@ -20,13 +20,8 @@ class NemoRLOptions(BaseModel):
     overrides: list[str] = Field(default_factory=list, description="more `key=value` overrides (e.g. W&B), last")
 
 
-class NemoRLAdapter(FrameworkAdapter):
+class NemoRLAdapter(HistoryAdapter):
     """Renders `uv run python examples/run_grpo.py --config ... key=value ...`; parses its TensorBoard history."""
 
     name = "nemo_rl"
     options_model = NemoRLOptions
-    renderer = ".render:render_plan"
-    parser = ".parse:parse_path"
-    run_marker = ".discover:marks_run"
-    history_parser = ".parse:parse_history"
-    keymap = "keymap.toml"

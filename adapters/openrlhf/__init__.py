@@ -5,14 +5,9 @@ from __future__ import annotations
 
 from benchbed.adapters.openrlhf.options import OpenRLHFOptions
 
-from benchbed.adapterkit.adapter import FrameworkAdapter
+from benchbed.adapterkit.adapter import HistoryAdapter
 
 
-class OpenRLHFAdapter(FrameworkAdapter):
+class OpenRLHFAdapter(HistoryAdapter):
     name = "openrlhf"
     options_model = OpenRLHFOptions
-    renderer = ".render:render_plan"
-    parser = ".parse:parse_path"
-    run_marker = ".discover:marks_run"
-    history_parser = ".parse:parse_history"
-    keymap = "keymap.toml"

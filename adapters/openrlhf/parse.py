@@ -35,9 +35,9 @@ def parse_history(history: History) -> Trace:
     trace = history_trace(history, KEYMAP, adapter="openrlhf", mode="sync" if sync else "async")
     if sync:
         return trace
-    rows = {"key": "trainer.wait", "kind": "agg", "step": frame[STEP], "value": rest.clip(lower=0.0),
-            "actor": "trainer"}  # fmt: skip
-    return Trace(pd.concat([trace.events, pd.DataFrame(rows)[rest.notna()]], ignore_index=True), trace.meta)
+    rows = {"key": "trainer.wait", "kind": "agg", "step": frame[STEP], "value": rest.clip(lower=0.0)}
+    wait = pd.DataFrame(rows).assign(actor="trainer")[rest.notna()]
+    return Trace(pd.concat([trace.events, wait], ignore_index=True), trace.meta)
 
 
 def by_global_step(history: History) -> History:

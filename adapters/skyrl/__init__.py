@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed.adapterkit.adapter import FrameworkAdapter
+from benchbed.adapterkit.adapter import HistoryAdapter
 
 
 class SkyRLOptions(BaseModel):
@@ -24,13 +24,8 @@ class SkyRLOptions(BaseModel):
     overrides: list[str] = Field(default_factory=list, description="more `key=value` overrides, appended last")
 
 
-class SkyRLAdapter(FrameworkAdapter):
+class SkyRLAdapter(HistoryAdapter):
     """Renders `uv run --isolated --extra fsdp -m ENTRYPOINT key=value ...`; parses its W&B history."""
 
     name = "skyrl"
     options_model = SkyRLOptions
-    renderer = ".render:render_plan"
-    parser = ".parse:parse_path"
-    run_marker = ".discover:marks_run"
-    history_parser = ".parse:parse_history"
-    keymap = "keymap.toml"

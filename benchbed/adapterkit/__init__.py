@@ -1,6 +1,8 @@
 """The adapter kit: the chores every framework adapter shares, one module per chore.
 
-- `adapter`: `FrameworkAdapter`, the adapter class declared as data; render/parse/find_runs delegate, lazily.
+- `adapter`: `FrameworkAdapter`, the adapter class declared as data; render/parse/find_runs delegate, lazily;
+  `HistoryAdapter`, the same with the file layout of a history-based adapter as its defaults.
+- `templates`: launch configs and flag tables kept as data files, filled from a spec's named values.
 - `lines`: tolerant JSON-Lines and text reading; every skipped line is named by file and line number.
 - `artifacts`: walk a run directory once and sort its files into the kinds an adapter asks for.
 - `groups`: per-group reward statistics with one NaN policy.

@@ -114,6 +114,18 @@ class FrameworkAdapter(Adapter):
         return _resolve(ref, sys.modules[type(self).__module__].__package__ or "")
 
 
+class HistoryAdapter(FrameworkAdapter):
+    """A framework adapter for a framework whose runs are tracker histories, laid out as every such adapter is:
+    `render.py` (render_plan), `parse.py` (parse_path, parse_history), `discover.py` (marks_run), `keymap.toml`.
+    A subclass sets `name` and `options_model`, and only what it keeps elsewhere (a run marker from the kit)."""
+
+    renderer = ".render:render_plan"
+    parser = ".parse:parse_path"
+    run_marker = ".discover:marks_run"
+    history_parser = ".parse:parse_history"
+    keymap = "keymap.toml"
+
+
 @cache
 def _resolve(ref: str, package: str) -> Callable[..., Any]:
     """Import "module:function" (a leading "." is relative to `package`) and return the function."""

@@ -79,7 +79,7 @@ COMMANDS: dict[str, Lazy] = {
         "Compare two sets of stored runs with the nightly gate (exact rank test plus a minimum relative effect).",
     ),
     "history": Lazy(
-        "benchbed.cli.nightly:history",
+        "benchbed.cli.history:history",
         "Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict.",
     ),
     "reproduce": Lazy(

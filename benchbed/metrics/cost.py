@@ -49,7 +49,7 @@ def trained_tokens(ctx: MetricContext) -> float | None:
     return float(per_step["value"].sum())
 
 
-@metric("gpu_hours_per_step", "GPU-h", False, "(trainer + generator GPUs) × mean step time / 3600")
+@metric("gpu_hours_per_step", "GPU-h", "(trainer + generator GPUs) × mean step time / 3600")
 def gpu_hours_per_step(ctx: MetricContext) -> MetricResult:
     res, step = resources(ctx), step_time_mean_s(ctx)
     if res is None or step is None or sum(gpu_counts(res)) == 0:
@@ -57,7 +57,7 @@ def gpu_hours_per_step(ctx: MetricContext) -> MetricResult:
     return sum(gpu_counts(res)) * step[0] / 3600.0, step[1]
 
 
-@metric("cost_per_step", "$", False, "Σ GPUs × price per GPU-hour × mean step time / 3600")
+@metric("cost_per_step", "$", "Σ GPUs × price per GPU-hour × mean step time / 3600")
 def cost_per_step(ctx: MetricContext) -> MetricResult:
     res, step = resources(ctx), step_time_mean_s(ctx)
     rate = dollars_per_hour(res) if res is not None else None
@@ -69,7 +69,6 @@ def cost_per_step(ctx: MetricContext) -> MetricResult:
 @metric(
     "cost_per_mtok",
     "$/Mtok",
-    False,
     "cost of the window / million trained tokens (prompt + response): summed over the trained rollout rows when "
     "each has token counts, else the per-step samples.trained_tokens counts covering every window step",
 )

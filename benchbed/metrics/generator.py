@@ -42,7 +42,6 @@ def covered_before(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.nd
 @metric(
     "generator_utilization",
     "ratio",
-    True,
     "time-average of running rollouts / generator concurrency (a partial rollout's rollout.buffered spans, when it "
     "held no slot, are not running)",
 )
@@ -91,7 +90,7 @@ def _agg_paused_ratio(ctx: MetricContext) -> MetricResult:
     return min(1.0, paused / window[0]), "agg"
 
 
-@metric("generator_paused_ratio", "ratio", False, PAUSED_DEFINITION)
+@metric("generator_paused_ratio", "ratio", PAUSED_DEFINITION)
 def generator_paused_ratio(ctx: MetricContext) -> MetricResult:
     pauses = _window_pauses(ctx)
     if pauses is None:
@@ -100,7 +99,7 @@ def generator_paused_ratio(ctx: MetricContext) -> MetricResult:
     return float((pauses[1] - pauses[0]).sum() / (w1 - w0)), "span"
 
 
-@metric("generator_admission_idle_ratio", "ratio", False, ADMISSION_IDLE_DEFINITION)
+@metric("generator_admission_idle_ratio", "ratio", ADMISSION_IDLE_DEFINITION)
 def generator_admission_idle_ratio(ctx: MetricContext) -> MetricResult:
     pauses = _window_pauses(ctx)
     if pauses is None:
@@ -150,7 +149,7 @@ def _per_window_second(count: tuple[float, str] | None, ctx: MetricContext) -> M
     return count[0] / window[0], source
 
 
-@metric("trainer_capacity_sps", "samples/s", True, "samples per step / mean compute time per step")
+@metric("trainer_capacity_sps", "samples/s", "samples per step / mean compute time per step")
 def trainer_capacity_sps(ctx: MetricContext) -> MetricResult:
     per_step = samples_per_step(ctx)
     compute = compute_seconds_per_step(ctx)
@@ -159,7 +158,7 @@ def trainer_capacity_sps(ctx: MetricContext) -> MetricResult:
     return per_step[0] / compute[0], compute[1]
 
 
-@metric("trainer_throughput_sps", "samples/s", True, "samples trained in the window / window")
+@metric("trainer_throughput_sps", "samples/s", "samples trained in the window / window")
 def trainer_throughput_sps(ctx: MetricContext) -> MetricResult:
     return _per_window_second(_trained_count(ctx), ctx)
 
@@ -174,20 +173,20 @@ def _finished_count(ctx: MetricContext, accepted_only: bool) -> tuple[float, str
     return None if total is None else (total, "agg")
 
 
-@metric("generator_throughput_sps", "samples/s", True, "samples finished in the window / window")
+@metric("generator_throughput_sps", "samples/s", "samples finished in the window / window")
 def generator_throughput_sps(ctx: MetricContext) -> MetricResult:
     return _per_window_second(_finished_count(ctx, accepted_only=False), ctx)
 
 
 @metric(
-    "effective_generator_throughput_sps", "samples/s", True,
+    "effective_generator_throughput_sps", "samples/s",
     "samples finished and accepted for training / window",
 )  # fmt: skip
 def effective_generator_throughput_sps(ctx: MetricContext) -> MetricResult:
     return _per_window_second(_finished_count(ctx, accepted_only=True), ctx)
 
 
-@metric("rate_gap", "×", None, "effective_generator_throughput_sps / trainer_capacity_sps")
+@metric("rate_gap", "×", "effective_generator_throughput_sps / trainer_capacity_sps")
 def rate_gap(ctx: MetricContext) -> MetricResult:
     effective = effective_generator_throughput_sps(ctx)
     capacity = trainer_capacity_sps(ctx)

@@ -28,19 +28,19 @@ def env_staleness(ctx: MetricContext) -> np.ndarray | None:
     return ctx.memo("staleness_env", compute)
 
 
-@metric("staleness_env_mean", "versions", False, "mean over trained samples of the resumed environment state's age")
+@metric("staleness_env_mean", "versions", "mean over trained samples of the resumed environment state's age")
 def staleness_env_mean(ctx: MetricContext) -> MetricResult:
     values = env_staleness(ctx)
     return (float(values.mean()), "span") if values is not None else None
 
 
-@metric("staleness_env_max", "versions", False, "largest environment-state age among trained samples")
+@metric("staleness_env_max", "versions", "largest environment-state age among trained samples")
 def staleness_env_max(ctx: MetricContext) -> MetricResult:
     values = env_staleness(ctx)
     return (float(values.max()), "span") if values is not None else None
 
 
-@metric("partial_resumed_fraction", "ratio", None, "trained samples resumed from the partial-rollout buffer")
+@metric("partial_resumed_fraction", "ratio", "trained samples resumed from the partial-rollout buffer")
 def partial_resumed_fraction(ctx: MetricContext) -> MetricResult:
     values = env_staleness(ctx)
     if values is None:
@@ -49,13 +49,13 @@ def partial_resumed_fraction(ctx: MetricContext) -> MetricResult:
     return float(resumed.mean()), "span"
 
 
-@metric("partial_buffered_per_step", "samples", None, "mean samples aborted into the partial buffer per step")
+@metric("partial_buffered_per_step", "samples", "mean samples aborted into the partial buffer per step")
 def partial_buffered_per_step(ctx: MetricContext) -> MetricResult:
     rows = ctx.in_window_steps(ctx.rows(K.SAMPLES_PARTIAL_BUFFERED, "agg"))
     return (float(rows["value"].mean()), "agg") if len(rows) else None
 
 
-@metric("response_truncated_fraction", "ratio", False, "finished samples whose response hit the length cap")
+@metric("response_truncated_fraction", "ratio", "finished samples whose response hit the length cap")
 def response_truncated_fraction(ctx: MetricContext) -> MetricResult:
     cap = ctx.trace.meta.extra.get("max_response_tokens")
     finished = ctx.finished_in_window

@@ -51,22 +51,22 @@ def _staleness_stat(ctx: MetricContext, stat: str) -> MetricResult:
     return None
 
 
-@metric("staleness_mean", "versions", False, "mean of v_train − v_start over trained samples")
+@metric("staleness_mean", "versions", "mean of v_train − v_start over trained samples")
 def staleness_mean(ctx: MetricContext) -> MetricResult:
     return _staleness_stat(ctx, "mean")
 
 
-@metric("staleness_p50", "versions", False, "median of v_train − v_start over trained samples")
+@metric("staleness_p50", "versions", "median of v_train − v_start over trained samples")
 def staleness_p50(ctx: MetricContext) -> MetricResult:
     return _staleness_stat(ctx, "p50")
 
 
-@metric("staleness_p99", "versions", False, "99th percentile of v_train − v_start over trained samples")
+@metric("staleness_p99", "versions", "99th percentile of v_train − v_start over trained samples")
 def staleness_p99(ctx: MetricContext) -> MetricResult:
     return _staleness_stat(ctx, "p99")
 
 
-@metric("staleness_max", "versions", False, "maximum of v_train − v_start over trained samples")
+@metric("staleness_max", "versions", "maximum of v_train − v_start over trained samples")
 def staleness_max(ctx: MetricContext) -> MetricResult:
     return _staleness_stat(ctx, "max")
 
@@ -76,25 +76,25 @@ def _with_end(ctx: MetricContext) -> pd.DataFrame:
     return r[r["v_end"] >= 0]
 
 
-@metric("staleness_in_flight_mean", "versions", False, "mean v_end − v_start: weights changed during generation")
+@metric("staleness_in_flight_mean", "versions", "mean v_end − v_start: weights changed during generation")
 def staleness_in_flight_mean(ctx: MetricContext) -> MetricResult:
     r = _with_end(ctx)
     return (float((r["v_end"] - r["v_start"]).mean()), "span") if len(r) else None
 
 
-@metric("staleness_in_queue_mean", "versions", False, "mean v_train − v_end: versions waited after finishing")
+@metric("staleness_in_queue_mean", "versions", "mean v_train − v_end: versions waited after finishing")
 def staleness_in_queue_mean(ctx: MetricContext) -> MetricResult:
     r = _with_end(ctx)
     return (float((r["v_train"] - r["v_end"]).mean()), "span") if len(r) else None
 
 
-@metric("mixed_policy_fraction", "ratio", False, "trained samples with v_end > v_start")
+@metric("mixed_policy_fraction", "ratio", "trained samples with v_end > v_start")
 def mixed_policy_fraction(ctx: MetricContext) -> MetricResult:
     r = _with_end(ctx)
     return (float((r["v_end"] > r["v_start"]).mean()), "span") if len(r) else None
 
 
-@metric("dropped_stale_fraction", "ratio", False, "samples dropped for staleness / samples finished")
+@metric("dropped_stale_fraction", "ratio", "samples dropped for staleness / samples finished")
 def dropped_stale_fraction(ctx: MetricContext) -> MetricResult:
     finished = ctx.finished_in_window
     if len(finished):
@@ -103,13 +103,13 @@ def dropped_stale_fraction(ctx: MetricContext) -> MetricResult:
     return (dropped / total, "agg") if dropped is not None and total else None
 
 
-@metric("discarded_fraction", "ratio", False, "finished samples discarded unused (oversampling) / finished")
+@metric("discarded_fraction", "ratio", "finished samples discarded unused (oversampling) / finished")
 def discarded_fraction(ctx: MetricContext) -> MetricResult:
     finished = ctx.finished_in_window
     return (float((finished["status"] == "discarded").mean()), "span") if len(finished) else None
 
 
-@metric("wasted_generation_fraction", "ratio", False, "finished samples not trained on (any reason) / finished")
+@metric("wasted_generation_fraction", "ratio", "finished samples not trained on (any reason) / finished")
 def wasted_generation_fraction(ctx: MetricContext) -> MetricResult:
     finished = ctx.finished_in_window
     if len(finished):
@@ -129,7 +129,7 @@ def _groups_in_window(ctx: MetricContext) -> pd.DataFrame:
     return ctx.in_window_steps(groups)
 
 
-@metric("zero_adv_group_fraction", "ratio", False, "finished groups whose rewards all equal / finished groups")
+@metric("zero_adv_group_fraction", "ratio", "finished groups whose rewards all equal / finished groups")
 def zero_adv_group_fraction(ctx: MetricContext) -> MetricResult:
     groups = _groups_in_window(ctx)
     if len(groups):
@@ -143,7 +143,7 @@ def zero_adv_group_fraction(ctx: MetricContext) -> MetricResult:
     return (zero / total, "agg") if zero is not None and total else None
 
 
-@metric("group_straggler_ratio", "×", False, "mean over groups of max / median sample latency")
+@metric("group_straggler_ratio", "×", "mean over groups of max / median sample latency")
 def group_straggler_ratio(ctx: MetricContext) -> MetricResult:
     finished = ctx.finished_in_window
     spans = finished[(finished["kind"] == "span") & (finished["group"] != "")]

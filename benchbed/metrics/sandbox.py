@@ -9,7 +9,7 @@ from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import MetricResult, metric
 
 
-@metric("sandbox_init_failure_rate", "ratio", False, "sandbox.start with status ≠ ok / sandbox.start attempts")
+@metric("sandbox_init_failure_rate", "ratio", "sandbox.start with status ≠ ok / sandbox.start attempts")
 def sandbox_init_failure_rate(ctx: MetricContext) -> MetricResult:
     starts = ctx.rows(K.SANDBOX_START)
     return (float((starts["status"] != "ok").mean()), "span") if len(starts) else None
@@ -26,26 +26,26 @@ def _percentile(values: np.ndarray, q: float) -> MetricResult:
     return (float(np.percentile(values, q)), "span") if len(values) else None
 
 
-@metric("sandbox_start_p50_s", "s", False, "median create → ready of successful sandbox starts")
+@metric("sandbox_start_p50_s", "s", "median create → ready of successful sandbox starts")
 def sandbox_start_p50_s(ctx: MetricContext) -> MetricResult:
     return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 50)
 
 
-@metric("sandbox_start_p99_s", "s", False, "99th percentile create → ready of successful sandbox starts")
+@metric("sandbox_start_p99_s", "s", "99th percentile create → ready of successful sandbox starts")
 def sandbox_start_p99_s(ctx: MetricContext) -> MetricResult:
     return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 99)
 
 
-@metric("sandbox_start_max_s", "s", False, "slowest successful sandbox start")
+@metric("sandbox_start_max_s", "s", "slowest successful sandbox start")
 def sandbox_start_max_s(ctx: MetricContext) -> MetricResult:
     return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 100)
 
 
-@metric("sandbox_queue_p50_s", "s", False, "median wait for an admission slot")
+@metric("sandbox_queue_p50_s", "s", "median wait for an admission slot")
 def sandbox_queue_p50_s(ctx: MetricContext) -> MetricResult:
     return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 50)
 
 
-@metric("sandbox_queue_p99_s", "s", False, "99th percentile wait for an admission slot")
+@metric("sandbox_queue_p99_s", "s", "99th percentile wait for an admission slot")
 def sandbox_queue_p99_s(ctx: MetricContext) -> MetricResult:
     return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 99)

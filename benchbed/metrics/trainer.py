@@ -120,32 +120,32 @@ def _ratio(ctx: MetricContext, key: str) -> MetricResult:
     return result[0][key], result[1]
 
 
-@metric("trainer_idle_ratio", "ratio", False, "Σ trainer.wait / Σ trainer.step over the window")
+@metric("trainer_idle_ratio", "ratio", "Σ trainer.wait / Σ trainer.step over the window")
 def trainer_idle_ratio(ctx: MetricContext) -> MetricResult:
     return _ratio(ctx, K.TRAINER_WAIT)
 
 
-@metric("trainer_compute_ratio", "ratio", True, "Σ trainer.compute / Σ trainer.step over the window")
+@metric("trainer_compute_ratio", "ratio", "Σ trainer.compute / Σ trainer.step over the window")
 def trainer_compute_ratio(ctx: MetricContext) -> MetricResult:
     return _ratio(ctx, K.TRAINER_COMPUTE)
 
 
-@metric("trainer_weight_sync_ratio", "ratio", False, "Σ trainer.weight_sync / Σ trainer.step over the window")
+@metric("trainer_weight_sync_ratio", "ratio", "Σ trainer.weight_sync / Σ trainer.step over the window")
 def trainer_weight_sync_ratio(ctx: MetricContext) -> MetricResult:
     return _ratio(ctx, K.TRAINER_WEIGHT_SYNC)
 
 
-@metric("trainer_checkpoint_ratio", "ratio", False, "Σ trainer.checkpoint / Σ trainer.step over the window")
+@metric("trainer_checkpoint_ratio", "ratio", "Σ trainer.checkpoint / Σ trainer.step over the window")
 def trainer_checkpoint_ratio(ctx: MetricContext) -> MetricResult:
     return _ratio(ctx, K.TRAINER_CHECKPOINT)
 
 
-@metric("trainer_other_ratio", "ratio", False, "the rest of the step: 1 − the four other trainer ratios")
+@metric("trainer_other_ratio", "ratio", "the rest of the step: 1 − the four other trainer ratios")
 def trainer_other_ratio(ctx: MetricContext) -> MetricResult:
     return _ratio(ctx, K.TRAINER_OTHER)
 
 
-@metric("step_time_mean_s", "s", False, "mean trainer.step duration over the window")
+@metric("step_time_mean_s", "s", "mean trainer.step duration over the window")
 def step_time_mean_s(ctx: MetricContext) -> MetricResult:
     if ctx.has_spans:
         return float((ctx.step_spans["t1"] - ctx.step_spans["t0"]).mean()), "span"
@@ -154,7 +154,7 @@ def step_time_mean_s(ctx: MetricContext) -> MetricResult:
     return None
 
 
-@metric("startup_s", "s", False, "time from run start to the start of the first trainer step")
+@metric("startup_s", "s", "time from run start to the start of the first trainer step")
 def startup_s(ctx: MetricContext) -> MetricResult:
     spans = ctx.rows(K.TRAINER_STEP, "span")
     return (float(spans["t0"].min()), "span") if len(spans) else None

@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from benchbed.metrics import METRICS
+from benchbed.metrics.registry import PRESENTATION
 from benchbed.record import Gate, RunRecord
 
 Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
@@ -65,8 +65,8 @@ class EntryVerdict:
 
 def metric_direction(name: str) -> bool | None:
     """higher_is_better from the metric registry (a framework's own figure reads like ours); None if unknown."""
-    definition = METRICS.get(name.removeprefix(FRAMEWORK_PREFIX))
-    return definition.higher_is_better if definition else None
+    presentation = PRESENTATION.get(name.removeprefix(FRAMEWORK_PREFIX))
+    return presentation.higher_is_better if presentation else None
 
 
 def min_p_value(n_baseline: int, n_candidate: int) -> float:
@@ -185,21 +185,36 @@ def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFEC
     so it lands on the first night of the new level, never on an unchanged one; shifts of the segment medians
     below `min_effect` (relative) are merged away, so a very quiet series does not turn every wiggle into a change.
     """
-    signal = np.asarray(values, dtype=float)
+    return many_change_points([values], [min_effect], min_size)[0]
+
+
+def many_change_points(
+    series: Sequence[Sequence[float]], min_effects: Sequence[float], min_size: int = 2
+) -> list[list[int]]:
+    """`change_points` of each series (with its own `min_effect`), the optimal partitions searched for all of
+    them at once: a history of hundreds of series pays one vectorised pass over the nights, not one per series."""
+    signals = [np.asarray(values, dtype=float) for values in series]
+    searched = [k for k, signal in enumerate(signals) if len(signal) >= 1 + min_size]
+    bounds = _optimal_partitions([signals[k] for k in searched], [_penalty(signals[k]) for k in searched], min_size)
+    out: list[list[int]] = [[] for _ in signals]
+    for k, found in zip(searched, bounds, strict=True):
+        while True:
+            kept = _settle(signals[k], found, min_effects[k], min_size)
+            if kept == found:
+                break
+            found = kept
+        out[k] = found
+    return out
+
+
+def _penalty(signal: np.ndarray) -> float:
+    """The cost of one more change in `signal` (see `change_points`)."""
     n = len(signal)
-    if n < 1 + min_size:
-        return []
     diffs = np.sort(np.abs(np.diff(signal)))
     sigma = 1.4826 * float(diffs[(len(diffs) - 1) // 2]) / math.sqrt(2)  # the lower median: one step is no noise
     scale = float(np.median(np.abs(signal))) or 1.0
     sigma = max(sigma, 1e-3 * scale)  # identical nights have σ = 0; keep the penalty positive
-    penalty = sigma**2 * (4 + 2 * math.log(n)) * (1 + 8 / n)
-    bounds = _optimal_partition(signal, penalty, min_size)
-    while True:
-        kept = _settle(signal, bounds, min_effect, min_size)
-        if kept == bounds:
-            return bounds
-        bounds = kept
+    return sigma**2 * (4 + 2 * math.log(n)) * (1 + 8 / n)
 
 
 def _sse(signal: np.ndarray, start: int, end: int) -> float:
@@ -207,28 +222,47 @@ def _sse(signal: np.ndarray, start: int, end: int) -> float:
     return float(((part - part.mean()) ** 2).sum()) if len(part) else 0.0
 
 
-def _optimal_partition(signal: np.ndarray, penalty: float, min_size: int) -> list[int]:
-    """Segment starts (after the first) minimising Σ SSE + penalty per change; segments after the first have at
-    least `min_size` points. O(n²) with cumulative sums: n is a number of nights."""
-    n = len(signal)
-    s1 = np.concatenate([[0.0], np.cumsum(signal)])
-    s2 = np.concatenate([[0.0], np.cumsum(signal**2)])
-    best = np.full(n + 1, np.inf)
-    best[0] = -penalty  # the first segment costs no change
-    previous = np.zeros(n + 1, dtype=int)
-    every_start = np.arange(n + 1)
+def _optimal_partitions(signals: list[np.ndarray], penalties: list[float], min_size: int) -> list[list[int]]:
+    """Per signal, the segment starts (after the first) minimising Σ SSE + penalty per change; segments after the
+    first have at least `min_size` points. O(n²) with cumulative sums (n is a number of nights), each end index
+    computed for every signal at once: one row per signal, shorter ones padded (a row's padding is never read back,
+    and each row's figures are the same operations on the same numbers as for that signal alone)."""
+    if not signals:
+        return []
+    rows, n = len(signals), max(len(s) for s in signals)
+    padded = np.zeros((rows, n))
+    for k, signal in enumerate(signals):
+        padded[k, : len(signal)] = signal
+    zero = np.zeros((rows, 1))
+    s1 = np.concatenate([zero, np.cumsum(padded, axis=1)], axis=1)
+    s2 = np.concatenate([zero, np.cumsum(padded**2, axis=1)], axis=1)
+    penalty = np.asarray(penalties, dtype=float)[:, None]
+    best = np.full((rows, n + 1), np.inf)
+    best[:, 0] = -penalty[:, 0]  # the first segment costs no change
+    previous = np.zeros((rows, n + 1), dtype=int)
+    lengths, every_row = np.arange(n + 1, 0, -1, dtype=float), np.arange(rows)
+    cost, square = np.empty((rows, n + 1)), np.empty((rows, n + 1))  # buffers: one allocation, not one per night
     for end in range(1, n + 1):
-        starts = every_start[: max(end - min_size, 0) + 1]  # 0, or a start leaving min_size points
-        length = end - starts
-        cost = s2[end] - s2[starts] - (s1[end] - s1[starts]) ** 2 / length
-        total = best[starts] + cost + penalty
-        i = int(np.argmin(total))
-        best[end], previous[end] = total[i], starts[i]
-    out, end = [], n
-    while end > 0:
-        end = int(previous[end])
-        out.append(end)
-    return sorted(out)[1:]
+        last = max(end - min_size, 0) + 1  # starts 0, or one leaving min_size points
+        c, q = cost[:, :last], square[:, :last]
+        np.subtract(s2[:, end : end + 1], s2[:, :last], out=c)
+        np.subtract(s1[:, end : end + 1], s1[:, :last], out=q)
+        np.square(q, out=q)
+        np.divide(q, lengths[n + 1 - end : n + 1 - end + last], out=q)  # end - start for each start
+        np.subtract(c, q, out=c)
+        np.add(best[:, :last], c, out=c)
+        np.add(c, penalty, out=c)
+        chosen = np.argmin(c, axis=1)
+        best[:, end] = c[every_row, chosen]
+        previous[:, end] = chosen
+    out = []
+    for k, signal in enumerate(signals):
+        starts, end = [], len(signal)
+        while end > 0:
+            end = int(previous[k, end])
+            starts.append(end)
+        out.append(sorted(starts)[1:])
+    return out
 
 
 def _settle(signal: np.ndarray, bounds: list[int], min_effect: float, min_size: int) -> list[int]:

@@ -12,8 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from benchbed.errors import SpecError
-from benchbed.metrics import METRICS
-from benchbed.metrics.registry import headline_metrics
+from benchbed.metrics.registry import PRESENTATION, headline_metrics
 from benchbed.nightly.stats import metric_direction
 from benchbed.record import Gate
 from benchbed.spec import (
@@ -55,7 +54,7 @@ class SuiteEntry(_Strict):
     @classmethod
     def _known_directed(cls, value: list[str] | None) -> list[str] | None:
         for name in value or ():
-            if name.removeprefix("framework_") not in METRICS:
+            if name.removeprefix("framework_") not in PRESENTATION:
                 raise ValueError(f"unknown metric {name!r}")
             if metric_direction(name) is None:
                 raise ValueError(f"metric {name!r} has no better direction, so it cannot be gated")

@@ -31,7 +31,7 @@ def metrics_markdown(metrics: Mapping[str, Any], presentation: Mapping[str, Any]
         out += [f"### {family[0].upper()}{family[1:]}", ""]
         out += ["| metric | unit | better | headline | definition |", "|---|---|---|---|---|"]
         out += [
-            f'| <span id="{m.name}">`{m.name}`</span> | {cell(m.unit) or "—"} | {DIRECTION[m.higher_is_better]} '
+            f'| <span id="{m.name}">`{m.name}`</span> | {cell(m.unit) or "—"} | {DIRECTION[shown.higher_is_better]} '
             f"| {'yes' if shown.headline else ''} | {cell(m.description)} |"
             for m, shown in members
         ]

@@ -74,18 +74,18 @@ def test_every_metric_is_in_the_metric_reference_with_its_unit_direction_and_def
 
 def test_a_new_metric_changes_the_page_and_one_without_definition_fails() -> None:
     metrics = dict(METRICS)
-    presentation = {**PRESENTATION, "queue_depth_mean": Presentation("staleness", headline=True)}
-    metrics["queue_depth_mean"] = MetricDef("queue_depth_mean", "samples", False, "mean finished, untrained", len)
+    presentation = {**PRESENTATION, "queue_depth_mean": Presentation("staleness", False, headline=True)}
+    metrics["queue_depth_mean"] = MetricDef("queue_depth_mean", "samples", "mean finished, untrained", len)
     page = metrics_markdown(metrics, presentation)
     staleness = page.split("### Staleness", 1)[1].split("###", 1)[0]
     assert (
         '| <span id="queue_depth_mean">`queue_depth_mean`</span> | samples | lower | yes | mean finished' in staleness
     )
-    metrics["mystery"] = MetricDef("mystery", "ratio", None, " ", len)
+    metrics["mystery"] = MetricDef("mystery", "ratio", " ", len)
     with pytest.raises(DocsError, match="mystery"):
-        metrics_markdown(metrics, {**presentation, "mystery": Presentation("other")})
+        metrics_markdown(metrics, {**presentation, "mystery": Presentation("other", None)})
     del metrics["mystery"]
-    metrics["unshown"] = MetricDef("unshown", "ratio", None, "a metric with no presentation entry", len)
+    metrics["unshown"] = MetricDef("unshown", "ratio", "a metric with no presentation entry", len)
     with pytest.raises(DocsError, match="unshown"):
         metrics_markdown(metrics, presentation)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 
 from benchbed.nightly.history import POINT_COLUMNS, build_series
 from benchbed.record import Gate
@@ -56,3 +57,8 @@ def test_nights_group_repeats_in_time_order_from_categorical_points_as_the_catal
         assert second.run_ids == ("a10", "a11", "a12") and second.started_at == "2026-01-01T02:00:00+00:00"
         assert third.spec_ids == ("spec-c", "spec-a") and a.marked == {2: "spec spec-a → spec-c, spec-a"}
         assert [n.median for n in b.nights] == [1.0, 1.0] and b.verdict.night == "20260101T020000Z-b"
+
+
+def test_no_points_no_series_whatever_the_form_of_the_frame():
+    empty = pd.DataFrame([], columns=list(POINT_COLUMNS))
+    assert build_series(empty) == [] and build_series(pa.Table.from_pandas(empty.astype(str))) == []

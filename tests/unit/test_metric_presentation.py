@@ -27,7 +27,7 @@ def test_every_registered_metric_is_presented_and_nothing_else():
     assert set(PRESENTATION) == set(METRICS)
     assert all(p.family in FAMILIES for p in PRESENTATION.values())
     with pytest.raises(ValueError, match="no entry in the registry's PRESENTATION table"):
-        metric("not_presented", "ratio", False, "")(lambda ctx: None)
+        metric("not_presented", "ratio", "")(lambda ctx: None)
 
 
 def test_headline_watch_and_columns_come_from_the_registry():

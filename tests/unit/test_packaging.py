@@ -34,7 +34,7 @@ def test_tensorboard_has_its_own_extra_without_torch() -> None:
 
 def test_libraries_the_core_writes_with_are_core_dependencies() -> None:
     core = {d.split(">")[0].split("=")[0].split(";")[0].strip().lower() for d in PROJECT["project"]["dependencies"]}
-    assert {"tomli-w", "tomlkit", "psutil"} <= core
+    assert {"tomli-w", "tomlkit", "psutil", "pyyaml"} <= core
 
 
 def test_pytest_configuration_warns_about_nothing_with_or_without_pytest_asyncio(tmp_path: Path) -> None:

@@ -77,9 +77,26 @@ def test_ls_answers_from_the_index_without_pandas_pydantic_or_the_launch_command
     assert "benchbed.cli.runs" not in loaded and "benchbed.metrics.compute" not in loaded
 
 
-def test_history_draws_nothing_unless_a_page_is_asked_for(tmp_path) -> None:
-    """`benchbed history` prints its table without the report package or matplotlib; `-o PAGE` loads them."""
+def test_history_needs_no_pandas_launcher_or_metric_function_and_draws_only_for_a_page(tmp_path) -> None:
+    """`benchbed history` reads the catalog as Arrow arrays and judges with numpy: no pandas, no metric function
+    (directions come from the registry), no launch command; the report package and matplotlib only for `-o PAGE`."""
+    from benchbed.record import AdapterInfo, BenchbedInfo, MachineInfo, MetricValue, RunRecord, SuiteInfo
+    from benchbed.store import Store
+
+    store = Store(tmp_path)
+    machine = MachineInfo(name="m", host="h", os="Linux", cpu="c", cpu_count=1, python="3.11")
+    for night in range(3):
+        record = RunRecord(spec={"name": "a"}, spec_id="a-1", adapter=AdapterInfo(name="sim", mode="async"),
+                           benchbed=BenchbedInfo(version="0.1.0", commit="c0ffee"), status="succeeded",
+                           machine=machine, started_at=f"2026-01-0{night + 1}T00:00:00+00:00",
+                           suite=SuiteInfo(name="s", entry="a", night=f"n{night}", watch=["trainer_idle_ratio"]),
+                           metrics={"trainer_idle_ratio": MetricValue(value=0.5, unit="ratio")})  # fmt: skip
+        store.save(store.new_run_dir("m", "sim", "a-1", f"c0ffee{night}"), record)
+    store.table()  # the first query indexes the store
     loaded = _loaded_after("history", "--store", str(tmp_path))
-    assert "benchbed.cli.nightly" in loaded
-    assert "matplotlib" not in loaded and not [name for name in loaded if name.startswith("benchbed.report")]
+    assert "benchbed.cli.history" in loaded and "benchbed.nightly.history" in loaded
+    assert [name for name in loaded if name.split(".")[0] == "pandas"] == []
+    assert [name for name in loaded if name.startswith(("benchbed.metrics.compute", "benchbed.launch.base",
+                                                         "benchbed.cli.nightly", "benchbed.report"))] == []  # fmt: skip
+    assert "matplotlib" not in loaded
     assert "matplotlib" in _loaded_after("history", "--store", str(tmp_path), "-o", str(tmp_path / "history.html"))

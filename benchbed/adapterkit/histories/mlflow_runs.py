@@ -1,11 +1,16 @@
 """MLflow runs read through mlflow's own client: a file store (`mlruns/`), a SQLite store, or a tracking server.
-Each metric's full history (`get_metric_history`) becomes one column; rows are the union of the logged steps."""
+Each metric's full history becomes one column; rows are the union of the logged steps. A database store (SQLite and
+the other SQL backends) is read through mlflow's own engine and metrics table as columns, in the order and with the
+NaN convention of `get_metric_history`, without building one mlflow `Metric` object per point; a file store or a
+server through `get_metric_history`."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +30,7 @@ from benchbed.adapterkit.histories.history import (
 INSTALL_HINT = "pip install 'benchbed[mlflow]'"
 _RUN_ID = re.compile(r"(?:^|/)runs/([0-9a-fA-F]{32}|[\w-]{8,64})/?$")
 _REMOTE = ("http", "https")
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # one key's (steps, timestamps in ms, values)
 
 
 def split_location(location: str | Path) -> tuple[str, str | None]:
@@ -86,17 +92,14 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
     tracking_uri, run_id = split_location(location)
     shown = safe_uri(tracking_uri)
     secret = urlsplit(tracking_uri).password if "://" in tracking_uri else None
+    _check_local_store(tracking_uri, shown)
     with _request_limits(timeout_s):
         client = MlflowClient(tracking_uri=tracking_uri)
         try:
             run_id = run_id or _only_run(client, shown)
             run = client.get_run(run_id)
             keys = sorted(run.data.metrics)
-            series = {}
-            for i, key in enumerate(keys):  # each key's Metric objects become arrays at once: memory is the history's
-                series[key] = _arrays(client.get_metric_history(run_id, key))
-                if progress is not None:
-                    progress(i + 1, len(keys))
+            series = _histories(client, run_id, keys, progress)
         except HistoryError:
             raise
         except Exception as exc:  # mlflow's own errors; the HTTP client's connection errors and timeouts
@@ -119,6 +122,30 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
     return History(source, _frame(series), config=unflatten(dict(run.data.params)), files=files)
 
 
+MLFLOW_TABLES = {"experiments", "runs", "metrics", "latest_metrics", "params"}
+
+
+def _check_local_store(uri: str, shown: str) -> None:
+    """HistoryError unless a local store is there and is mlflow's: mlflow's client creates a store that is missing and
+    adds its tables to any SQLite database it is given, and reading must create and alter nothing."""
+    path = _local_store(uri)
+    if path is None:
+        return
+    if uri.startswith("file:"):
+        if not path.is_dir():
+            raise HistoryError(f"{shown}: no MLflow file store there (no such directory)")
+        return
+    if not path.is_file():
+        raise HistoryError(f"{shown}: no MLflow store there (no such file)")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise HistoryError(f"{shown}: not an MLflow SQLite store ({exc})") from None
+    if missing := sorted(MLFLOW_TABLES - tables):
+        raise HistoryError(f"{shown}: not an MLflow SQLite store (no {', '.join(missing)} table)")
+
+
 def _only_run(client: Any, shown: str) -> str:
     """The run of a store that holds one; HistoryError listing them when it holds several or none."""
     experiments = client.search_experiments()
@@ -131,7 +158,52 @@ def _only_run(client: Any, shown: str) -> str:
     raise HistoryError(f"{shown}: the MLflow store holds {len(runs)} runs; name one as {shown}#RUN_ID: {ids}")
 
 
-def _arrays(metrics: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _histories(client: Any, run_id: str, keys: list[str], progress: Progress | None) -> dict[str, Arrays]:
+    """Each key's (steps, timestamps in ms, values), one key at a time: memory is the history's."""
+    store = _sql_store(client)
+    series = {}
+    if store is None:
+        for i, key in enumerate(keys):
+            series[key] = _arrays(client.get_metric_history(run_id, key))
+            if progress is not None:
+                progress(i + 1, len(keys))
+        return series
+    from mlflow.store.tracking.dbmodels.models import SqlMetric
+    from sqlalchemy import select
+
+    c = SqlMetric.__table__.c
+    with store.engine.connect() as connection:
+        for i, key in enumerate(keys):  # get_metric_history's filter and order, as rows of plain numbers
+            query = select(c.step, c.timestamp, c.value, c.is_nan).where(c.run_uuid == run_id, c.key == key)
+            series[key] = _columns(connection.execute(query.order_by(c.timestamp, c.step, c.value)).all())
+            if progress is not None:
+                progress(i + 1, len(keys))
+    return series
+
+
+def _sql_store(client: Any) -> Any:
+    """The client's store when it is mlflow's SQLAlchemy store (SQLite, PostgreSQL, MySQL...), else None. Its module
+    is only looked up, not imported: a store of that class has loaded it. `_tracking_client.store` is not public in
+    mlflow (tested with 3.17): where a newer mlflow moves it, the reading falls back to `get_metric_history`."""
+    module = sys.modules.get("mlflow.store.tracking.sqlalchemy_store")
+    store = getattr(getattr(client, "_tracking_client", None), "store", None)
+    if module is None or not isinstance(store, module.SqlAlchemyStore) or not hasattr(store, "engine"):
+        return None
+    return store
+
+
+def _columns(rows: list[Any]) -> Arrays:
+    """(steps, timestamps in ms, values) of (step, timestamp, value, is_nan) rows; a NaN is stored as is_nan with a
+    value of 0, and read back as NaN, as `SqlMetric.to_mlflow_entity` does."""
+    if not rows:
+        return np.empty(0, np.int64), np.empty(0), np.empty(0)
+    steps, times, values, nans = zip(*rows, strict=True)
+    out = np.array(values, dtype=float)
+    out[np.array(nans, dtype=bool)] = np.nan
+    return np.array(steps, dtype=np.int64), np.array(times, dtype=float), out
+
+
+def _arrays(metrics: list[Any]) -> Arrays:
     """(steps, timestamps in ms, values) of one key's Metric objects."""
     n = len(metrics)
     steps = np.fromiter((m.step for m in metrics), dtype=np.int64, count=n)
@@ -139,7 +211,7 @@ def _arrays(metrics: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return steps, times, np.fromiter((m.value for m in metrics), dtype=float, count=n)
 
 
-def _frame(arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Any:
+def _frame(arrays: dict[str, Arrays]) -> Any:
     """Columns by step: the union of every key's steps; a step logged twice keeps its last value; the row's wall time
     is the latest timestamp among its values."""
     all_steps = np.unique(np.concatenate([a[0] for a in arrays.values()])) if arrays else np.empty(0, np.int64)

@@ -1,6 +1,7 @@
 """W&B cloud runs, `wandb://ENTITY/PROJECT/RUN_ID`, through wandb's public API (`wandb.Api`): the history is fetched
 in pages (`Run.scan_history`), with progress; the API key is wandb's own concern (WANDB_API_KEY or `wandb login`)
-and never reaches the History."""
+and never reaches the History. The public API's rows carry wandb's own counter as `_step`; a run that named its step
+(`define_metric("*", step_metric=KEY)`, as prime-rl does) is read on that key, as its offline record log is."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def read_wandb_cloud(uri: str, progress: Progress | None = None, timeout_s: floa
         if progress is not None:
             progress(len(rows), total)
         config = {k: v for k, v in dict(run.config).items() if not k.startswith("_")}
+        step_key = defined_step(run.rawconfig, set().union(*rows))
         summary = {k: v for k, v in dict(run.summary).items() if not k.startswith("_")}
         name = str(getattr(run, "name", "") or "")
     except HistoryError:
@@ -55,7 +57,32 @@ def read_wandb_cloud(uri: str, progress: Progress | None = None, timeout_s: floa
     if not rows:
         raise HistoryError(no_rows_message(uri, summary))
     source = HistorySource("wandb", run_id, f"wandb://{entity}/{project}/{run_id}", project=project, name=name)
-    return History(source, frame_from_rows_of_dicts(rows), config=config, summary=summary)
+    return History(source, frame_from_rows_of_dicts(rows, step_key), config=config, summary=summary)
+
+
+def defined_step(rawconfig: Any, keys: set[str]) -> str:
+    """The key a run named its step for every key, from the metric definitions wandb keeps in its config (`_wandb.m`,
+    each a MetricRecord by field number as wandb-core's runmetric package encodes it: "1" name, "2" glob name, "5" the
+    1-based index of its step metric): the glob "*" itself where the server expands globs, or the one step metric
+    every logged key is defined with where the SDK expanded the glob; `_step` (wandb's counter) otherwise."""
+    internal = rawconfig.get("_wandb") if isinstance(rawconfig, dict) else None
+    metrics = internal.get("m") if isinstance(internal, dict) else None
+    entries: list[Any] = metrics if isinstance(metrics, list) else []
+
+    def step_of(entry: Any) -> str | None:
+        index = entry.get("5") if isinstance(entry, dict) else None
+        target = entries[index - 1] if isinstance(index, int) and 1 <= index <= len(entries) else None
+        return (str(target.get("1") or "") or None) if isinstance(target, dict) else None
+
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("2") == "*" and (step := step_of(entry)):
+            return step
+    named = {str(e["1"]): step_of(e) for e in entries if isinstance(e, dict) and e.get("1")}
+    logged = {k for k in keys if not k.startswith("_")}
+    for step in {s for s in named.values() if s in logged}:
+        if all(named.get(k) == step for k in logged - {step}):
+            return step
+    return "_step"
 
 
 def _total_rows(run: Any) -> int | None:

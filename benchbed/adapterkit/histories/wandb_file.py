@@ -255,11 +255,12 @@ def _frame(index: dict[str, int], row_columns: list[np.ndarray], row_values: lis
     return frame_from_columns(steps, wall, kept)
 
 
-def frame_from_rows_of_dicts(rows: list[dict[str, Any]]) -> Any:
-    """The history frame of rows as wandb's API returns them (`_step`, `_timestamp` and the logged keys)."""
+def frame_from_rows_of_dicts(rows: list[dict[str, Any]], step_key: str = "_step") -> Any:
+    """The history frame of rows as wandb's API returns them (`_step`, `_timestamp` and the logged keys); `step_key`
+    as in `_frame`."""
     index: dict[str, int] = {}
     columns = [np.array([index.setdefault(k, len(index)) for k in row], dtype=np.intp) for row in rows]
-    return _frame(index, columns, [list(row.values()) for row in rows])
+    return _frame(index, columns, [list(row.values()) for row in rows], step_key)
 
 
 def no_rows_message(path: str, summary: dict[str, Any]) -> str:

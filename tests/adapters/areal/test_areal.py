@@ -26,12 +26,13 @@ ADAPTER = get_adapter("areal")
 US = 1e-6  # AReaL's perf tracer clamps a 0 s scope to 1 µs: the four empty scopes of a step and a ready batch
 
 
-def test_the_package_is_a_key_map_plus_165_lines_and_its_own_parsing() -> None:
-    """The options, renderer, run marker and parse entry points; spans.py is the perf-trace/session parsing."""
+def test_the_package_is_a_key_map_a_config_template_150_lines_and_its_own_parsing() -> None:
+    """The options, renderer, run marker and parse entry points within the kit's budget for a history-based adapter;
+    spans.py is the perf-trace/session parsing only AReaL needs."""
     package = ROOT / "adapters" / "areal"
     lines = {p.name: len(p.read_text().splitlines()) for p in package.glob("*.py")}
-    assert (package / "keymap.toml").is_file()
-    assert sum(n for name, n in lines.items() if name != "spans.py") <= 165 and lines["spans.py"] <= 120
+    assert (package / "keymap.toml").is_file() and (package / "areal.yaml").is_file()
+    assert sum(n for name, n in lines.items() if name != "spans.py") <= 150 and lines["spans.py"] <= 120
 
 
 def _metrics(trace, warmup: int) -> dict[str, float]:

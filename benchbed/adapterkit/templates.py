@@ -1,0 +1,99 @@
+"""Launch templates kept as data in an adapter's package (a YAML config, a TOML table of flags), filled from a spec's
+named values, so that a renderer holds only its checks and arithmetic and the framework's names stay in a data file.
+
+A placeholder is `{name}` or `{name.attribute...}` in a string (a value or a key). A string that is one placeholder
+and nothing else becomes the value itself, with its type (a number stays a number, a list a list, None null); a
+placeholder inside a longer string is formatted in with `str()`. Substituted text is never read again, so a brace in
+a value (a path, a model name) stays as it is."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    from benchbed.spec import ExperimentSpec
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*(?:\.\w+)*)\}")
+
+
+def spec_values(spec: ExperimentSpec, run_dir: Path | str, **computed: Any) -> dict[str, Any]:
+    """The names a template may use: `workload`, `resources`, `options` (the spec's table of its adapter), `name`
+    (the spec's), `run_dir` (as text), and the values the renderer computed (GPU ranges, batch arithmetic)."""
+    return {
+        "workload": spec.workload,
+        "resources": spec.resources,
+        "options": spec.adapter_options(),
+        "name": spec.name,
+        "run_dir": str(run_dir),
+        **computed,
+    }
+
+
+def render_template(path: Path, values: Mapping[str, Any]) -> Any:
+    """The template file at `path` (`.yaml` or `.toml`, read once per process) with its placeholders filled."""
+    return fill(_load(Path(path)), values)
+
+
+def fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """`template` (nested mappings and lists) with each placeholder in its strings, keys included, filled from
+    `values`; a new structure, the template is not changed. An unknown name is a ValueError naming it."""
+    if isinstance(template, Mapping):
+        return {fill(key, values): fill(value, values) for key, value in template.items()}
+    if isinstance(template, list):
+        return [fill(item, values) for item in template]
+    if not isinstance(template, str):
+        return template
+    whole = PLACEHOLDER.fullmatch(template)
+    if whole:
+        return _lookup(values, whole.group(1))
+    return PLACEHOLDER.sub(lambda match: str(_lookup(values, match.group(1))), template)
+
+
+def sections(table: Mapping[str, Mapping[str, Any]], **conditions: bool) -> dict[str, Any]:
+    """The entries of the sections of `table` whose condition holds, in the table's order: the section `always`,
+    and each section named by a keyword argument that is true. A section no condition names is a ValueError."""
+    unknown = set(table) - {"always", *conditions}
+    if unknown:
+        raise ValueError(f"template sections without a condition: {', '.join(sorted(unknown))}")
+    chosen = [section for name, section in table.items() if name == "always" or conditions[name]]
+    return {key: value for section in chosen for key, value in section.items()}
+
+
+def argv(flags: Mapping[str, Any]) -> list[str]:
+    """Command-line tokens for a table of flags, as argparse reads them: `--flag value` for each valued flag, then
+    each flag whose value is `true` alone (a switch); a flag whose value is false or None is left out."""
+    valued = {flag: value for flag, value in flags.items() if value is not None and not isinstance(value, bool)}
+    switches = [flag for flag, value in flags.items() if value is True]
+    return [token for flag, value in valued.items() for token in (flag, str(value))] + switches
+
+
+def _lookup(values: Mapping[str, Any], name: str) -> Any:
+    head, *attributes = name.split(".")
+    try:
+        value = values[head]
+        for attribute in attributes:
+            value = value[attribute] if isinstance(value, Mapping) else getattr(value, attribute)
+    except (KeyError, AttributeError) as exc:
+        raise ValueError(f"template placeholder {{{name}}}: no such value ({exc})") from exc
+    return value
+
+
+@cache
+def _load(path: Path) -> Any:
+    if path.suffix == ".toml":
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    if path.suffix in (".yaml", ".yml"):
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    raise ValueError(f"{path}: a template is a .yaml or .toml file")

@@ -1,0 +1,76 @@
+"""`benchbed history`: each (machine, suite entry) series of a store, its change points and last verdicts.
+
+Its own module, importing only what the table needs (no launcher, no metric functions, no pandas), so a year of a
+fleet's nightly runs answers in about a second; the page's drawing is imported only for -o."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from benchbed.cli.console import err_console, stdout_console
+from benchbed.cli.store_options import store_option
+from benchbed.errors import BenchbedError, SpecError
+from benchbed.outputs import check_output
+from benchbed.store import Store
+
+
+@click.command()
+@store_option
+@click.option("--entry", default=None, help="only this suite entry")
+@click.option("--metric", default=None, help="only this metric (default: each entry's watched metrics)")
+@click.option("--suite", "suite_name", default=None, help="only runs of this suite")
+@click.option("--machine", default=None, help="only this machine (default: every machine in the store)")
+@click.option(
+    "--nights",
+    type=click.IntRange(min=1),
+    default=None,
+    help="previous nights the last night is gated against (default: as its suite's gate recorded)",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write the history page (HTML) here")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help='print {"series": [...]} on stdout, nothing else')
+def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
+            nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
+    """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
+    from benchbed.nightly.history import build_series, is_known_metric, suite_runs
+
+    if not store_dir.is_dir():
+        raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
+    if metric is not None and not is_known_metric(metric):
+        raise SpecError(f"--metric {metric}: not a metric this benchbed computes (docs/reference/metrics.md)")
+    if output is not None:
+        check_output(output)
+    runs = suite_runs(Store(store_dir), machine, suite_name, entry, metric)
+    warnings: list[str] = []
+    series = build_series(runs, [metric] if metric else None, nights, warnings)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+    if output:
+        from benchbed.report.nightly import render_history_html, write_text  # the page's drawing: only for -o
+
+        write_text(output, render_history_html(f"history of {store_dir}", series))
+    if as_json:
+        click.echo(json.dumps({"series": [s.to_json() for s in series]}, indent=2))
+    else:
+        table = Table(title=f"series in {store_dir}", title_justify="left")
+        for header in ("machine", "entry", "metric", "nights", "last median", "change points", "marked changes",
+                       "last verdict"):  # fmt: skip
+            table.add_column(header)
+        for s in series:
+            table.add_row(
+                s.machine, escape(s.entry), s.metric, str(len(s.nights)), f"{s.nights[-1].median:.4g}",
+                ", ".join(s.nights[i].night[:15] for i in s.change_points),
+                escape("; ".join(f"{s.nights[i].night[:15]}: {t}" for i, t in s.marked.items())),
+                s.verdict.verdict if s.verdict else "",
+            )  # fmt: skip
+        stdout_console().print(table)
+    for error in runs.errors:
+        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
+    if runs.errors:
+        sys.exit(2)

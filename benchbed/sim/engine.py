@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from benchbed.sim.sandbox_starts import SandboxStarts
 OK, DROPPED_STALE, FILTERED_ZERO_ADV, ABORTED, DISCARDED = 0, 1, 2, 3, 4
 NEVER = 1 << 62  # finishes_before_dispatch while admission is blocked
 GROW_GROUPS = 4096  # groups added to the preallocated columns at a time
+_NAN, _UNSET = array("d", [math.nan]), array("q", [-1])  # one-item arrays, repeated by _grow
 STATUS_NAMES = ("ok", "dropped_stale", "filtered_zero_adv", "aborted", "discarded")
 
 
@@ -147,8 +149,10 @@ class Simulation:
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
-        self.s_t1: list[float] = []
-        self.s_v_end: list[int] = []
+        # End times and versions in C arrays: a stored end time frees its float, and the outcome is a view.
+        self.s_t1 = array("d")
+        self.s_v_end = array("q")
+        self.s_last = bytearray()  # 1: the sample whose end completes its group (the latest end; ties: last in order)
         self.s_slot: list[int] = []
         self.s_uniform: list[float] = []  # the sample is rewarded when its uniform is below its group's pass rate
         self.s_tokens: list[float] = []
@@ -165,7 +169,6 @@ class Simulation:
         self.g_step: list[int] = []
         self.g_status: list[int] = []
         self.g_pass: list[float] = []
-        self.g_remaining: list[int] = []
         self.g_round: list[int] = []
         self.capacity = 0  # groups the preallocated columns hold
         self.st_start: list[float] = []
@@ -267,25 +270,30 @@ class Simulation:
         free_slots = self.free_slots
         self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
         del free_slots[-G:]
+        ends = [now + latency for latency in latencies]
         if self.partial:
-            self.s_end.extend([now + latency for latency in latencies])
+            self.s_end.extend(ends)
             self.s_began.extend([now] * G)
             self.s_work.extend([0.0] * G)
             self.s_left.extend([0.0] * G)
-        push, heap, ending = heapq.heappush, self.ends.heap, self.ends.ending  # EndTimes.push, inlined
-        for j, latency in enumerate(latencies, first):
-            end = now + latency
+        push, heap, add = heapq.heappush, self.ends.heap, self.ends.ending.setdefault  # EndTimes.push, inlined
+        for j, end in enumerate(ends, first):
             push(heap, end)
-            if end in ending:
+            if add(end, j) != j:
                 self.ends.tie(end, j)
-            else:
-                ending[end] = j
+        self.s_last[first + G - 1 - ends[::-1].index(max(ends))] = 1  # mark_last, inlined
         self.started += G
         if self.rounds:
             self.g_round.append(self.dispatch_round)
             self.round_dispatched += 1
         if self.track_live:
             self.live_groups.add(group)
+
+    def mark_last(self, samples: list[int], ends: list[float]) -> None:
+        """Flag which of a group's running `samples` (ending at `ends`) completes it: the one that ends last, the
+        highest-numbered on a tie (tied end times come out in sample order)."""
+        last = len(ends) - 1 - ends[::-1].index(max(ends))
+        self.s_last[samples[last]] = 1
 
     def _grow(self) -> None:
         """Room for GROW_GROUPS more groups in the columns a new group starts with a fixed value in (cheaper than
@@ -296,9 +304,9 @@ class Simulation:
         self.g_v_train.extend([-1] * n)
         self.g_step.extend([-1] * n)
         self.g_status.extend([OK] * n)
-        self.g_remaining.extend([G] * n)
-        self.s_t1.extend([math.nan] * (n * G))
-        self.s_v_end.extend([-1] * (n * G))
+        self.s_last.extend(bytes(n * G))
+        self.s_t1.extend(_NAN * (n * G))
+        self.s_v_end.extend(_UNSET * (n * G))
 
     def _extra_latencies(self, now: float, first: int) -> tuple[list[float], list[float]]:
         """Latencies and response tokens of a new group's samples with tokens, turns or sandboxes modelled;
@@ -330,6 +338,8 @@ class Simulation:
             if len(free_slots) < len(samples):
                 return
             group = buffered.popleft()
+            for sample in range(group * self.G, group * self.G + self.G):
+                self.s_last[sample] = 0
             for sample in samples:
                 self.s_slot[sample] = free_slots.pop()
                 self.s_began[sample] = now
@@ -338,6 +348,7 @@ class Simulation:
                 info[0] += 1
                 info[2] = self.gen_version
                 self.ends.push(self.s_end[sample], sample)
+            self.mark_last(samples, [self.s_end[sample] for sample in samples])
             self.live_groups.add(group)
 
     def abort(self, now: float, groups: list[int], next_round: int) -> None:
@@ -366,11 +377,11 @@ class Simulation:
         again what those two handlers may change (the trainer's next event, admission, the version stamp)."""
         heap, ending, untie, pop = self.ends.heap, self.ends.ending, self.ends.untie, heapq.heappop
         s_t1, s_v_end, s_slot, s_end = self.s_t1, self.s_v_end, self.s_slot, self.s_end
-        free_slots, remaining, buffered, G = self.free_slots, self.g_remaining, self.buffered, self.G
+        free_slots, s_last, buffered, G = self.free_slots, self.s_last, self.buffered, self.G
         partial, batch_versions = self.partial, self.batch_versions
         until, wait = self.trainer_event_t, self.finishes_before_dispatch()
         stamp = self.batch_version if batch_versions else self.gen_version
-        finished = 0
+        free_before = len(free_slots)  # each sample finished here frees one slot: no counter per sample
         now = pop(heap)
         while now < until:  # the heap's sentinel (inf) ends the loop when no sample is running
             sample = ending.pop(now)
@@ -382,22 +393,19 @@ class Simulation:
             s_t1[sample] = now
             s_v_end[sample] = stamp
             free_slots.append(s_slot[sample])
-            finished += 1
-            group = sample // G
-            left = remaining[group] - 1
-            remaining[group] = left
             wait -= 1
-            if not wait or not left:
-                self.now, self.finished, finished = now, self.finished + finished, 0
-                if not left:
-                    self.on_group_done(now, group)
+            if not wait or s_last[sample]:
+                self.now, self.finished = now, self.finished + len(free_slots) - free_before
+                if s_last[sample]:
+                    self.on_group_done(now, sample // G)
                 if not wait or buffered or (len(free_slots) >= G and not self.blocked):
                     self.dispatch(now)
                 until, wait = self.trainer_event_t, self.finishes_before_dispatch()
                 stamp = self.batch_version if batch_versions else self.gen_version
+                free_before = len(free_slots)
             now = pop(heap)
         heapq.heappush(heap, now)  # the first end time at or after `until` stays pending
-        self.finished += finished
+        self.finished += len(free_slots) - free_before
 
     def finishes_before_dispatch(self) -> int:
         """How many more samples must finish before `dispatch` may start anything: one while partial groups wait in
@@ -581,8 +589,8 @@ class Simulation:
             attrs[sample] = '{"masked":"sandbox_init"}'
         return SimOutcome(
             end_time=now,
-            sample_t1=_array(self.s_t1, float, samples),
-            sample_v_end=_array(self.s_v_end, np.int64, samples),
+            sample_t1=np.frombuffer(self.s_t1, float, samples),
+            sample_v_end=np.frombuffer(self.s_v_end, np.int64, samples),
             sample_slot=_array(self.s_slot, np.int32),
             sample_reward=rewards,
             group_t0=_array(self.g_t0, float),

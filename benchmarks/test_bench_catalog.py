@@ -47,11 +47,12 @@ def read_every_record(root: Path) -> pd.DataFrame:
     return pd.DataFrame([{"run_id": r.run_id, "status": r.status, "machine": r.machine.name} for r in records])
 
 
-def test_baseline_reading_every_record(benchmark, stores, medians: dict[str, float]) -> None:
-    root, count = stores["small"]
+@pytest.mark.parametrize("size", ["small", "big"])
+def test_baseline_reading_every_record(benchmark, stores, medians: dict[str, float], size: str) -> None:
+    root, count = stores[size]
     frame = benchmark.pedantic(read_every_record, args=(root,), rounds=1, iterations=1)
     assert len(frame) == count
-    medians["read every record (small)"] = median_of(benchmark)
+    medians[f"read every record ({size})"] = median_of(benchmark)
 
 
 def ls(root: Path) -> str:
@@ -92,13 +93,6 @@ def test_history_series_on_the_big_store(benchmark, stores, medians: dict[str, f
     assert len(benchmark.pedantic(build_series, args=(points,), rounds=1, iterations=1)) == 10 * 10 * 2
     ratio(f"history series, {count:,} records", median_of(benchmark), "history's catalog query",
           baseline_median(medians, "history points (big)"), None)  # fmt: skip
-
-
-def test_baseline_reading_every_record_of_the_big_store(benchmark, stores, medians: dict[str, float]) -> None:
-    root, count = stores["big"]
-    frame = benchmark.pedantic(read_every_record, args=(root,), rounds=1, iterations=1)
-    assert len(frame) == count
-    medians["read every record (big)"] = median_of(benchmark)
 
 
 def history_command(root: Path) -> str:

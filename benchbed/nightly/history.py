@@ -25,6 +25,7 @@ from benchbed.nightly.stats import (
     describe_changes,
     framework_label,
     many_change_points,
+    median,
     metric_direction,
 )
 from benchbed.record import Gate
@@ -192,7 +193,7 @@ class Series:
         """(first night of the new level, median of the level before, median of the new level) per change point."""
         edges = [0, *self.change_points, len(self.nights)]
         spans = zip(edges[:-1], edges[1:], strict=True)
-        medians = [float(np.median([n.median for n in self.nights[a:b]])) for a, b in spans]
+        medians = [median([n.median for n in self.nights[a:b]]) for a, b in spans]
         return [(self.nights[i].night, medians[k], medians[k + 1]) for k, i in enumerate(self.change_points)]
 
     def to_json(self) -> dict[str, object]:

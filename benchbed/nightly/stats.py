@@ -21,6 +21,19 @@ Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "unchanged", "insufficient_data")
 DEFAULT_ALPHA = Gate().alpha
 DEFAULT_MIN_EFFECT = Gate().min_effect  # relative change of the median below which a difference is not reported
+
+
+def median(values: Sequence[float] | np.ndarray) -> float:
+    """np.median's value (NaN if any value is NaN; the mean of the two middle values of an even count) without its
+    first call's import of numpy.ma, a twentieth of a second of `benchbed history`'s start-up."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = len(ordered)
+    if n == 0 or np.isnan(ordered[-1]):
+        return math.nan
+    middle = n // 2
+    return float(ordered[middle]) if n % 2 else float((ordered[middle - 1] + ordered[middle]) / 2)
+
+
 FRAMEWORK_PREFIX = "framework_"
 # Watched when a suite entry names none: the registry's headline metrics that have a better direction.
 DEFAULT_WATCH = headline_metrics(directed=True)
@@ -143,8 +156,8 @@ def compare_values(
     """
     base = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=float)
     cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
-    base_median = float(np.median(base)) if len(base) else None
-    cand_median = float(np.median(cand)) if len(cand) else None
+    base_median = median(base) if len(base) else None
+    cand_median = median(cand) if len(cand) else None
     relative = None
     if base_median is not None and cand_median is not None and base_median != 0:
         relative = (cand_median - base_median) / abs(base_median)
@@ -220,7 +233,7 @@ def _penalty(signal: np.ndarray) -> float:
     n = len(signal)
     diffs = np.sort(np.abs(np.diff(signal)))
     sigma = 1.4826 * float(diffs[(len(diffs) - 1) // 2]) / math.sqrt(2)  # the lower median: one step is no noise
-    scale = float(np.median(np.abs(signal))) or 1.0
+    scale = median(np.abs(signal)) or 1.0
     sigma = max(sigma, 1e-3 * scale)  # identical nights have σ = 0; keep the penalty positive
     return sigma**2 * (4 + 2 * math.log(n)) * (1 + 8 / n)
 
@@ -282,7 +295,7 @@ def _settle(signal: np.ndarray, bounds: list[int], min_effect: float, min_size: 
         low, high = (out[-1] if out else 0), edges[k + 1]
         candidates = range(low + (min_size if low else 1), high)
         split = min(candidates, key=lambda t: (_sse(signal, low, t) + _sse(signal, t, high), t))
-        before, after = np.median(signal[low:split]), np.median(signal[split:high])
+        before, after = median(signal[low:split]), median(signal[split:high])
         if high - split < min_size or abs(after - before) < min_effect * (abs(before) or 1.0) or after == before:
             continue
         out.append(split)

@@ -134,6 +134,20 @@ def test_history_shows_the_series_with_its_marked_change(nights, tmp_path):
     assert 'data-verdict="regression"' in html and html.count("<svg") == 1
 
 
+def test_history_table_is_aligned_text_with_the_series_cells(nights):
+    store, _ = nights
+    result = invoke("history", "--store", store, "--entry", "async", "--metric", "trainer_throughput_sps")
+    assert result.exit_code == 0, result.stderr
+    (series,) = json.loads(invoke("history", "--store", store, "--entry", "async", "--metric",
+                                  "trainer_throughput_sps", "--json").stdout)["series"]  # fmt: skip
+    title, header, row = result.stdout.splitlines()
+    assert title == f"series in {store}"
+    assert header.split("  ")[0] == "machine" and row.startswith("ci-box  ")
+    assert header.index("last verdict") == row.index("regression")  # the columns line up under their headers
+    assert f"{series['nights'][-1]['median']:.4g}" in row.split()
+    assert f"{series['marked_changes'][0]['night'][:15]}: " in row
+
+
 def test_nightly_page_summary_and_verdicts_are_kept_per_night(nights):
     store, results = nights
     nights_dirs = sorted((store / "_nightly" / "ci-box" / "cpu-mini").iterdir())

@@ -1,0 +1,37 @@
+"""The history command's plain-text table and the nightly statistics' median (np.median's value, without numpy.ma)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchbed.cli.history import aligned_text
+from benchbed.nightly.stats import median
+
+
+def test_median_equals_numpy_on_odd_even_tied_and_nan_values():
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        values = rng.integers(0, 5, size=rng.integers(1, 40)).astype(float) / 7  # ties, repeated values
+        if trial % 10 == 0:
+            values[rng.integers(0, len(values))] = np.nan
+        expected = float(np.median(values))
+        assert median(values) == expected or (math.isnan(expected) and math.isnan(median(values)))
+    assert median([2.0, 1.0]) == 1.5 and median([0.1, 0.2, 0.3, 0.7]) == (0.2 + 0.3) / 2
+    assert math.isnan(median([]))
+
+
+def test_aligned_text_pads_each_column_to_its_widest_cell():
+    text = aligned_text(("machine", "nights", "verdict"), [("box", "334", "unchanged"), ("a-long-box", "2", "")])
+    assert text.splitlines() == [
+        "machine     nights  verdict",
+        "box         334     unchanged",
+        "a-long-box  2",
+    ]
+
+
+def test_aligned_text_refuses_a_row_of_the_wrong_width():
+    with pytest.raises(ValueError):
+        aligned_text(("a", "b"), [("1",)])

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import benchbed
 from benchbed.errors import BenchbedError
+from benchbed.gate import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS
 
 FORMAT_VERSION = 1
 MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -75,9 +76,9 @@ class Gate(_Model):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # nan/inf is no significance level or effect
 
-    nights: int = Field(5, gt=0, description="previous nights whose points form the baseline")
-    alpha: float = Field(0.05, gt=0, lt=1, description="significance level of the two-sided rank test")
-    min_effect: float = Field(0.05, ge=0, description="minimum relative change of the median")
+    nights: int = Field(DEFAULT_NIGHTS, gt=0, description="previous nights whose points form the baseline")
+    alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1, description="significance level of the two-sided rank test")
+    min_effect: float = Field(DEFAULT_MIN_EFFECT, ge=0, description="minimum relative change of the median")
 
 
 class LaunchInfo(_Model):

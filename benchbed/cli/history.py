@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
-from benchbed.cli.console import err_console
 from benchbed.cli.store_options import store_option
 from benchbed.errors import BenchbedError, SpecError
 from benchbed.outputs import check_output
@@ -49,7 +47,7 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
     warnings: list[str] = []
     series = build_series(runs, [metric] if metric else None, nights, warnings)
     for warning in warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+        _stderr("[yellow]warning:[/] {}", warning)
     if output:
         from benchbed.report.nightly import render_history_html, write_text  # the page's drawing: only for -o
 
@@ -68,9 +66,18 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
         ]  # fmt: skip
         click.echo(f"series in {store_dir}\n{aligned_text(headers, rows)}")
     for error in runs.errors:
-        err_console.print(f"[bold red]benchbed: error:[/] {escape(error)}", highlight=False, soft_wrap=True)
+        _stderr("[bold red]benchbed: error:[/] {}", error)
     if runs.errors:
         sys.exit(2)
+
+
+def _stderr(markup: str, text: str) -> None:
+    """One styled line on stderr; rich is imported only when there is something to say."""
+    from rich.markup import escape
+
+    from benchbed.cli.console import err_console
+
+    err_console.print(markup.format(escape(text)), highlight=False, soft_wrap=True)
 
 
 def aligned_text(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:

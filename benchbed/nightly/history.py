@@ -7,7 +7,7 @@ continues it and is marked on it. Points come from succeeded runs that carry sui
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchbed.catalog import Catalog
+from benchbed.gate import GateSettings
 from benchbed.metrics.registry import PRESENTATION
 from benchbed.nightly.stats import (
     Comparison,
@@ -28,11 +29,12 @@ from benchbed.nightly.stats import (
     median,
     metric_direction,
 )
-from benchbed.record import Gate
 from benchbed.store import Store
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from benchbed.record import Gate
 
 POINT_COLUMNS = (
     "machine", "suite", "entry", "night", "run_id", "started_at", "repeat", "spec_id", "adapter", "framework",
@@ -214,6 +216,18 @@ class Series:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _RowCodes:
+    """A store column's codes at each point, read through the point's run (or metric entry) only at the positions
+    asked for: most columns are read at a few positions, so no array of a million points is built for them."""
+
+    codes: np.ndarray  # per run (or metric entry)
+    rows: np.ndarray  # each point's run (or metric entry)
+
+    def __getitem__(self, positions: np.ndarray | slice) -> np.ndarray:
+        return self.codes[self.rows[positions]]
+
+
 class _Points:
     """Points (a pandas frame, an Arrow table, or a store's SuiteRuns) read by position:
     each column as codes into its distinct values, so a series or a night is a range of row positions and no
@@ -222,8 +236,8 @@ class _Points:
 
     def __init__(self, points: pd.DataFrame | pa.Table | SuiteRuns) -> None:
         self.points = points
-        self._columns: dict[str, tuple[np.ndarray, list[Any]]] = {}
-        self._ranked: dict[str, tuple[np.ndarray, list[Any]]] = {}
+        self._columns: dict[str, tuple[np.ndarray | _RowCodes, list[Any]]] = {}
+        self._ranked: dict[str, tuple[np.ndarray | _RowCodes, list[Any]]] = {}
         if isinstance(points, SuiteRuns):
             self._values = _numbers(pc.struct_field(points.metrics, "value"), np.nan)[points.entry_of]
         elif isinstance(points, pa.Table):
@@ -231,7 +245,7 @@ class _Points:
         else:
             self._values = points["value"].to_numpy(dtype=float, na_value=np.nan)
 
-    def _factorized(self, name: str) -> tuple[np.ndarray, list[Any]]:
+    def _factorized(self, name: str) -> tuple[np.ndarray | _RowCodes, list[Any]]:
         """The column as (codes, distinct values); a missing value is None, with a code of its own."""
         if name not in self._columns:
             if isinstance(self.points, SuiteRuns):
@@ -240,7 +254,7 @@ class _Points:
                     pc.struct_field(self.points.metrics, field) if field else self.points.runs.column(name).chunk(0)
                 )
                 rows = self.points.entry_of if field else self.points.run_of
-                self._columns[name] = (_codes(column)[rows], [*column.dictionary.to_pylist(), None])
+                self._columns[name] = (_RowCodes(_codes(column), rows), [*column.dictionary.to_pylist(), None])
             elif isinstance(self.points, pa.Table):
                 column = self.points.column(name).combine_chunks()
                 if not pa.types.is_dictionary(column.type):
@@ -270,7 +284,7 @@ class _Points:
             recoded.append(of_label.setdefault(label(*reversed(parts)), len(of_label)))
         return np.asarray(recoded, dtype=np.int64)[inverse], list(of_label)
 
-    def _ranks(self, name: str) -> tuple[np.ndarray, list[Any]]:
+    def _ranks(self, name: str) -> tuple[np.ndarray | _RowCodes, list[Any]]:
         """Each point's place in the sorted distinct values of a text column (a missing value: -1 and None), and
         those values in order."""
         if name not in self._ranked:
@@ -280,7 +294,8 @@ class _Points:
             ranks = np.empty(len(uniques), dtype=np.int64)
             ranks[order] = np.arange(len(uniques))
             ranks[[i for i, u in enumerate(uniques) if u is None]] = -1
-            self._ranked[name] = (ranks[codes], [uniques[i] for i in order.tolist()])
+            at_points = _RowCodes(ranks[codes.codes], codes.rows) if isinstance(codes, _RowCodes) else ranks[codes]
+            self._ranked[name] = (at_points, [uniques[i] for i in order.tolist()])
         return self._ranked[name]
 
     def get(self, name: str, positions: np.ndarray) -> list[Any]:
@@ -299,7 +314,9 @@ class _Points:
         """(machine, entry, row positions) of every series group, sorted by machine then entry (a point without
         either belongs to none)."""
         (machines, machine_names), (entries, entry_names) = self._factorized("machine"), self._factorized("entry")
-        distinct, inverse = _distinct(machines * len(entry_names) + entries, len(machine_names) * len(entry_names))
+        every = slice(None)
+        distinct, inverse = _distinct(machines[every] * len(entry_names) + entries[every],
+                                      len(machine_names) * len(entry_names))  # fmt: skip
         if not len(distinct):
             return []
         counts = np.bincount(inverse, minlength=len(distinct))
@@ -452,7 +469,7 @@ def _changes(before: NightValues, after: NightValues) -> str:
 
 
 def gate_night(
-    nights: Sequence[NightValues], index: int, metric: str, gate: Gate
+    nights: Sequence[NightValues], index: int, metric: str, gate: Gate | GateSettings
 ) -> tuple[Comparison, tuple[str, ...]]:
     """The night at `index` against the points of up to `gate.nights` nights before it."""
     baseline_nights = nights[max(0, index - gate.nights) : index]
@@ -490,12 +507,12 @@ def build_series(
     this benchbed does not know is left out with a line in `warnings`; the series' other metrics stay. The
     nights and change points of all series are computed together (arrays over every point, not loops per night)."""
     table = _Points(points)
-    planned: list[tuple[str, str, str, np.ndarray, Gate]] = []
+    planned: list[tuple[str, str, str, np.ndarray, GateSettings]] = []
     for machine, entry, rows in table.groups():
         latest = table.latest(rows)
-        entry_gate = Gate.model_validate_json(table.get("gate", latest[-1:])[0])  # the gate its latest run recorded
+        entry_gate = GateSettings.from_json(table.get("gate", latest[-1:])[0])  # the gate its latest run recorded
         if nights is not None:
-            entry_gate = entry_gate.model_copy(update={"nights": nights})
+            entry_gate = replace(entry_gate, nights=nights)
         unknown: list[str] = []
         names = metrics or _watched(table, rows, latest, unknown)
         if unknown and warnings is not None:
@@ -523,7 +540,7 @@ def build_series(
 
 
 def night_verdicts(
-    points: pd.DataFrame, machine: str, entry: str, night: str, metrics: list[str], gate: Gate
+    points: pd.DataFrame, machine: str, entry: str, night: str, metrics: list[str], gate: Gate | GateSettings
 ) -> list[EntryVerdict]:
     """Tonight's gate for one entry: each metric's night against the nights before it (absent: no data)."""
     table = _Points(points[(points["machine"] == machine) & (points["entry"] == entry)])

@@ -10,17 +10,19 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from benchbed.gate import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
 from benchbed.metrics.registry import PRESENTATION, headline_metrics
-from benchbed.record import Gate, RunRecord
+
+if TYPE_CHECKING:
+    from benchbed.record import RunRecord
 
 Verdict = Literal["regression", "improvement", "unchanged", "insufficient_data"]
 VERDICTS: tuple[Verdict, ...] = ("regression", "improvement", "unchanged", "insufficient_data")
-DEFAULT_ALPHA = Gate().alpha
-DEFAULT_MIN_EFFECT = Gate().min_effect  # relative change of the median below which a difference is not reported
 
 
 def median(values: Sequence[float] | np.ndarray) -> float:
@@ -123,12 +125,21 @@ def rank_test_p_value(baseline: Sequence[float], candidate: Sequence[float]) -> 
             return 1.0
         z = max(abs(observed - mean) / 2 - 0.5, 0.0) / math.sqrt(variance)
         return min(1.0, math.erfc(z / math.sqrt(2)))
-    # ways[j, s]: ways to pick j values with doubled rank sum s from the tie groups seen so far
-    # ways[j, s]: ways to pick j values with doubled rank sum s from the tie groups seen so far (float64 holds
-    # C(100, 50) ≈ 1e29 with 16 significant digits, plenty for a p-value)
-    ways = np.zeros((m + 1, 2 * n_total * m + 1))
+    sums = rank_sum_counts(tuple(counts.tolist()), m)
+    extreme = float(sums[np.abs(np.arange(len(sums)) - mean) >= abs(observed - mean)].sum())
+    return min(1.0, extreme / math.comb(n_total, m))
+
+
+@lru_cache(maxsize=256)  # at most 256 rows of up to 10,001 floats
+def rank_sum_counts(counts: tuple[int, ...], m: int) -> np.ndarray:
+    """How many of the C(n, m) ways to pick m of n values (tie groups of these sizes, in rank order) give each doubled
+    rank sum: a function of the tie structure alone, so a night of every series with the same sizes is counted once.
+    Dynamic programming over the tie groups; float64 holds C(100, 50) ≈ 1e29 with 16 significant digits."""
+    n_total = sum(counts)
+    ways = np.zeros((m + 1, 2 * n_total * m + 1))  # ways[j, s]: j values picked with doubled rank sum s so far
     ways[0, 0] = 1.0
-    for size, rank in zip(counts.tolist(), doubled.tolist(), strict=True):
+    doubled = np.cumsum(counts) * 2 - np.asarray(counts) + 1  # 2 × average rank of each tie group (an integer)
+    for size, rank in zip(counts, doubled.tolist(), strict=True):
         if size == 1:
             ways[1:, rank:] += ways[:-1, :-rank]  # numpy buffers the overlapping operands
             continue
@@ -136,9 +147,9 @@ def rank_test_p_value(baseline: Sequence[float], candidate: Sequence[float]) -> 
         for j in range(1, min(size, m) + 1):
             step[j:, j * rank :] += math.comb(size, j) * ways[: m + 1 - j, : ways.shape[1] - j * rank]
         ways = step
-    sums = np.arange(ways.shape[1])
-    extreme = float(ways[m, np.abs(sums - mean) >= abs(observed - mean)].sum())
-    return min(1.0, extreme / math.comb(n_total, m))
+    row = ways[m].copy()  # the row alone, not the whole table behind a view
+    row.flags.writeable = False  # shared by every caller through the cache
+    return row
 
 
 def compare_values(

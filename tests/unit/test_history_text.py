@@ -35,3 +35,14 @@ def test_aligned_text_pads_each_column_to_its_widest_cell():
 def test_aligned_text_refuses_a_row_of_the_wrong_width():
     with pytest.raises(ValueError):
         aligned_text(("a", "b"), [("1",)])
+
+
+def test_gate_settings_read_what_gate_writes_with_the_same_defaults():
+    from benchbed.gate import GateSettings
+    from benchbed.record import Gate
+
+    assert GateSettings() == GateSettings(**Gate().model_dump())
+    recorded = Gate(nights=7, alpha=0.01, min_effect=0.1).model_dump_json()
+    assert GateSettings.from_json(recorded) == GateSettings(nights=7, alpha=0.01, min_effect=0.1)
+    with pytest.raises(TypeError):
+        GateSettings.from_json('{"nights": 3, "window": 2}')

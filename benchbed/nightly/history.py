@@ -320,6 +320,8 @@ class _Points:
         if not len(distinct):
             return []
         counts = np.bincount(inverse, minlength=len(distinct))
+        if len(distinct) <= np.iinfo(np.int16).max:  # numpy sorts 16-bit keys stably by radix: 5x faster
+            inverse = inverse.astype(np.int16)
         rows = np.split(np.argsort(inverse, kind="stable"), np.cumsum(counts)[:-1])
         out = []
         for key, positions in zip(distinct.tolist(), rows, strict=True):

@@ -5,11 +5,13 @@ same trace only while every draw happens in the same order."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 
 import numpy as np
 
+from benchbed.sim.columns import pooled
 from benchbed.sim.config import Latency, PassRate, SimConfig, Spread
 
 _BLOCK = 1 << 14
@@ -38,6 +40,47 @@ class Draws:
             self._pos = 0
         self._pos += 1
         return self._buffer[self._pos - 1]
+
+
+class KeptDraws:
+    """Random numbers drawn in the same blocks, at the same moments, as Draws, but kept as numpy blocks and handed
+    out as positions in the stream: a consumer that needs its numbers only after the run (the samples' reward
+    uniforms) reserves them instead of turning each into a Python float in the event loop."""
+
+    def __init__(self, draw_block: Callable[[int], np.ndarray]) -> None:
+        self._draw_block = draw_block
+        self._blocks: list[np.ndarray] = []
+        self._starts: list[int] = []  # stream position of each block's first number
+        self._drawn = 0
+        self._used = 0
+
+    def reserve(self, n: int) -> int:
+        """Reserve the next n numbers; returns the position of the first. A block is drawn exactly when Draws.take
+        would draw one, so every other stream of the generator sees the same draws."""
+        first = self._used
+        if first + n > self._drawn:
+            block = self._draw_block(max(_BLOCK, n))
+            self._blocks.append(block)
+            self._starts.append(self._drawn)
+            self._drawn += len(block)
+        self._used = first + n
+        return first
+
+    def take_one(self) -> float:
+        """The next number, as Draws.take_one gives it."""
+        return float(self.window(self.reserve(1), 1)[0])
+
+    def window(self, first: int, n: int) -> np.ndarray:
+        """The n reserved numbers from position `first`."""
+        at = bisect.bisect_right(self._starts, first) - 1
+        if first + n <= self._starts[at] + len(self._blocks[at]):
+            offset = first - self._starts[at]
+            return self._blocks[at][offset : offset + n]
+        return np.concatenate(self._blocks[at:])[first - self._starts[at] :][:n]
+
+    def all(self) -> np.ndarray:
+        """Every number drawn so far, in stream order (position i at index i)."""
+        return np.concatenate(self._blocks, out=pooled(self._drawn, float)) if self._blocks else np.empty(0)
 
 
 def latency_draws(latency: Latency, rng: np.random.Generator) -> Draws:

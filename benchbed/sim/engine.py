@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from benchbed.sim.columns import pooled, searchsorted_right
 from benchbed.sim.config import SimConfig
-from benchbed.sim.draws import Draws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
+from benchbed.sim.draws import Draws, KeptDraws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
 from benchbed.sim.end_times import EndTimes
 from benchbed.sim.sandbox_starts import SandboxStarts
 
@@ -57,8 +58,8 @@ class SimOutcome:
     """Per-sample, per-group and per-step arrays; sample i belongs to group i // group_size."""
 
     end_time: float
-    sample_t1: np.ndarray
-    sample_v_end: np.ndarray
+    sample_t1: np.ndarray  # end time; the run's end for a sample still running then
+    sample_v_end: np.ndarray  # weights version the sample ended with; -1 while running
     sample_slot: np.ndarray
     sample_reward: np.ndarray
     group_t0: np.ndarray
@@ -113,7 +114,7 @@ class Simulation:
             saturated = sample_block(cfg, cap, rng)
             self.latencies = Draws(lambda n: saturated(n)[0])
         self.pass_rates = pass_rate_draws(cfg.pass_rate, rng)
-        self.uniforms = Draws(rng.random)
+        self.uniforms = KeptDraws(rng.random)
         sandbox = cfg.sandbox
         self.sandboxes = (
             SandboxStarts(sandbox, Draws(lambda n: spread_draw(sandbox.start_s, rng, n)), self.uniforms)
@@ -149,12 +150,17 @@ class Simulation:
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
-        # End times and versions in C arrays: a stored end time frees its float, and the outcome is a view.
+        # End times and versions in C arrays: a stored end time frees its float, and the outcome is a view. Where
+        # no segment is ever aborted (not `partial`) a sample ends when it was scheduled to: s_t1 is written at
+        # dispatch and the weights version it ended with is derived after the run (outcome), so the event loop
+        # stores nothing per finished sample. With partial rollouts both are stamped as each sample finishes.
         self.s_t1 = array("d")
         self.s_v_end = array("q")
         self.s_last = bytearray()  # 1: the sample whose end completes its group (the latest end; ties: last in order)
         self.s_slot: list[int] = []
-        self.s_uniform: list[float] = []  # the sample is rewarded when its uniform is below its group's pass rate
+        # A sample is rewarded when its uniform is below its group's pass rate; a group's G uniforms are reserved
+        # in the uniform stream at dispatch and read after the run (rewards), or at group end (reward_std).
+        self.g_uniform_at: list[int] = []
         self.s_tokens: list[float] = []
         self.s_end: list[float] = []  # scheduled end of the running segment (partial rollout); inf while buffered
         self.s_began: list[float] = []
@@ -260,7 +266,7 @@ class Simulation:
         self.g_t0.append(now)
         self.g_v_start.append(self.batch_version if self.batch_versions else self.gen_version)
         self.g_pass.append(self.pass_rates.take_one())
-        self.s_uniform.extend(self.uniforms.take(G))
+        self.g_uniform_at.append(self.uniforms.reserve(G))
         first = group * G
         if self.extras:
             latencies, tokens = self._extra_latencies(now, first)
@@ -271,7 +277,9 @@ class Simulation:
         self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
         del free_slots[-G:]
         ends = [now + latency for latency in latencies]
-        if self.partial:
+        if not self.partial:
+            self.s_t1.extend(ends)
+        else:
             self.s_end.extend(ends)
             self.s_began.extend([now] * G)
             self.s_work.extend([0.0] * G)
@@ -305,8 +313,9 @@ class Simulation:
         self.g_step.extend([-1] * n)
         self.g_status.extend([OK] * n)
         self.s_last.extend(bytes(n * G))
-        self.s_t1.extend(_NAN * (n * G))
-        self.s_v_end.extend(_UNSET * (n * G))
+        if self.partial:
+            self.s_t1.extend(_NAN * (n * G))
+            self.s_v_end.extend(_UNSET * (n * G))
 
     def _extra_latencies(self, now: float, first: int) -> tuple[list[float], list[float]]:
         """Latencies and response tokens of a new group's samples with tokens, turns or sandboxes modelled;
@@ -371,8 +380,9 @@ class Simulation:
     # Completions.
 
     def finish_samples(self) -> None:
-        """Samples finishing before the trainer's next event, in time order: each frees its slot and is stamped
-        with its end time and the generator's weights version; a group's last sample goes to `on_group_done`;
+        """Samples finishing before the trainer's next event, in time order: each frees its slot (and, with partial
+        rollouts, is stamped with its end time and the generator's weights version); a group's last sample goes to
+        `on_group_done`;
         freed slots go to `dispatch`. The hot path (one pass per sample), so it keeps state in locals and reads
         again what those two handlers may change (the trainer's next event, admission, the version stamp)."""
         heap, ending, untie, pop = self.ends.heap, self.ends.ending, self.ends.untie, heapq.heappop
@@ -387,11 +397,12 @@ class Simulation:
             sample = ending.pop(now)
             if sample < 0:  # TIED: several samples end now
                 sample = untie(now)
-            if partial and now != s_end[sample]:  # the segment was aborted; its event is stale
-                now = pop(heap)
-                continue
-            s_t1[sample] = now
-            s_v_end[sample] = stamp
+            if partial:
+                if now != s_end[sample]:  # the segment was aborted; its event is stale
+                    now = pop(heap)
+                    continue
+                s_t1[sample] = now
+                s_v_end[sample] = stamp
             free_slots.append(s_slot[sample])
             wait -= 1
             if not wait or s_last[sample]:
@@ -420,16 +431,21 @@ class Simulation:
         """Standard deviation of the group's binary rewards (0: every sample passed or every one failed)."""
         p, G, masked = self.g_pass[group], self.G, self.masked
         first = group * G
-        mean = sum(1.0 for s in range(first, first + G) if self.s_uniform[s] < p and s not in masked) / G
+        uniforms = self.uniforms.window(self.g_uniform_at[group], G).tolist()
+        mean = sum(1.0 for j, u in enumerate(uniforms) if u < p and first + j not in masked) / G
         return math.sqrt(max(0.0, mean - mean * mean))
 
     def rewards(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sample's reward and every group's reward standard deviation (as reward_std), as arrays."""
-        G = self.G
-        rewards = (_array(self.s_uniform, float).reshape(-1, G) < _array(self.g_pass, float)[:, None]).astype(float)
-        rewards.reshape(-1)[list(self.masked)] = 0.0
-        mean = rewards.sum(axis=1) / G
-        return rewards.reshape(-1), np.sqrt(np.maximum(0.0, mean - mean * mean))
+        G, groups = self.G, len(self.g_t0)
+        uniforms = self.uniforms.all()
+        if groups and self.g_uniform_at[-1] != (groups - 1) * G:  # other draws (sandbox faults) sit between groups
+            uniforms = uniforms[(_array(self.g_uniform_at, np.int64)[:, None] + np.arange(G)).reshape(-1)]
+        rewards = pooled(groups * G, float)
+        np.less(uniforms[: groups * G].reshape(-1, G), _array(self.g_pass, float)[:, None], out=rewards.reshape(-1, G))
+        rewards[list(self.masked)] = 0.0
+        mean = rewards.reshape(-1, G).sum(axis=1) / G
+        return rewards, np.sqrt(np.maximum(0.0, mean - mean * mean))
 
     def rejection(self, group: int) -> int:
         """Why a finished group is not trained (FILTERED_ZERO_ADV, DROPPED_STALE, DISCARDED), or -1."""
@@ -574,6 +590,31 @@ class Simulation:
                 self.on_step_done(self.now)
         return self.outcome()
 
+    def end_columns(self, samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every sample's end time and the weights version it ended with, as arrays; a sample still running when
+        the run ended has the run's end and version -1. Stamped in the loop with partial rollouts; otherwise
+        derived here from when each sample was scheduled to end."""
+        t1 = np.frombuffer(self.s_t1, float, samples)
+        if self.partial:
+            v_end = np.frombuffer(self.s_v_end, np.int64, samples)
+            t1[v_end < 0] = self.now
+            return t1, v_end
+        running = t1 >= self.now  # the run stops at a trainer event, which goes before samples ending with it
+        t1[running] = self.now
+        if self.batch_versions:
+            # A batch starts only once every sample started before it has finished: each ends with its own batch's
+            # version, the one its group started with.
+            v_end = pooled(samples, np.int64)
+            v_end.reshape(-1, self.G)[:] = _array(self.g_v_start, np.int64)[:, None]
+        else:
+            # The generator's version moves at step ends (before samples ending at the same time), to the version
+            # pushed last: every `interval` steps.
+            v_end = searchsorted_right(np.asarray(self.st_end, dtype=float), t1)
+            if self.interval > 1:
+                v_end -= v_end % self.interval
+        v_end[running] = -1
+        return t1, v_end
+
     def outcome(self) -> SimOutcome:
         """The run's columns as arrays."""
         now, cfg = self.now, self.cfg
@@ -582,6 +623,7 @@ class Simulation:
         if self.paused_since >= 0 and now > self.paused_since:
             self.paused.append((self.paused_since, now))
         rewards, reward_std = self.rewards()
+        sample_t1, sample_v_end = self.end_columns(samples)
         attrs: dict[int, str] = {}
         for sample, (resumes, v_start, v_resume) in self.s_resumes.items():
             attrs[sample] = f'{{"resumes":{resumes},"staleness_env":{max(0, v_resume - v_start)}}}'
@@ -589,8 +631,8 @@ class Simulation:
             attrs[sample] = '{"masked":"sandbox_init"}'
         return SimOutcome(
             end_time=now,
-            sample_t1=np.frombuffer(self.s_t1, float, samples),
-            sample_v_end=np.frombuffer(self.s_v_end, np.int64, samples),
+            sample_t1=sample_t1,
+            sample_v_end=sample_v_end,
             sample_slot=_array(self.s_slot, np.int32),
             sample_reward=rewards,
             group_t0=_array(self.g_t0, float),

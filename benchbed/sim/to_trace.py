@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 import benchbed
 from benchbed import keys as K
+from benchbed.sim.columns import pooled
 from benchbed.sim.engine import ABORTED, OK, STATUS_NAMES, SimOutcome, SimParams
 from benchbed.sim.sandbox_starts import SANDBOX_QUEUE_ROW, SANDBOX_START_ROW, SANDBOX_STATUSES
 from benchbed.trace import COLUMNS, Trace, TraceMeta
@@ -31,11 +32,13 @@ _ID_COLUMNS = ("sample", "group")  # integer ids, written as strings ("" for -1)
 
 @dataclass(frozen=True)
 class _PerGroup:
-    """A group column standing for its values repeated once per sample of each group: written straight into the
-    trace column, with no million-row array in between."""
+    """A group column standing for its values repeated once per sample of each group (plus the sample's place in
+    its group when `counting`: sample ids): written straight into the trace column, with no million-row array in
+    between."""
 
     values: np.ndarray
     group_size: int
+    counting: bool = False
 
 
 @dataclass
@@ -58,12 +61,16 @@ class _Blocks:
     def column(self, name: str, dtype: type, default: object) -> np.ndarray:
         """One column over every block: the blocks' arrays, a block's single value repeated, or the default, each
         written (and cast) into its rows of the one output array."""
-        column = np.empty(sum(n for n, _ in self.blocks), dtype)
+        column = pooled(sum(n for n, _ in self.blocks), dtype)
         start = 0
         for n, cols in self.blocks:
             part = cols.get(name, default)
             if isinstance(part, _PerGroup):
-                column[start : start + n].reshape(-1, part.group_size)[:] = part.values[:, None]
+                rows = column[start : start + n].reshape(-1, part.group_size)
+                if part.counting:
+                    np.add(part.values[:, None], np.arange(part.group_size), out=rows)
+                else:
+                    rows[:] = part.values[:, None]
             else:
                 column[start : start + n] = part
             start += n
@@ -86,6 +93,12 @@ class _Blocks:
 
     def _attrs(self) -> pd.api.extensions.ExtensionArray:
         parts = [cols.get("attrs") for _, cols in self.blocks]
+        if all(part is None for part in parts):  # every attrs "": zero offsets, pages the kernel maps lazily
+            total = sum(n for n, _ in self.blocks)
+            empty = pa.LargeStringArray.from_buffers(
+                total, pa.py_buffer(np.zeros(total + 1, np.int64)), pa.py_buffer(b"")
+            )
+            return pd.array(empty, dtype="str")
         arrays = [pa.array(p, pa.large_string()) if p is not None else pa.repeat("", n).cast(pa.large_string())
                   for p, (n, _) in zip(parts, self.blocks, strict=True)]  # fmt: skip
         return pd.array(pa.concat_arrays(arrays), dtype="str")
@@ -97,25 +110,19 @@ def _codes_dtype(categories: int) -> type:
 
 
 def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """Integer ids as strings, "" where -1: each id 0..max is formatted once, then gathered (a group id repeats once
-    per sample and once for the group's own event). `values`, a fresh column, is shifted in place."""
-    names = pc.cast(pa.array(np.arange(int(values.max(initial=-1)) + 1)), pa.large_string())
-    strings = pa.concat_arrays([pa.array([""], pa.large_string()), names]).take(pa.array(np.add(values, 1, out=values)))
-    return pd.array(strings, dtype="str")
+    """Integer ids as strings, "" where -1, in one Arrow cast: -1 is cast as a null, which Arrow writes as an empty
+    slot, so dropping the validity bitmap leaves "" there with no second copy (the golden traces pin this)."""
+    strings = pc.cast(pa.array(values, mask=values < 0), pa.large_string())
+    _, offsets, data = strings.buffers()
+    return pd.array(pa.LargeStringArray.from_buffers(len(strings), offsets, data), dtype="str")
 
 
 def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
     n, G = len(out.sample_t1), params.group_size  # the samples of group g are g*G .. g*G + G-1
 
-    def per_sample(group_values: np.ndarray) -> np.ndarray:
-        return np.repeat(group_values, G)
-
-    in_flight = np.isnan(out.sample_t1)  # aborted when the run ended: each keeps its group's step, not its own
-    status = per_sample(out.group_status)
-    status[in_flight] = ABORTED
+    status = np.repeat(out.group_status, G)
+    status[out.sample_v_end < 0] = ABORTED  # still running when the run ended
     trained_step = np.where(out.group_v_train >= 0, out.group_v_train + 1, -1)
-    step = per_sample(np.where(out.group_status == OK, trained_step, out.group_step))
-    step[in_flight] = out.group_step[np.flatnonzero(in_flight) // G]
     extra: dict[str, object] = {}
     if out.sample_response_tokens is not None:
         extra["response_tokens"] = out.sample_response_tokens
@@ -128,14 +135,14 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
         n, K.ROLLOUT, "span",
         actor=out.sample_slot + 3,  # slot i is actor "slot/i", after "trainer", "generator" and "sandboxes"
         status=status,
-        step=step,
+        step=_PerGroup(np.where(out.group_status == OK, trained_step, out.group_step), G),
         t0=_PerGroup(out.group_t0, G),
-        t1=np.where(in_flight, out.end_time, out.sample_t1),
+        t1=out.sample_t1,
         value=out.sample_reward,
-        sample=np.arange(n),
+        sample=_PerGroup(np.arange(0, n, G), G, counting=True),
         group=_PerGroup(np.arange(n // G), G),
         v_start=_PerGroup(out.group_v_start, G),
-        v_end=np.where(in_flight, -1, out.sample_v_end),
+        v_end=out.sample_v_end,
         v_train=_PerGroup(out.group_v_train, G),
         **extra,
     )  # fmt: skip

@@ -34,18 +34,22 @@ def test_parquet_round_trip_keeps_events_and_meta(tmp_path):
     assert math.isnan(back.events.loc[2, "t0"])
 
 
-def test_integer_columns_are_delta_encoded_and_round_trip_exactly(tmp_path):
-    """Steps, versions and token counts are written DELTA_BINARY_PACKED; jumps both ways and -1 come back exact."""
+def test_columns_are_written_in_their_encodings_and_round_trip_exactly(tmp_path):
+    """Steps, end versions and token counts are written DELTA_BINARY_PACKED, start versions and values as
+    dictionaries, end times split by byte; jumps both ways, -1, NaN and 2**40 come back exact."""
     b = TraceBuilder()
     for i, (step, tokens) in enumerate([(1, -1), (7, 2**40), (2, 0), (-1, 2**40 + 3), (3, -1)]):
         b.span("rollout", float(i), i + 1.5, step=step, sample=f"s{i}", group="g0", v_start=step, v_end=step + 1,
-               v_train=-1, status="ok", response_tokens=tokens, prompt_tokens=tokens // 2)  # fmt: skip
+               v_train=-1, status="ok", response_tokens=tokens, prompt_tokens=tokens // 2,
+               value=math.nan if i == 2 else i / 3)  # fmt: skip
     trace = b.build(TraceMeta(adapter="test"))
     path = trace.write(tmp_path)
     pd.testing.assert_frame_equal(read_trace(path).events, trace.events, check_categorical=False)
     row_group = pq.ParquetFile(path).metadata.row_group(0)
     encodings = {row_group.column(i).path_in_schema: row_group.column(i).encodings for i in range(len(COLUMNS))}
-    assert all("DELTA_BINARY_PACKED" in encodings[col] for col in INT_COLUMNS)
+    assert all("DELTA_BINARY_PACKED" in encodings[col] for col in INT_COLUMNS if col != "v_start")
+    assert all("RLE_DICTIONARY" in encodings[col] for col in ("v_start", "value", "key", "actor"))
+    assert "BYTE_STREAM_SPLIT" in encodings["t1"]
     assert "DELTA_BINARY_PACKED" not in encodings["t0"]
 
 

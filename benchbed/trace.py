@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchbed.columns import POOL
 from benchbed.errors import TraceError
 from benchbed.keys import KEYS, KINDS, ROLLOUT, ROLLOUT_GROUP, ROLLOUT_STATUSES, SCHEMA_VERSION, is_known_key
 from benchbed.outputs import open_output
@@ -116,6 +117,7 @@ class Trace:
                 use_dictionary=_DICTIONARY_COLUMNS,
                 column_encoding=_COLUMN_ENCODING,
                 write_statistics=_STATS_COLUMNS,
+                memory_pool=POOL,  # no huge pages for the encoders' buffers (benchbed/columns.py)
             )
         return path
 

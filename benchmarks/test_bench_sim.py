@@ -19,7 +19,7 @@ from workloads import sim_spec
 from benchbed.sim import simulate_spec
 from benchbed.spec import build_spec
 
-ROUNDS = 5
+ROUNDS = 9  # the VM's speed swings by up to 2x between rounds: nine interleaved rounds steady both medians
 TARGET_SPS = 100_000
 PEAK_RSS_LIMIT_GIB = 2.0
 RATIO_LIMIT = 1.25  # simulate, build and write the full trace in at most 1.25x the bare event loop's time

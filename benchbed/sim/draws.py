@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from benchbed.sim.columns import pooled
+from benchbed.columns import pooled
 from benchbed.sim.config import Latency, PassRate, SimConfig, Spread
 
 _BLOCK = 1 << 14

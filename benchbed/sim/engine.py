@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from benchbed.sim.columns import pooled, searchsorted_right
+from benchbed.columns import pooled, searchsorted_right
 from benchbed.sim.config import SimConfig
 from benchbed.sim.draws import Draws, KeptDraws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
 from benchbed.sim.end_times import EndTimes
@@ -143,6 +143,8 @@ class Simulation:
         self.need = self.B // self.G
         self.quota = math.ceil(cfg.oversample.factor * self.need - 1e-9) if cfg.oversample is not None else 0
         self.surplus_policy = cfg.oversample.policy if cfg.oversample is not None else ""
+        # Without filtering, dropping or discarding no finished group is rejected: on_group_done does not ask.
+        self.may_reject = cfg.filter_zero_adv or self.drop_stale or self.rounds and self.surplus_policy == "discard"
         self.partial = cfg.abort_on_weight_push or self.surplus_policy == "partial"
         self.track_live = self.partial or self.surplus_policy == "carry"
         self.batch_versions = self.batch_mode and not self.rounds  # samples carry their batch's version
@@ -462,7 +464,7 @@ class Simulation:
         self.g_done[group] = now
         if self.track_live:
             self.live_groups.discard(group)
-        rejected = self.rejection(group)
+        rejected = self.rejection(group) if self.may_reject else -1
         if rejected >= 0:
             self.g_status[group] = rejected
             self.g_step[group] = self.steps_done + 1

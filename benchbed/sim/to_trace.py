@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 import benchbed
 from benchbed import keys as K
-from benchbed.sim.columns import pooled
+from benchbed.columns import POOL, pooled
 from benchbed.sim.engine import ABORTED, OK, STATUS_NAMES, SimOutcome, SimParams
 from benchbed.sim.sandbox_starts import SANDBOX_QUEUE_ROW, SANDBOX_START_ROW, SANDBOX_STATUSES
 from benchbed.trace import COLUMNS, Trace, TraceMeta
@@ -112,7 +112,7 @@ def _codes_dtype(categories: int) -> type:
 def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
     """Integer ids as strings, "" where -1, in one Arrow cast: -1 is cast as a null, which Arrow writes as an empty
     slot, so dropping the validity bitmap leaves "" there with no second copy (the golden traces pin this)."""
-    strings = pc.cast(pa.array(values, mask=values < 0), pa.large_string())
+    strings = pc.cast(pa.array(values, mask=values < 0, memory_pool=POOL), pa.large_string(), memory_pool=POOL)
     _, offsets, data = strings.buffers()
     return pd.array(pa.LargeStringArray.from_buffers(len(strings), offsets, data), dtype="str")
 

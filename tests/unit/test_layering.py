@@ -24,7 +24,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("benchbed.metrics",),
     ("benchbed.spec",),
     ("benchbed.adapter", "benchbed.plugins"),
-    ("benchbed.trace", "benchbed.record", "benchbed.keys", "benchbed.errors", "benchbed.secrets", "benchbed.outputs"),
+    (
+        "benchbed.trace",
+        "benchbed.record",
+        "benchbed.keys",
+        "benchbed.errors",
+        "benchbed.secrets",
+        "benchbed.outputs",
+        "benchbed.columns",
+    ),
     ("benchbed.liveness",),
 ]
 

@@ -384,8 +384,9 @@ class Simulation:
     def finish_samples(self) -> None:
         """Samples finishing before the trainer's next event, in time order: each frees its slot (and, with partial
         rollouts, is stamped with its end time and the generator's weights version); a group's last sample goes to
-        `on_group_done`; freed slots go to `dispatch`. The hot path (one pass per sample), so it keeps state in locals and reads
-        again what those two handlers may change (the trainer's next event, admission, the version stamp)."""
+        `on_group_done`; freed slots go to `dispatch`. The hot path (one pass per sample), so it keeps state in
+        locals and reads again what those two handlers may change (the trainer's next event, admission, the version
+        stamp)."""
         heap, ending, untie, pop = self.ends.heap, self.ends.ending, self.ends.untie, heapq.heappop
         s_t1, s_v_end, s_slot, s_end = self.s_t1, self.s_v_end, self.s_slot, self.s_end
         free_slots, s_last, buffered, G = self.free_slots, self.s_last, self.buffered, self.G

@@ -36,6 +36,7 @@ RECONSTRUCTED_THREAD = "trainer (reconstructed from per-step durations)"
 US = 1e6
 _UNSAFE = r'["\\\x00-\x1f]'
 ProgressFn = Callable[[int], None]
+_ROLLOUT_COLUMNS = ("actor", "t0", "t1", "step", "status", "v_train")  # read for every rollout at once
 Part = pa.Array | str  # a column of JSON fragments, or one fragment repeated
 
 
@@ -122,9 +123,14 @@ def _natural(name: str) -> tuple[str, int, str]:
     return (match.group(1), int(match.group(2)), name) if match else (name, -1, name)
 
 
+def _span_positions(events: pd.DataFrame, key: str) -> np.ndarray:
+    """Positions of the timed spans with this key."""
+    timed = np.isfinite(events["t0"].to_numpy()) & np.isfinite(events["t1"].to_numpy())
+    return np.flatnonzero((events["key"] == key).to_numpy() & (events["kind"] == "span").to_numpy() & timed)
+
+
 def _spans(events: pd.DataFrame, key: str) -> pd.DataFrame:
-    rows = events[(events["key"] == key).to_numpy() & (events["kind"] == "span").to_numpy()]
-    return rows[np.isfinite(rows["t0"].to_numpy()) & np.isfinite(rows["t1"].to_numpy())]
+    return events.iloc[_span_positions(events, key)]
 
 
 def _x_events(pid: int, tid: np.ndarray, name: Part, t0: np.ndarray, t1: np.ndarray, args: Part = "{}") -> pa.Array:
@@ -206,24 +212,29 @@ def _rollout_lanes(rows: pd.DataFrame) -> pd.Series | np.ndarray:
 
 def _rollouts(trace: Trace, writer: _Writer, threads: _Threads, steps: _Steps,
               progress: ProgressFn | None) -> pd.DataFrame:  # fmt: skip
-    """Rollout slices on generator slots and flow events to the consuming step; returns the timed rollouts."""
-    rows = _spans(trace.events, K.ROLLOUT)
+    """Rollout slices on generator slots and flow events to the consuming step; returns the timed rollouts' times,
+    statuses and consuming steps. Only the columns read for every rollout at once are copied; the string ids are
+    taken a chunk at a time (a copy of every rollout row was most of the export's memory)."""
+    events = trace.events
+    positions = _span_positions(events, K.ROLLOUT)
+    rows = events[list(_ROLLOUT_COLUMNS)].iloc[positions]
     if not len(rows):
         return rows
     tid = threads.tids(GENERATOR_PID, _rollout_lanes(rows))
-    v_start, v_end, v_train = (rows[c].to_numpy() for c in ("v_start", "v_end", "v_train"))
-    staleness = np.where((v_start >= 0) & (v_train >= 0), v_train - v_start, -1)
-    step = rows["step"].to_numpy()
+    v_train, step = rows["v_train"].to_numpy(), rows["step"].to_numpy()
     t0, t1 = rows["t0"].to_numpy(dtype=float), rows["t1"].to_numpy(dtype=float)
-    reward = rows["value"].to_numpy(dtype=float)
+    v_starts, v_ends, rewards = (events[c].to_numpy() for c in ("v_start", "v_end", "value"))  # views, no copy
     for start in range(0, len(rows), CHUNK):
         part = slice(start, min(len(rows), start + CHUNK))
-        chunk = rows.iloc[part]
-        status = _quoted(chunk["status"])
+        at = positions[part]
+        v_start = v_starts[at]
+        staleness = np.where((v_start >= 0) & (v_train[part] >= 0), v_train[part] - v_start, -1)
+        status = _quoted(rows["status"].iloc[part])
+        sample, group = (_quoted(events[column].iloc[at]) for column in ("sample", "group"))
         args = _join(
-            '{"sample":', _quoted(chunk["sample"]), ',"group":', _quoted(chunk["group"]), ',"step":', _num(step[part]),
-            ',"v_start":', _num(v_start[part]), ',"v_end":', _num(v_end[part]), ',"v_train":', _num(v_train[part]),
-            ',"status":', status, ',"reward":', _num(reward[part]), ',"staleness":', _num(staleness[part]), "}",
+            '{"sample":', sample, ',"group":', group, ',"step":', _num(step[part]),
+            ',"v_start":', _num(v_start), ',"v_end":', _num(v_ends[at]), ',"v_train":', _num(v_train[part]),
+            ',"status":', status, ',"reward":', _num(rewards[at].astype(float)), ',"staleness":', _num(staleness), "}",
         )  # fmt: skip
         name = _join('"rollout ', pc.utf8_slice_codeunits(status, 1), "")
         writer.write("X", _x_events(GENERATOR_PID, tid[part], name, t0[part], t1[part], args))

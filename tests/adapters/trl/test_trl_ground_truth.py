@@ -134,7 +134,10 @@ def test_trainer_idle_matches_the_generation_share_a_callback_measured(runs) -> 
     window = [(b["preparing"], b["t"] - a["t"]) for a, b in zip(timing, timing[1:], strict=False)]  # steps 2-8
     share = sum(g for g, _ in window) / sum(s for _, s in window)
     idle = run["record"].metrics["trainer_idle_ratio"].value
-    assert abs(idle - share) <= 0.01, f"idle {idle:.4f} vs measured generation share {share:.4f}"
+    # The two clocks bracket a step at different points (TRL's profiled blocks; the callback's step begin and first
+    # forward with gradients), with two other runs sharing the machine's two cores: they agreed within 0.01 in every
+    # run but one, which read 0.0115 (CI, 2026-12-02). A wait painted as compute, or the reverse, is off by ~0.45.
+    assert abs(idle - share) <= 0.02, f"idle {idle:.4f} vs measured generation share {share:.4f}"
 
 
 def test_sandbox_starts_equal_the_reward_functions_checks(runs) -> None:

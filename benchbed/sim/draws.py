@@ -76,7 +76,8 @@ class KeptDraws:
         if first + n <= self._starts[at] + len(self._blocks[at]):
             offset = first - self._starts[at]
             return self._blocks[at][offset : offset + n]
-        return np.concatenate(self._blocks[at:])[first - self._starts[at] :][:n]
+        last = bisect.bisect_right(self._starts, first + n - 1)  # the blocks the window spans, no more
+        return np.concatenate(self._blocks[at:last])[first - self._starts[at] :][:n]
 
     def all(self) -> np.ndarray:
         """Every number drawn so far, in stream order (position i at index i)."""

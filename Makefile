@@ -5,13 +5,22 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge
 
-.PHONY: demo test setup setup-test system-packages lint docs docs-serve bench clean
+.PHONY: demo test test-fast fuzz setup setup-test system-packages lint docs docs-serve bench clean
 
 demo: setup
 	$(BIN)/benchbed demo
 
 test: setup-test lint docs
 	$(BIN)/pytest -q
+
+# The edit loop: every test but those marked slow (real Ray, Slurm, TRL and reference-engine runs).
+test-fast: setup-test
+	$(BIN)/pytest -q -m 'not slow'
+
+# The property tests with fresh random draws and many more examples (make test replays the same draws every run).
+PROPERTY_TESTS = $(shell grep -rlE '^from hypothesis|^import hypothesis' tests --include='*.py')
+fuzz: setup-test
+	BENCHBED_HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -p no:cacheprovider $(PROPERTY_TESTS)
 
 setup: $(VENV)/.core-installed
 

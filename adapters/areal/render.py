@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from benchbed.adapters.areal import ArealOptions
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.omegaconf_text import literal
-from benchbed.adapterkit.templates import render_template, spec_values
+from benchbed.adapterkit.templates import render_template, spec_values, yaml_text
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -43,5 +42,5 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     argv = ["python3", "-m", f"areal.infra.launcher.{opts.launcher}", opts.entry, "--config", CONFIG]
     bound = config["rollout"]["max_head_offpolicyness"]
     description = f"AReaL GRPO ({opts.launcher} launcher), {spec.workload.steps} steps, max_head_offpolicyness {bound}"
-    files = {CONFIG: yaml.safe_dump(config, sort_keys=False)}
+    files = {CONFIG: yaml_text(config)}
     return LaunchPlan(argv=argv, files=files, timeout_s=spec.timeout_s, description=description)

@@ -8,6 +8,7 @@ from pathlib import Path
 from benchbed.adapters.nemo_rl import NemoRLOptions
 
 from benchbed.adapter import LaunchPlan
+from benchbed.adapterkit.hydra import hydra_overrides
 from benchbed.errors import AdapterError
 from benchbed.spec import ExperimentSpec
 
@@ -17,7 +18,7 @@ GEN = "policy.generation.colocated"
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     opts: NemoRLOptions = spec.adapter_options("nemo_rl")
     argv = ["uv", "run", "python", "examples/run_grpo.py", "--config", opts.config]
-    argv += [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in overrides(spec, opts, run_dir).items()]
+    argv += hydra_overrides(overrides(spec, opts, run_dir), "[nemo_rl]")
     what = f"NeMo-RL {'async' if spec.workload.max_staleness else 'sync'} GRPO, {spec.workload.steps} steps"
     return LaunchPlan(argv=argv + opts.overrides, cwd=opts.checkout, timeout_s=spec.timeout_s, description=what)
 

@@ -9,11 +9,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from benchbed.adapters.roll import RollOptions
 
 from benchbed.adapter import LaunchPlan
-from benchbed.adapterkit.templates import render_template, spec_values
+from benchbed.adapterkit.templates import render_template, spec_values, yaml_text
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -48,7 +47,7 @@ def config(spec: ExperimentSpec, run_dir: Path) -> dict[str, Any]:
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
-    text = yaml.safe_dump(config(spec, run_dir), sort_keys=False)
+    text = yaml_text(config(spec, run_dir))
     roll = Path(str(spec.adapter_options("roll").roll_dir)).expanduser().resolve()  # config() refused None
     # Hydra's initialize() takes config_path relative to the script's folder, examples/
     relative = os.path.relpath(Path(run_dir).resolve(), roll / "examples")

@@ -9,6 +9,7 @@ from benchbed.adapters.skyrl import SkyRLOptions
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.hydra import hydra_overrides
 from benchbed.errors import AdapterError
 from benchbed.spec import ExperimentSpec
 
@@ -19,7 +20,7 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     opts: SkyRLOptions = spec.adapter_options("skyrl")
     w, mode = spec.workload, "fully_async" if spec.workload.max_staleness else "sync"
     argv = ["uv", "run", "--isolated", "--extra", opts.backend, "-m", FULLY_ASYNC if w.max_staleness else SYNC]
-    argv += [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in overrides(spec, opts, run_dir).items()]
+    argv += hydra_overrides(overrides(spec, opts, run_dir), "[skyrl]")
     argv += opts.overrides
     handoff = Handoff(
         adapter="skyrl", mode=mode, argv=argv, samples_per_step=w.samples_per_step, group_size=w.group_size
@@ -54,7 +55,7 @@ def overrides(spec: ExperimentSpec, opts: SkyRLOptions, run_dir: Path) -> dict[s
         out[f"trainer.placement.{role}_num_nodes"] = -(-trainer_gpus // r.gpus_per_node)
         out[f"trainer.placement.{role}_num_gpus_per_node"] = min(trainer_gpus, r.gpus_per_node)
     if opts.train_data:
-        out["data.train_data"] = "[" + ",".join(f"'{p}'" for p in opts.train_data) + "]"
+        out["data.train_data"] = list(opts.train_data)
     if w.max_staleness:  # the fully async trainer: bounded staleness, one request per sample (generator.batched off)
         workers = opts.generation_workers or w.prompts_per_step * (w.max_staleness + 1)
         out |= {"trainer.fully_async.enabled": True, "trainer.fully_async.max_staleness_steps": w.max_staleness,

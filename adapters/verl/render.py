@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -13,6 +12,7 @@ from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, V
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.hydra import hydra_overrides
 from benchbed.errors import SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -26,11 +26,6 @@ METRICS_FILE = "metrics.jsonl"
 VERL_DEFAULT_ROLLOUT_TP = 2  # rollout/rollout.yaml tensor_model_parallel_size in verl 0.9.1
 VERL_DEFAULT_PROMPT_LEN = 512  # data.max_prompt_length default
 VERL_DEFAULT_TOKEN_BUDGET = 16384  # actor.ppo_max_token_len_per_gpu default
-# Written bare only when Hydra reads it back as this very string: ASCII, not starting like a number, and not a
-# word Hydra reads as a bool, null or float; everything else is quoted.
-_PLAIN = re.compile(r"^[A-Za-z_/.][A-Za-z0-9_./:@+~-]*$")
-_HYDRA_WORDS = {"true", "false", "null", "nan", "inf"}
-_DICT_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")  # what a Hydra dict key may be, unquoted (it cannot be quoted)
 
 
 @cache
@@ -52,40 +47,6 @@ def preset_for(model: str, name: str | None) -> tuple[str, dict[str, Any]] | Non
         if short in (m.lower() for m in preset["models"]):
             return key, preset
     return None
-
-
-def hydra_value(value: Any) -> str:
-    """A Python value as Hydra override syntax that Hydra and OmegaConf read back as the same value: true/false,
-    null, numbers, [a,b], {k:v}, strings quoted when needed (a date or time becomes its ISO text)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        bad = [k for k in value if not _DICT_KEY.match(str(k))]
-        if bad:
-            raise SpecError(f"[verl] overrides: table key {bad[0]!r} cannot be written as a Hydra dict key "
-                            "(letters, digits, '_', '-' and '$', not starting with a digit)")  # fmt: skip
-        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
-    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
-    if _PLAIN.match(text) and text.lower() not in _HYDRA_WORDS:
-        return text
-    if text == "???":
-        raise SpecError("[verl] overrides: '???' is OmegaConf's missing-value marker; verl cannot receive it as text")
-    return _quoted(text)
-
-
-def _quoted(text: str) -> str:
-    """A single-quoted Hydra string: a run of backslashes before `${` doubles and the `$` is escaped (OmegaConf
-    reads `\\${` as text, not an interpolation); a run before a quote, or at the end, doubles (Hydra's rule)."""
-    text = re.sub(r"(\\*)\$\{", lambda m: m.group(1) * 2 + "\\${", text)
-    text = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", text)
-    text = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, text)
-    return f"'{text}'"
 
 
 def _split_gpus(gpus: int, per_node: int, what: str) -> tuple[int, int]:
@@ -274,7 +235,7 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     ov.update(opts.overrides)
     _check_model_parallel(ov, spec.resources.trainer_gpus)
     entry = ENTRY_MODULES[mode]
-    argv = [opts.python, "-m", entry, *(f"{key}={hydra_value(value)}" for key, value in ov.items())]
+    argv = [opts.python, "-m", entry, *hydra_overrides(ov, "[verl] overrides")]
     env = {
         "VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_FILE),
         "RAY_DEDUP_LOGS": "0",  # keep every line: de-duplication mangles the printed config

@@ -90,6 +90,30 @@ def _lookup(values: Mapping[str, Any], name: str) -> Any:
     return value
 
 
+class _StringKeepingDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting also the strings that YAML 1.2 and OmegaConf read as numbers but PyYAML's
+    YAML 1.1 rules do not (`0E0`, `1e3`, `0o17`, `.5`): a reader of either kind gets the string back."""
+
+
+_StringKeepingDumper.add_implicit_resolver(  # OmegaConf's float forms (omegaconf/_utils.py get_yaml_loader, 2.3)
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
+        r"|[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+_StringKeepingDumper.add_implicit_resolver(  # YAML 1.2 core schema's octal and hexadecimal integers
+    "tag:yaml.org,2002:int", re.compile(r"^(?:0o[0-7]+|0x[0-9a-fA-F]+)$"), list("0")
+)
+
+
+def yaml_text(data: Any) -> str:
+    """`data` as YAML in its own key order, every string quoted where a YAML 1.1, YAML 1.2 or OmegaConf reader
+    would otherwise take it for a number, a boolean or null, so that a rendered config keeps strings strings."""
+    return yaml.dump(data, Dumper=_StringKeepingDumper, sort_keys=False)
+
+
 @cache
 def _load(path: Path) -> Any:
     if path.suffix == ".toml":

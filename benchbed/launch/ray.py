@@ -20,6 +20,7 @@ from benchbed.errors import LaunchError
 from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
 from benchbed.launch.ray_submission import RaySubmission, entrypoint, unwrap, with_env
+from benchbed.launch.signals import signal_name
 from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, redact_env, secret_values
@@ -75,13 +76,14 @@ class RayLauncher(Launcher):
             info = LaunchInfo(scheduler="ray", job_id=job_id, address=address)
             tail = _LogTail(client, job_id, stdout_path, on_line, secrets)
             timed_out = interrupted = False
+            stop_signal = ""
             try:
                 tail.start()
                 info.version = _ray_version(address)
                 with Watchdog(command=[sys.executable, "-c", STOP_JOB, address, job_id]):  # benchbed killed: stopped
                     timed_out = _wait(client, job_id, timeout_s, start) is None
-            except KeyboardInterrupt:
-                interrupted = True
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP turned into one by sigterm_as_interrupt
+                interrupted, stop_signal = True, signal_name(exc)
             warnings = _stop(client, job_id) if timed_out or interrupted else []
         tail.finish()
         details = client.get_job_info(job_id)
@@ -99,6 +101,7 @@ class RayLauncher(Launcher):
             duration_s=time.monotonic() - start,
             timed_out=timed_out,
             interrupted=interrupted,
+            stop_signal=stop_signal,
             stdout_path=stdout_path,
             stderr_path=stderr_path,
             warnings=warnings,

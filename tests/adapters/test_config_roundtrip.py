@@ -150,16 +150,6 @@ def test_a_key_hydra_cannot_parse_is_refused_by_name(key: str, tmp_path_factory)
     assert override.value() == 1
 
 
-def test_verl_strings_hydra_would_misread_are_quoted_exactly() -> None:
-    from benchbed.adapters.verl.render import hydra_value
-
-    for value in ["123", "true", "é", "back\\slash", "${oc.env:HOME}", "it's", "c:\\dir\\", "[x]", "nan"]:
-        (override,) = OverridesParser.create().parse_overrides([f"k={hydra_value(value)}"])
-        assert OmegaConf.to_container(OmegaConf.create({"v": override.value()}), resolve=True)["v"] == value
-    with pytest.raises(SpecError, match="missing-value marker"):
-        hydra_value("???")
-
-
 # ------------------------------------------------------------------------------------------------ slime
 SLIME_STRINGS = ("hf_checkpoint", "ref_load", "load", "save", "prompt_data", "custom_generate_function_path")
 argv_text = st.text(min_size=1, max_size=12).filter(lambda s: "\x00" not in s)  # no OS argument holds a NUL

@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchbed.adapters.verl.render import hydra_value
-
 from benchbed.adapterkit.handoff import HANDOFF_FILE
+from benchbed.adapterkit.hydra import hydra_value
 from benchbed.shell import comment, exports, heredoc
 
 HOSTILE = "$(touch pwned1) `touch pwned2` '\"; touch pwned3\nnext line $HOME"

@@ -91,7 +91,7 @@ def test_the_comparison_spec_renders_skyrls_own_command(tmp_path: Path) -> None:
         "generator.inference_engine.num_engines": "2", "generator.inference_engine.tensor_parallel_size": "8",
         "trainer.fully_async.enabled": "true", "trainer.fully_async.max_staleness_steps": "1",
         "trainer.fully_async.num_parallel_generation_workers": "128", "generator.batched": "false",
-        "trainer.fully_async.sample_full_batch": "false", "data.train_data": "['/data/dapo-math-17k/train.parquet']",
+        "trainer.fully_async.sample_full_batch": "false", "data.train_data": "[/data/dapo-math-17k/train.parquet]",
     }  # fmt: skip
     assert {k: overrides[k] for k in expected} == expected
     assert overrides["trainer.policy.megatron_config.expert_model_parallel_size"] == "8"

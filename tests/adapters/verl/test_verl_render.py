@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from benchbed.adapters.verl import VerlAdapter
-from benchbed.adapters.verl.render import hydra_value, preset_for
+from benchbed.adapters.verl.render import preset_for
 
 from benchbed.adapterkit.handoff import HANDOFF_FILE
 from benchbed.errors import SpecError
@@ -143,15 +143,6 @@ def test_presets_match_models_and_can_be_turned_off() -> None:
     assert preset_for("Qwen/Qwen3-30B-A3B", "none") is None
     plan = ADAPTER.render(spec("v1_sync", verl__preset="none"), Path("/tmp/run"))
     assert "model_engine" not in overrides(plan)
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [(True, "true"), (None, "null"), (["console", "file"], "[console,file]"), (1e-6, "1e-06"),
-     ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B"), ("a b,c", "'a b,c'"), ("it's", "'it\\'s'")],
-)  # fmt: skip
-def test_hydra_value(value: Any, text: str) -> None:
-    assert hydra_value(value) == text
 
 
 def test_case_study_3_sweeps_rollout_concurrency() -> None:

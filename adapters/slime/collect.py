@@ -124,7 +124,10 @@ def add_tensorboard(c: Collected, files: list[Path]) -> None:
     rollout: dict[int, Perf] = {}
     stats: dict[int, dict[str, float]] = {}
     # a truncated or foreign event file must not stop the ingest
-    for path, entries in _read_each(c, files, scalar_dicts, "TensorBoard event file", skip=(Exception,)):
+    for path, (entries, damage) in _read_each(c, files, scalar_dicts, "TensorBoard event file", skip=(Exception,)):
+        if damage:
+            c.warnings.append(damage)
+            c.partial = True
         for entry in entries:
             _, other = split_axes(entry)  # train/* scalars sit on the train/step axis; not joined to rollouts
             entry.step = rollout_id_of(c, entry.step)

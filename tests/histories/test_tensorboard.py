@@ -28,8 +28,9 @@ def test_tensor_form_scalars_and_step_axes(tmp_path: Path) -> None:
     writer.add_event(event_pb2.Event(wall_time=1004.0, step=3, summary=summary_pb2.Summary(value=[image])))
     writer.close()
     path = next(tmp_path.glob("events.out.tfevents*"))
-    assert read_event_file(path) == [("perf/train_time", 3, 1003.0, 2.5), ("train/loss", 3, 1003.0, 0.125),
+    assert read_event_file(path).rows == [("perf/train_time", 3, 1003.0, 2.5), ("train/loss", 3, 1003.0, 0.125),
                                      ("perf/train_wait_time", 3, 1003.0, 7.0)]  # fmt: skip
-    (entry,) = scalar_dicts(path)
+    (entry,), damage = scalar_dicts(path)
+    assert damage is None
     train, other = split_axes(entry)
     assert train == {"train/loss": 0.125} and other == {"perf/train_time": 2.5, "perf/train_wait_time": 7.0}

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,15 +29,29 @@ class ScalarDict:
     wall_time: float
 
 
-def read_event_file(path: Path) -> list[tuple[str, int, float, float]]:
-    """(tag, step, wall_time, value) for every scalar in one event file, in file order."""
+@dataclass
+class EventScalars:
+    """One event file's scalars as (tag, step, wall_time, value) in file order, and, where the file is cut or a
+    record fails its checksum, the warning that says at which byte (the scalars before it are kept)."""
+
+    rows: list[tuple[str, int, float, float]]
+    damage: str | None = None
+
+
+def read_event_file(path: Path) -> EventScalars:
+    """Every scalar in one event file, each record's length and data checked against their CRC-32C."""
     try:
-        from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+        from tensorboard.compat.proto.event_pb2 import Event
         from tensorboard.util import tensor_util
     except ImportError as exc:
         raise TensorboardUnavailable(f"reading {path} needs tensorboard: {INSTALL_HINT}") from exc
     out: list[tuple[str, int, float, float]] = []
-    for event in LegacyEventFileLoader(str(path)).Load():
+    records = _Records(path)
+    for offset, data in records:
+        try:
+            event = Event.FromString(data)
+        except Exception:  # protobuf's DecodeError: a record whose checksum matched but whose bytes are no event
+            return EventScalars(out, _damage(path, offset, "a record that is no TensorBoard event", len(out)))
         if not event.HasField("summary"):
             continue
         for value in event.summary.value:
@@ -47,19 +63,66 @@ def read_event_file(path: Path) -> list[tuple[str, int, float, float]]:
             else:
                 continue
             out.append((value.tag, int(event.step), float(event.wall_time), number))
-    return out
+    return EventScalars(out, _damage(path, *records.damage, len(out)) if records.damage else None)
 
 
-def scalar_dicts(path: Path) -> list[ScalarDict]:
-    """Group one file's scalars by step; the dict's time is the latest wall time among its scalars."""
+class _Records:
+    """The whole records of a TFRecord file, as (offset, data): a little-endian uint64 length, the masked CRC-32C of
+    those 8 bytes, the data, the masked CRC-32C of the data (tensorflow/core/lib/io/record_writer.cc). Where the
+    framing breaks, iteration stops and `damage` says at which offset and why."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.damage: tuple[int, str] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        import google_crc32c
+
+        size = self.path.stat().st_size
+        with self.path.open("rb") as fh:
+            offset = 0
+            while offset < size:
+                header = fh.read(12)
+                if len(header) < 12:
+                    self.damage = (offset, "cut off inside a record header")
+                    return
+                length, length_crc = struct.unpack("<QI", header)
+                if _masked(google_crc32c.value(header[:8])) != length_crc:
+                    self.damage = (offset, "a record length that fails its checksum")
+                    return
+                if length + 16 > size - offset:
+                    self.damage = (offset, f"a record of {length} bytes runs past the end")
+                    return
+                body = fh.read(length + 4)
+                data, data_crc = body[:length], struct.unpack("<I", body[length:])[0]
+                if _masked(google_crc32c.value(data)) != data_crc:
+                    self.damage = (offset, "a record that fails its checksum")
+                    return
+                yield offset, data
+                offset += length + 16
+
+
+def _masked(crc: int) -> int:
+    """TFRecord's masked CRC: rotated right by 15 bits plus a constant, so a CRC over CRCs stays informative."""
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _damage(path: Path, offset: int, why: str, kept: int) -> str:
+    return f"{path}: damaged at byte {offset} ({why}); the {kept} scalars before it are read, the rest is lost"
+
+
+def scalar_dicts(path: Path) -> tuple[list[ScalarDict], str | None]:
+    """One file's scalars grouped by step (the dict's time is the latest wall time among its scalars), and the
+    file's damage warning, if any."""
+    scalars = read_event_file(path)
     grouped: dict[int, ScalarDict] = {}
-    for tag, step, wall_time, number in read_event_file(path):
+    for tag, step, wall_time, number in scalars.rows:
         entry = grouped.get(step)
         if entry is None:
             entry = grouped[step] = ScalarDict(str(path), step, {}, wall_time)
         entry.values[tag] = number
         entry.wall_time = max(entry.wall_time, wall_time)
-    return [grouped[s] for s in sorted(grouped)]
+    return [grouped[s] for s in sorted(grouped)], scalars.damage
 
 
 def event_files(path: Path) -> list[Path]:
@@ -84,13 +147,16 @@ def read_tensorboard(path: Path) -> History:
     partial = False
     for file in files:
         try:
-            entries = scalar_dicts(file)
+            entries, damage = scalar_dicts(file)
         except TensorboardUnavailable:
             raise
         except Exception as exc:  # a truncated or foreign event file must not lose the others
             warnings.append(f"{file}: unreadable TensorBoard event file ({type(exc).__name__}: {exc}); skipped")
             partial = True
             continue
+        if damage:
+            warnings.append(damage)
+            partial = True
         name = str(file.relative_to(path)) if file != path else file.name
         for entry in entries:
             rows.append((entry.step, entry.wall_time, entry.values))

@@ -26,6 +26,9 @@ NAMESPACE_KEY = "fake-wandb-0123456789abcdef0123456789abcdef"  # wandb keys are 
 CONFIG_KEY = "fake-api-key-42-not-real"
 ARGV_TOKEN = "hf_fakeArgvToken987654"
 PARAM_TOKEN = "hf_fakeParamToken123456"
+TAG_TOKEN = "hf_fakeTagToken24680135"
+TEXT_TOKEN = "hf_fakeTextToken13579246"
+HPARAM_TOKEN = "fake-hparam-key-11223344"
 
 
 def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
@@ -100,12 +103,13 @@ def test_an_mlflow_run_with_an_hf_token_param_is_stored_without_it(
     for i in range(0, len(metrics), 500):
         client.log_batch(run_id, metrics=metrics[i : i + 500])
     client.log_batch(run_id, params=[Param("hf_token", PARAM_TOKEN), Param("data/prompt_key", "prompt")])
+    client.set_tag(run_id, "HF_TOKEN", TAG_TOKEN)  # a tag file of its own in a file store, named by the key
     client.set_terminated(run_id)
 
     done = benchbed("ingest", location, "--store", tmp_path / "results")
     assert done.returncode == 0, done.stderr
     run_dir, record = _stored(tmp_path / "results")
-    _assert_nowhere(run_dir, PARAM_TOKEN)
+    _assert_nowhere(run_dir, PARAM_TOKEN, TAG_TOKEN)
     left_out = [w for w in record["warnings"] if "it holds a credential" in w]
     if store_kind == "sqlite":
         assert left_out == [f"native copy: left out {location}: it holds a credential (config hf_token); "
@@ -116,6 +120,7 @@ def test_an_mlflow_run_with_an_hf_token_param_is_stored_without_it(
         (param,) = (run_dir / "native").rglob("params/hf_token")
         assert param.read_text() == "***" and next((run_dir / "native").rglob("params/data/prompt_key")).read_text(
             ) == "prompt"  # fmt: skip
+        assert next((run_dir / "native").rglob("tags/HF_TOKEN")).read_text() == "***"
     _same_figures(run_dir, location)
 
 
@@ -132,4 +137,54 @@ def test_a_run_directory_with_a_wandb_run_inside_is_copied_without_its_credentia
     assert [w for w in record["warnings"] if "it holds a credential" in w] == [
         f"native copy: left out {record_log}: it holds a credential ({record_log.parent.name} config wandb_api_key)"
     ]
+    assert (run_dir / "native" / "console.log").read_bytes() == (run / "console.log").read_bytes()
+
+
+def test_a_tensorboard_run_whose_text_and_hparams_hold_credentials_is_stored_without_them(tmp_path: Path) -> None:
+    """A text summary with `--hf_token VALUE` (a logged command line) and an hparams session with an `api_key`: the
+    event file that holds them is binary, so it is left out with a warning; the figures are all kept."""
+    pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not installed")
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.hparams import summary_v2 as hp
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    logs = tmp_path / "tensorboard_log"
+    shutil.copytree(FIXTURES / "tensorboard_log", logs)
+    writer = EventFileWriter(str(logs))
+    text = summary_pb2.Summary.Value(
+        tag="command", tensor=tensor_util.make_tensor_proto(f"python -m verl.trainer.main_ppo --hf_token {TEXT_TOKEN}")
+    )
+    text.metadata.plugin_data.plugin_name = "text"
+    writer.add_event(event_pb2.Event(wall_time=1.0, step=0, summary=summary_pb2.Summary(value=[text])))
+    session = hp.hparams_pb({"api_key": HPARAM_TOKEN, "lr": 1e-6})
+    writer.add_event(event_pb2.Event(wall_time=1.0, step=0, summary=session))
+    writer.close()
+    done = benchbed("ingest", logs, "--adapter", "verl", "--store", tmp_path / "results")
+    assert done.returncode == 0, done.stderr
+    run_dir, record = _stored(tmp_path / "results")
+    _assert_nowhere(run_dir, TEXT_TOKEN, HPARAM_TOKEN)
+    left_out = [w for w in record["warnings"] if "it holds a credential" in w]
+    assert len(left_out) == 1 and "events.out.tfevents" in left_out[0] and "text" in left_out[0]
+    assert len(read_trace(run_dir / "trace.parquet").events) == len(
+        VerlAdapter().parse_history(open_history(FIXTURES / "tensorboard_log")).events
+    )
+
+
+def test_a_run_directory_whose_event_file_logs_a_token_is_copied_without_it(tmp_path: Path) -> None:
+    """`benchbed ingest RUN_DIR` of verl's console log and JSONL beside an event file whose text summary holds a
+    token: the event file is left out, the console log copied as it is."""
+    pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not installed")
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "verl" / "verl-0.9.1-v1_sync", run)
+    with SummaryWriter(str(run / "tensorboard_log")) as writer:
+        writer.add_text("argv", f"--hf_token {TEXT_TOKEN}", 0)
+        writer.add_scalar("timing_s/step", 1.0, 1)
+    done = benchbed("ingest", run, "--adapter", "verl", "--store", tmp_path / "results")
+    assert done.returncode == 0, done.stderr
+    run_dir, record = _stored(tmp_path / "results")
+    _assert_nowhere(run_dir, TEXT_TOKEN)
+    assert any("events.out.tfevents" in w and "it holds a credential" in w for w in record["warnings"])
     assert (run_dir / "native" / "console.log").read_bytes() == (run / "console.log").read_bytes()

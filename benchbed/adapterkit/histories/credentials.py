@@ -21,19 +21,29 @@ def history_secrets(history: History) -> dict[str, str]:
     found = find_secrets(history.config, "config")
     find_secrets(history.summary, "summary", found)
     find_secrets({"args": history.command}, "command line", found)
+    find_secrets(history.texts, "text", found)
     for path in history.files:
         data = _text_data(path)
-        if data is not None:
+        if isinstance(data, str):  # a file per value, named by its key (MLflow's tags/ and params/): the name counts
+            find_secrets({path.name: data}, path.parent.name, found)
+        elif data is not None:
             find_secrets(data, path.name, found)
     return found
 
 
 def run_dir_secrets(path: Path) -> dict[str, str]:
-    """{credential: where} held by the W&B runs in a framework's run directory (`wandb/offline-run-*`), which an
-    ingest of the whole directory copies: their record logs' config and command line, and their text files."""
+    """{credential: where} held by the tracker files in a framework's run directory, which an ingest of the whole
+    directory copies: its W&B runs' (`wandb/offline-run-*`) config, command line and text files, and its TensorBoard
+    event files' text summaries and hparams."""
+    from benchbed.adapterkit.histories.tensorboard import TensorboardUnavailable, event_files, read_event_file
     from benchbed.adapterkit.histories.wandb_file import find_wandb_file, read_wandb_file, run_dirs_under
 
     found: dict[str, str] = {}
+    for events in event_files(path) if path.is_dir() else []:
+        try:
+            find_secrets(read_event_file(events).texts, f"{events.name} text", found)
+        except TensorboardUnavailable:  # no reader: the binary files are copied only if they hold no known value
+            break
     for run in run_dirs_under(path) if path.is_dir() else []:
         try:
             history = read_wandb_file(find_wandb_file(run), allow_empty=True)  # type: ignore[arg-type]

@@ -70,6 +70,7 @@ class History:
     partial: bool = False  # the history was cut short (damaged file); rows before the damage are kept
     started: float = math.nan  # epoch seconds at which the run started, where the tracker records it
     command: list[str] = field(default_factory=list)  # the run's command-line arguments, where the tracker keeps them
+    texts: dict[str, Any] = field(default_factory=dict)  # free text kept beside the figures (TensorBoard text, hparams)
 
     @property
     def keys(self) -> list[str]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_rows
 
@@ -36,6 +37,7 @@ class EventScalars:
 
     rows: list[tuple[str, int, float, float]]
     damage: str | None = None
+    texts: dict[str, Any] = field(default_factory=dict)  # text summaries by tag, hparams under "hparams"
 
 
 def read_event_file(path: Path) -> EventScalars:
@@ -46,12 +48,13 @@ def read_event_file(path: Path) -> EventScalars:
     except ImportError as exc:
         raise TensorboardUnavailable(f"reading {path} needs tensorboard: {INSTALL_HINT}") from exc
     out: list[tuple[str, int, float, float]] = []
+    texts: dict[str, Any] = {}
     records = _Records(path)
     for offset, data in records:
         try:
             event = Event.FromString(data)
         except Exception:  # protobuf's DecodeError: a record whose checksum matched but whose bytes are no event
-            return EventScalars(out, _damage(path, offset, "a record that is no TensorBoard event", len(out)))
+            return EventScalars(out, _damage(path, offset, "a record that is no TensorBoard event", len(out)), texts)
         if not event.HasField("summary"):
             continue
         for value in event.summary.value:
@@ -61,9 +64,28 @@ def read_event_file(path: Path) -> EventScalars:
             elif kind == "tensor" and value.metadata.plugin_data.plugin_name == "scalars":
                 number = float(tensor_util.make_ndarray(value.tensor).item())
             else:
+                _keep_text(value, texts)
                 continue
             out.append((value.tag, int(event.step), float(event.wall_time), number))
-    return EventScalars(out, _damage(path, *records.damage, len(out)) if records.damage else None)
+    return EventScalars(out, _damage(path, *records.damage, len(out)) if records.damage else None, texts)
+
+
+def _keep_text(value: Any, texts: dict[str, Any]) -> None:
+    """A text summary's strings (tensorboard/plugins/text), or the hyperparameters of an hparams session start
+    (tensorboard/plugins/hparams/plugin_data.proto), into `texts`: read only to find credentials in them."""
+    plugin = value.metadata.plugin_data.plugin_name
+    if plugin == "text" and value.HasField("tensor"):
+        texts.setdefault(value.tag, []).extend(s.decode("utf-8", "replace") for s in value.tensor.string_val)
+    elif plugin == "hparams":
+        from tensorboard.plugins.hparams import plugin_data_pb2
+
+        try:
+            data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+        except Exception:  # protobuf's DecodeError: no hyperparameters to look at
+            return
+        for name, hparam in data.session_start_info.hparams.items():
+            kind = hparam.WhichOneof("kind")
+            texts.setdefault("hparams", {})[name] = str(getattr(hparam, kind)) if kind else ""
 
 
 class _Records:
@@ -112,17 +134,21 @@ def _damage(path: Path, offset: int, why: str, kept: int) -> str:
 
 
 def scalar_dicts(path: Path) -> tuple[list[ScalarDict], str | None]:
-    """One file's scalars grouped by step (the dict's time is the latest wall time among its scalars), and the
-    file's damage warning, if any."""
+    """One file's scalars grouped by step, and the file's damage warning, if any."""
     scalars = read_event_file(path)
+    return by_step(path, scalars.rows), scalars.damage
+
+
+def by_step(path: Path, rows: list[tuple[str, int, float, float]]) -> list[ScalarDict]:
+    """Scalars grouped by step, in step order; a dict's time is the latest wall time among its scalars."""
     grouped: dict[int, ScalarDict] = {}
-    for tag, step, wall_time, number in scalars.rows:
+    for tag, step, wall_time, number in rows:
         entry = grouped.get(step)
         if entry is None:
             entry = grouped[step] = ScalarDict(str(path), step, {}, wall_time)
         entry.values[tag] = number
         entry.wall_time = max(entry.wall_time, wall_time)
-    return [grouped[s] for s in sorted(grouped)], scalars.damage
+    return [grouped[s] for s in sorted(grouped)]
 
 
 def event_files(path: Path) -> list[Path]:
@@ -144,24 +170,28 @@ def read_tensorboard(path: Path) -> History:
         raise HistoryError(f"{path}: no TensorBoard event files ({EVENT_FILE}.*)")
     warnings: list[str] = []
     rows, parts = [], []
+    texts: dict[str, Any] = {}
     partial = False
     for file in files:
         try:
-            entries, damage = scalar_dicts(file)
+            scalars = read_event_file(file)
         except TensorboardUnavailable:
             raise
         except Exception as exc:  # a truncated or foreign event file must not lose the others
             warnings.append(f"{file}: unreadable TensorBoard event file ({type(exc).__name__}: {exc}); skipped")
             partial = True
             continue
-        if damage:
-            warnings.append(damage)
+        if scalars.damage:
+            warnings.append(scalars.damage)
             partial = True
         name = str(file.relative_to(path)) if file != path else file.name
-        for entry in entries:
+        if scalars.texts:
+            texts[name] = scalars.texts
+        for entry in by_step(file, scalars.rows):
             rows.append((entry.step, entry.wall_time, entry.values))
             parts.append(name)
     if not rows and not warnings:
         raise HistoryError(f"{path}: the TensorBoard event files hold no scalars")
     source = HistorySource("tensorboard", path.name, str(path.resolve()))
-    return History(source, frame_from_rows(rows, parts), files=files, warnings=warnings, partial=partial)
+    frame = frame_from_rows(rows, parts)
+    return History(source, frame, files=files, warnings=warnings, partial=partial, texts=texts)

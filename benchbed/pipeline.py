@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -267,7 +268,8 @@ def ingest(
     refuse_summary(path, whole=True)  # a pasted W&B summary is no adapter's to read, however lenient its parser
     trace: Trace | None = None
     try:
-        trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
+        with _no_traceback_from_bytes(path):
+            trace = adapter.parse(path)  # unreadable input fails here, before anything is stored
     except RunFailedError as exc:  # the framework's log of a run that died before its first step: a failed run
         record.adapter.framework = exc.framework
         record.error = ErrorInfo(message=redact(str(exc)), log_tail=redact(exc.log_tail))
@@ -286,6 +288,18 @@ def ingest(
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return RunOutcome(run_dir, record, trace)
+
+
+@contextlib.contextmanager
+def _no_traceback_from_bytes(where: str | Path) -> Iterator[None]:
+    """Text that is not UTF-8, or JSON nested past Python's recursion limit, where an adapter's reader did not
+    expect it: one AdapterError naming the input, never a traceback."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise AdapterError(f"{where}: a file of the run is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise AdapterError(f"{where}: a record of the run is nested too deeply to read") from None
 
 
 def refuse_summary(path: Path, whole: bool = False) -> None:
@@ -350,7 +364,8 @@ def ingest_history(
         spec_data["resources"] = resources
     spec_id = f"ingest-{name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")
-    trace = adapter.parse_history(history)  # type: ignore[attr-defined]  # a history the adapter cannot read fails here, before anything is stored
+    with _no_traceback_from_bytes(source):  # a history the adapter cannot read fails here, before anything is stored
+        trace = adapter.parse_history(history)  # type: ignore[attr-defined]
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
         native = run_dir / NATIVE_DIRNAME

@@ -12,8 +12,8 @@ import yaml
 
 from benchbed import keys as K
 from benchbed.adapterkit.chrome_trace import complete_events
-from benchbed.adapterkit.lines import JsonLines
-from benchbed.errors import NotThisFrameworkError
+from benchbed.adapterkit.lines import JsonLines, read_utf8
+from benchbed.errors import NotThisFrameworkError, TraceError
 from benchbed.trace import TraceBuilder, attrs_json
 
 # AReaL's session status -> benchbed's; accepted samples no step consumed become "discarded".
@@ -112,8 +112,9 @@ _Loader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader, node: l
 def read_config(path: Path, warnings: list[str]) -> dict[str, Any]:
     """The trial's config.yaml (AReaL's save_config), {} with a warning when absent or unreadable."""
     try:
-        config = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a SafeLoader with one tag added
-    except (OSError, yaml.YAMLError) as exc:
-        warnings.append(f"{path}: no readable config ({exc.__class__.__name__}); concurrency and batch size unknown")
+        config = yaml.load(read_utf8(path), Loader=_Loader)  # noqa: S506 - a SafeLoader with one tag added
+    except (OSError, yaml.YAMLError, TraceError) as exc:
+        why = str(exc) if isinstance(exc, TraceError) else f"{path}: no readable config ({exc.__class__.__name__})"
+        warnings.append(f"{why}; concurrency and batch size unknown")
         return {}
     return config if isinstance(config, dict) else {}

@@ -24,6 +24,7 @@ from benchbed.adapters.trl.timeline import KEYMAP, read_timeline
 
 from benchbed import keys as K
 from benchbed.adapterkit.handoff import read_handoff
+from benchbed.adapterkit.lines import read_utf8
 from benchbed.errors import NotThisFrameworkError, TraceError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
@@ -87,7 +88,7 @@ def parse_path(path: Path) -> Trace:
         adapter="trl", framework="trl", framework_version=run.versions.get("trl", ""), mode="sync",
         concurrency=schedule.generation_batch, samples_per_step=schedule.per_device_batch * schedule.grad_accum,
         group_size=int(run.args["num_generations"]), sources=run.sources, warnings=run.warnings,
-        partial=not run.finished,
+        partial=not run.finished or (timeline is not None and timeline.partial),
         extra={"steps_per_generation": schedule.steps_per_generation, "num_iterations": schedule.num_iterations,
                "gradient_accumulation_steps": schedule.grad_accum, "loss_type": run.args.get("loss_type"),
                "beta": run.args.get("beta"), "versions": run.versions, "sandbox_spans": sandbox_spans,
@@ -103,7 +104,7 @@ def read_run(path: Path) -> Run:
         raise NotThisFrameworkError(f"not a TRL run: {path} has no {STATE_FILE}")
     run_dir = state_file.parent
     try:
-        state = json.loads(state_file.read_text())
+        state = json.loads(read_utf8(state_file))
     except json.JSONDecodeError as exc:
         raise TraceError(f"{state_file}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
@@ -113,7 +114,7 @@ def read_run(path: Path) -> Run:
     args_file = run_dir / ARGS_FILE
     args: dict[str, Any] = {}
     if args_file.is_file():
-        args = json.loads(args_file.read_text())
+        args = json.loads(read_utf8(args_file))
         sources.append(str(args_file))
     if "num_generations" not in args:
         handoff = read_handoff(run_dir, warnings)
@@ -130,7 +131,7 @@ def _batches(path: Path, sources: list[str]) -> tuple[list[dict[str, Any]], dict
     if not path.is_file():
         return [], {}
     sources.append(str(path))
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip().endswith("}")]
+    lines = [json.loads(line) for line in read_utf8(path).splitlines() if line.strip().endswith("}")]
     header = lines[0] if lines and lines[0].get("format") == "benchbed-trl-batches" else {}
     return [e for e in lines if "permutation" in e], header
 

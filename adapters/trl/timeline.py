@@ -31,6 +31,7 @@ class Timeline:
     generation: dict[int, tuple[float, float]] = field(default_factory=dict)  # generation start to scoring end
     natives: dict[int, dict[str, float]] = field(default_factory=dict)  # other timers, summed per step
     sources: list[str] = field(default_factory=list)
+    partial: bool = False  # the W&B record log is damaged: the rows after the damage are lost
 
 
 def read_timeline(run_dir: Path, warnings: list[str], origin: float | None = None) -> Timeline | None:
@@ -55,8 +56,10 @@ def read_timeline(run_dir: Path, warnings: list[str], origin: float | None = Non
     except Exception as exc:  # a damaged history loses the timeline, never the run
         warnings.append(f"{wandb_file}: W&B history unreadable ({str(exc).splitlines()[0]}); no timeline")
         return None
+    warnings.extend(history.warnings)  # where the record log is damaged, and what was lost
     timeline = timeline_from(history.frame, warnings, release=KEYMAP.nearest("")[0], origin=origin)
     timeline.sources.append(str(wandb_file))
+    timeline.partial = history.partial
     return timeline
 
 

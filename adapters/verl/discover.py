@@ -53,7 +53,7 @@ def read_hydra_config(path: Path) -> dict[str, Any] | None:
         return None
     try:
         value = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     return value if isinstance(value, dict) else None
 

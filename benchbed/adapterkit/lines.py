@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from benchbed.errors import TraceError
 from benchbed.logtext import strip_ansi
 
 
@@ -73,6 +74,9 @@ class JsonLines:
                 except NonFinite as exc:
                     warn(f"{path}:{number}: skipped row with non-finite value {exc}")
                     continue
+                except RecursionError:  # the standard library's parser, on arrays or objects nested ~1000 deep
+                    warn(f"{path}:{number}: skipped line nested too deeply to be a metrics row ({len(raw)} bytes)")
+                    continue
                 except (ValueError, UnicodeDecodeError) as exc:
                     if raw.isspace():
                         continue
@@ -92,6 +96,18 @@ class JsonLines:
                     warn(f"{path}:{number}: skipped row with a non-finite value")
                     continue
                 yield number, obj
+
+
+def read_utf8(path: Path) -> str:
+    """A file's text; TraceError `FILE:LINE: not UTF-8 text (…)` naming the first byte that is not, where a
+    framework's JSON or YAML file (always UTF-8) holds something else."""
+    data = path.read_bytes()
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        what = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        raise TraceError(f"{path}:{line}: not UTF-8 text ({what}); expected the UTF-8 its framework writes") from None
 
 
 def text_lines(path: Path) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
 from benchbed.adapterkit.wandb_summary import summary_keys, summary_message
-from benchbed.errors import AdapterError, BenchbedError, RunFailedError
+from benchbed.errors import AdapterError, BenchbedError, RunFailedError, TraceError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
 from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
 from benchbed.metrics import compute_metrics
@@ -24,7 +24,7 @@ from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchb
 from benchbed.secrets import redact, redact_mapping, secret_values
 from benchbed.spec import ExperimentSpec
 from benchbed.store import RECORD_FILENAME, Store
-from benchbed.trace import TRACE_FILENAME, Trace
+from benchbed.trace import TRACE_FILENAME, ImpossibleValueError, Trace
 
 NATIVE_DIRNAME = "native"
 
@@ -290,6 +290,20 @@ def ingest(
     return RunOutcome(run_dir, record, trace)
 
 
+def _impossible_in_history(history: Any, exc: ImpossibleValueError) -> str:
+    """The refusal of an impossible duration or count, said of the history: its source, its run, the native keys
+    that hold a negative or infinite value at those steps, and the steps."""
+    import numpy as np
+
+    frame = history.frame
+    at = frame[frame["step"].isin(exc.steps)]
+    native = [k for k in history.keys if ((at[k] < 0) | np.isinf(at[k].to_numpy(dtype=float))).any()]
+    steps = ", ".join(map(str, exc.steps[:10]))
+    shown = ", ".join(f"{k} = {at[k][np.isinf(at[k]) | (at[k] < 0)].iloc[0]:g}" for k in native[:3]) or exc.key
+    return (f"{history.source.uri} (run {history.source.run_id}): {shown} at step(s) {steps}: {exc.key} is a "
+            "duration or count, never negative or infinite")  # fmt: skip
+
+
 @contextlib.contextmanager
 def _no_traceback_from_bytes(where: str | Path) -> Iterator[None]:
     """Text that is not UTF-8, or JSON nested past Python's recursion limit, where an adapter's reader did not
@@ -340,6 +354,9 @@ def ingest_history(
 
     kind = history_kind(location)
     history = open_history(location, progress=progress)
+    if history.partial and not history.keys:  # damaged before its first step: say where, not "no known keys"
+        damage = next((w for w in history.warnings if "damaged at byte" in w), history.source.uri)
+        raise BenchbedError(f"{damage}; no step was logged before the damage, so there is nothing to measure")
     found = history_secrets(history)  # credentials the run itself holds: masked before any adapter sees them
     mask_history(history, found)
     if adapter_name is None:
@@ -364,8 +381,11 @@ def ingest_history(
         spec_data["resources"] = resources
     spec_id = f"ingest-{name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")
-    with _no_traceback_from_bytes(source):  # a history the adapter cannot read fails here, before anything is stored
-        trace = adapter.parse_history(history)  # type: ignore[attr-defined]
+    try:
+        with _no_traceback_from_bytes(source):  # unreadable: fails here, before anything is stored
+            trace = adapter.parse_history(history).validate()  # type: ignore[attr-defined]
+    except ImpossibleValueError as exc:
+        raise TraceError(_impossible_in_history(history, exc)) from None
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
     try:
         native = run_dir / NATIVE_DIRNAME

@@ -194,6 +194,15 @@ def _first_bad_row(col: str, series: pd.Series) -> int:
     return 0
 
 
+class ImpossibleValueError(TraceError):
+    """A duration or count that is negative or infinite: the canonical key and the steps it was found at, so that
+    a reader can name the native key and the input it came from."""
+
+    def __init__(self, message: str, key: str, steps: list[int]) -> None:
+        super().__init__(message)
+        self.key, self.steps = key, steps
+
+
 def validate_events(df: pd.DataFrame) -> None:
     """Raise TraceError naming the first offending row and column."""
     missing = [c for c in COLUMNS if c not in df.columns]
@@ -236,9 +245,11 @@ def validate_events(df: pd.DataFrame) -> None:
         rows = np.flatnonzero(impossible)
         row = int(rows[0])
         steps = sorted({int(s) for s in df["step"].to_numpy()[rows]})
-        raise TraceError(
+        raise ImpossibleValueError(
             f"row {row}, column 'value': {df['key'].iloc[row]} = {value[row]} at step(s) "
-            f"{', '.join(map(str, steps[:10]))}: a duration or count cannot be negative or infinite"
+            f"{', '.join(map(str, steps[:10]))}: a duration or count cannot be negative or infinite",
+            key=str(df["key"].iloc[row]),
+            steps=steps,
         )
 
 

@@ -67,3 +67,34 @@ def test_a_missing_path_is_named_and_a_non_history_needs_an_adapter(tmp_path: Pa
     assert done.returncode == 2 and "not a tracker history; name the framework that wrote it with --adapter" in (
         done.stderr)  # fmt: skip
     assert not (tmp_path / "results").exists()
+
+
+def test_a_wandb_file_cut_before_its_first_step_is_named_as_damaged(tmp_path: Path) -> None:
+    (record_log,) = (RUN / "wandb").glob("offline-run-*/run-*.wandb")
+    cut = tmp_path / record_log.name
+    cut.write_bytes(record_log.read_bytes()[:3000])
+    done = benchbed("ingest", cut, "--adapter", "verl", "--store", tmp_path / "results")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"benchbed: error: {cut}: damaged at byte ") and "nothing to measure" in line
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("record.json"))
+
+
+def test_an_infinite_timing_names_the_store_the_run_the_key_and_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    uri = (tmp_path / "mlruns").as_uri()
+    client = MlflowClient(tracking_uri=uri)
+    run_id = client.create_run(client.create_experiment("benchbed")).info.run_id
+    rows = [(s, {"timing_s/step": 2.0, "timing_s/gen": 1.0}) for s in (1, 2)] + [(3, {"timing_s/step": float("inf")})]
+    client.log_batch(run_id, metrics=[Metric(k, v, 1000 * s, s) for s, row in rows for k, v in row.items()])
+    done = benchbed("ingest", tmp_path / "mlruns", "--adapter", "verl", "--store", tmp_path / "results")
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"(run {run_id}): timing_s/step = inf at step(s) 3: trainer.step is a duration" in line
+    assert str(tmp_path / "mlruns") in line

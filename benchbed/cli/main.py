@@ -5,9 +5,12 @@ each command's module loads what it uses when it is invoked, so start-up stays w
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import signal
 import sys
+import threading
 from typing import Any, NamedTuple
 
 import click
@@ -113,6 +116,25 @@ def _fail(message: str, status: int = 2) -> None:
     sys.exit(status)
 
 
+def _leave(status: int) -> None:
+    """After a failure, stop the helper processes still running under benchbed (what it launched is stopped
+    before this); with a non-daemon thread still alive, end the process now rather than wait for it."""
+    if status != 0:
+        import psutil
+
+        children = psutil.Process().children(recursive=True)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.terminate()
+        for child in psutil.wait_procs(children, timeout=3)[1]:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
 class BenchbedGroup(click.Group):
     """Every failure as one line on stderr: BenchbedError and usage errors exit 2, an unreadable file exits 2,
     a stop signal (Ctrl-C, SIGTERM, SIGHUP) exits 128 + its number once what it launched is stopped.
@@ -140,6 +162,16 @@ class BenchbedGroup(click.Group):
                 rows.append((name, self.commands[name].get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The command as a process: it ends when its status is set, whatever a tracker's client left running (a
+        non-daemon thread or a helper process waiting on a server that never answers)."""
+        try:
+            return self.main(*args, **kwargs)
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            _leave(status)
+            raise
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False

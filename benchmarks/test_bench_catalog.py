@@ -7,6 +7,7 @@ size: in a store of 10 machines against the same machine alone in its own store.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -29,13 +30,15 @@ COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "benchbed
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory, quick: bool) -> dict[str, tuple[Path, int]]:
-    """small: 1 machine × 10 entries × 334 nights × 3 repeats; big: 10 machines of the same (100,200 records)."""
+    """small: 1 machine × 10 entries × 334 nights × 3 repeats; big: 10 machines of the same (100,200 records); one
+    series: 1 machine × 1 entry × 6,680 nights × 15 repeats (100,200 records, a busy matrix for 18 years)."""
     nights = 10 if quick else 334
     out = {}
-    for name, machines in (("small", 1), ("big", 10)):
-        root = tmp_path_factory.mktemp(name)
+    shapes = {"small": (1, 10, nights, 3), "big": (10, 10, nights, 3), "one series": (1, 1, 20 * nights, 15)}
+    for name, (machines, entries, series_nights, repeats) in shapes.items():
+        root = tmp_path_factory.mktemp(name.replace(" ", "-"))
         start = time.monotonic()
-        count = write_store(root, machines=machines, entries=10, nights=nights)
+        count = write_store(root, machines=machines, entries=entries, nights=series_nights, repeats=repeats)
         print(f"\n{name} store: {count:,} records written in {time.monotonic() - start:.0f} s")
         out[name] = (root, count)
     return out
@@ -111,6 +114,36 @@ def test_history_command_on_the_big_store(benchmark, stores, medians: dict[str, 
     ratio(f"benchbed history, {count:,} records", median_of(benchmark), "read every record (big)",
           baseline_median(medians, "read every record (big)"), None)  # fmt: skip
     assert median_of(benchmark) < TARGET_S, f"benchbed history on {count:,} records: {median_of(benchmark):.2f} s"
+
+
+ONE_SERIES_TARGET_S = 1.5
+
+
+def catalog_read(root: Path) -> int:
+    """The baseline of the one-series store: its catalog read into the points history analyses, nothing more."""
+    points, _ = load_points(Store(root))
+    return len(points)
+
+
+def history_json(root: Path) -> str:
+    """`benchbed history --store ROOT --json` as a user runs it, on a pipe."""
+    return subprocess.run(
+        [*COMMAND, "history", "--store", str(root), "--json"], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_history_json_on_one_long_series(benchmark, stores, medians: dict[str, float]) -> None:
+    """Issue 39's case: the whole `history --json` command on one series of 100,000 records over 6,680 nights (two
+    watched metrics, every night in the document). Target: under 1.5 s; reported against the catalog read alone."""
+    root, count = stores["one series"]
+    start = time.perf_counter()
+    assert catalog_read(root) == count * 6  # a point per record and metric (write_store records six)
+    read_s = time.perf_counter() - start
+    text = benchmark.pedantic(history_json, args=(root,), rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    assert [len(series["nights"]) for series in json.loads(text)["series"]] == [count // 15] * 2
+    ratio(f"benchbed history --json, one series of {count:,} records", median_of(benchmark), "catalog read in-process",
+          read_s, None)  # fmt: skip
+    assert median_of(benchmark) < ONE_SERIES_TARGET_S, f"history --json: {median_of(benchmark):.2f} s"
 
 
 def nightly_baseline(root: Path) -> list[Series]:

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import random
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -148,6 +149,9 @@ def sim_spec(samples: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------------ store
+EPOCH = datetime(2008, 1, 1, tzinfo=timezone.utc)  # night 0; a night a day after it, a repeat a minute apart
+
+
 def write_store(root: Path, machines: int, entries: int, nights: int, repeats: int = 3) -> int:
     """A results store of nightly-suite records (machines × entries × nights × repeats), written from one record
     as JSON text with ids substituted (no simulation, no validation per record), plus each machine's catalog index
@@ -172,12 +176,12 @@ def write_store(root: Path, machines: int, entries: int, nights: int, repeats: i
                         benchbed=BenchbedInfo(version="0.1.0", commit="c0ffee" * 6),
                         machine=MachineInfo(name=f"machine{m}", host="h", os="Linux", cpu="c", cpu_count=2,
                                             python="3.11"),
-                        started_at=f"2026-{1 + night // 28:02d}-{1 + night % 28:02d}T{rep:02d}:00:00+00:00",
+                        started_at=(EPOCH + timedelta(days=night, minutes=rep)).isoformat(),
                         suite=SuiteInfo(name="nightly-cpu", entry=f"entry{e}", night=f"n{night:04d}",
                                         watch=["trainer_idle_ratio", "staleness_mean"]),
                         metrics={k: MetricValue(value=rng.random(), unit="ratio") for k in metrics},
                     )  # fmt: skip
-                    rel = f"machine{m}/sim/{record.spec_id}/2026{night:05d}T{rep:02d}-c0ffee00"
+                    rel = f"machine{m}/sim/{record.spec_id}/{night:05d}T{rep:02d}-c0ffee00"
                     (root / rel).mkdir(parents=True)
                     (root / rel / "record.json").write_text(record.model_dump_json())
                     rows.append(catalog_row(rel, record))

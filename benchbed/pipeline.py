@@ -443,8 +443,12 @@ def copy_native(source: Path, target: Path, found: Mapping[str, str] | None = No
             if not src.is_file():
                 skipped.setdefault("special file(s) (FIFO, device, socket)", []).append(str(src))
                 return
-            data = src.read_bytes()
             dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.stat().st_size > _WHOLE_COPY_LIMIT:  # copied a chunk at a time; one holding a credential left out
+                if (held := _copy_in_chunks(src, dst, secrets)) is not None:
+                    withheld.append(f"native copy: left out {src}: it holds a credential ({origins[held]}){note}")
+                return
+            data = src.read_bytes()
             try:
                 text = data.decode() if secrets else None
             except UnicodeDecodeError:
@@ -480,6 +484,26 @@ def copy_native(source: Path, target: Path, found: Mapping[str, str] | None = No
         f"native copy: left out {len(paths)} {what}: {', '.join(paths[:3])}{' ...' if len(paths) > 3 else ''}"
         for what, paths in skipped.items()
     ]
+
+
+_WHOLE_COPY_LIMIT = 64 << 20  # bytes: a larger native file is copied in chunks, never held whole
+
+
+def _copy_in_chunks(src: Path, dst: Path, secrets: list[str], chunk: int = 8 << 20) -> str | None:
+    """Copy `src` to `dst` a chunk at a time, each chunk searched for the secrets together with the end of the one
+    before (a value split across two chunks is found); the first secret found (the copy removed), else None."""
+    overlap = max((len(json.dumps(v).encode()) for v in secrets), default=0)
+    tail = b""
+    with src.open("rb") as fh, dst.open("wb") as out:
+        while block := fh.read(chunk):
+            if (held := _held_credential(tail + block, secrets)) is not None:
+                out.close()
+                dst.unlink()
+                return held
+            out.write(block)
+            tail = block[-overlap:] if overlap else b""
+    shutil.copystat(src, dst)
+    return None
 
 
 def _held_credential(data: bytes, secrets: list[str]) -> str | None:

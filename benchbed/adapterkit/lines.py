@@ -68,7 +68,11 @@ class JsonLines:
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         loads, warn, finite, path = self.loads, self.warnings.append, self.finite, self.path
         with path.open("rb") as fh:
-            for number, raw in enumerate(fh, 1):
+            for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+                if len(raw) == LINE_LIMIT and not raw.endswith(b"\n"):
+                    length = len(raw) + _skip_line(fh)
+                    warn(f"{path}:{number}: skipped line of {length:,} bytes (longer than {LINE_LIMIT:,}: no JSON row)")
+                    continue
                 try:
                     obj = loads(raw)
                 except NonFinite as exc:
@@ -98,9 +102,17 @@ class JsonLines:
                 yield number, obj
 
 
-def read_utf8(path: Path) -> str:
+WHOLE_FILE_LIMIT = 512 << 20  # bytes: a config or state file a framework writes whole is far smaller
+LINE_LIMIT = 64 << 20  # bytes: a JSON line longer than this is no metrics row (a sparse or foreign file)
+
+
+def read_utf8(path: Path, limit: int = WHOLE_FILE_LIMIT) -> str:
     """A file's text; TraceError `FILE:LINE: not UTF-8 text (…)` naming the first byte that is not, where a
-    framework's JSON or YAML file (always UTF-8) holds something else."""
+    framework's JSON or YAML file (always UTF-8) holds something else, and `FILE: N bytes` for a file larger than
+    `limit`, before any of it is read."""
+    size = path.stat().st_size
+    if size > limit:
+        raise TraceError(f"{path}: {size:,} bytes, larger than such a file can be (at most {limit:,} read whole)")
     data = path.read_bytes()
     try:
         return data.decode()
@@ -108,6 +120,16 @@ def read_utf8(path: Path) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         what = f"byte 0x{data[exc.start]:02x} at offset {exc.start}"
         raise TraceError(f"{path}:{line}: not UTF-8 text ({what}); expected the UTF-8 its framework writes") from None
+
+
+def _skip_line(fh: Any) -> int:
+    """Read past the rest of the current line a chunk at a time (a 2 GiB line is never held); the bytes skipped."""
+    skipped = 0
+    while chunk := fh.readline(1 << 20):
+        skipped += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
 
 
 def text_lines(path: Path) -> list[str]:

@@ -44,6 +44,12 @@ def _other_framework(path: Path) -> str:
     return ""
 
 
+def _unreadable(path: Path, warnings: list[str]) -> str:
+    """The one line refusing a file-logger JSONL with no readable record: its first skipped line, or the file."""
+    first = next((w for w in warnings if w.startswith(f"{path}:")), f"{path}: every line is blank")
+    return f'{first}; no line of it is a readable file-logger record ({{"step": N, "data": {{...}}}})'
+
+
 def _int(cfg: dict[str, Any] | None, *path: str) -> int | None:
     node: Any = cfg
     for part in path:
@@ -109,6 +115,8 @@ def parse_path(path: Path) -> Trace:
         records, primary = best.records, [best]
         if jsonl:
             warnings.append(f"{jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
+    if not records and readings and not consoles and not found.of(WORKER_LOGS):
+        raise AdapterError(_unreadable(jsonl[0], readings[0].warnings))
     for reading in readings + consoles:
         warnings.extend(reading.warnings)
     explicit = version_from_files(path) if path.is_dir() else None

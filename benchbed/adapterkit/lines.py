@@ -22,9 +22,18 @@ def _reject_constant(name: str) -> float:
     raise NonFinite(name)
 
 
+def loads_stdlib(raw: bytes, **options: Any) -> Any:
+    """The standard library's JSON parser, its RecursionError on a value nested too deep turned into the ValueError
+    every line reader reports as a line that is not JSON (the parser recurses once per level; orjson stops at 1024)."""
+    try:
+        return json.loads(raw, **options)
+    except RecursionError:
+        raise ValueError("nested deeper than the JSON parser reads") from None
+
+
 def loads_finite(raw: bytes) -> Any:
     """JSON that refuses NaN and ±Infinity (NonFinite names the constant); numbers overflowing to inf pass."""
-    return json.loads(raw, parse_constant=_reject_constant)
+    return loads_stdlib(raw, parse_constant=_reject_constant)
 
 
 def loads_lenient(raw: bytes) -> Any:
@@ -32,7 +41,7 @@ def loads_lenient(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except ValueError:
-        return json.loads(raw)
+        return loads_stdlib(raw)
 
 
 def has_non_finite(value: Any) -> bool:

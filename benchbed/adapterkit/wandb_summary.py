@@ -35,7 +35,7 @@ def summary_keys(path: Path, whole: bool = False) -> list[str] | None:
 def _json_keys(text: str) -> list[str] | None:
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a value nested too deep is no summary either
         return None
     if not isinstance(obj, dict) or not any(k in obj for k in _W_AND_B_KEYS):
         return None

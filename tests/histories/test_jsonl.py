@@ -29,3 +29,33 @@ def test_flat_rows_a_cut_last_line_and_a_line_without_step(tmp_path: Path) -> No
     empty.write_text('{"loss": 1}\n')
     with pytest.raises(HistoryError, match="no JSON lines with a `step`"):
         open_history(empty)
+
+
+DEEP = "[" * 200_000 + "]" * 200_000  # a value nested deeper than any JSON parser in the reader recurses
+
+
+@pytest.mark.parametrize("number", ["1.5", "NaN"])  # NaN: orjson refuses the line, the standard library reads it
+def test_a_line_nested_200000_deep_is_a_warning_naming_its_line(tmp_path: Path, number: str) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(f'{{"step": 1, "loss": 0.5}}\n{{"step": 2, "loss": {number}, "x": {DEEP}}}\n{{"step": 3}}\n')
+    history = open_history(path)
+    assert history.frame["step"].tolist() == [1, 3] and not history.partial
+    assert history.warnings == [f"{path}:2: skipped line that is not JSON (ValueError: nested deeper than the JSON "
+                                "parser reads)"]  # fmt: skip
+
+
+def test_a_verl_jsonl_of_only_such_a_line_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from benchbed.cli.main import cli
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(f'{{"step": 1, "data": {{"timing_s/step": NaN, "x": {DEEP}}}}}\n')
+    store = tmp_path / "store"
+    result = CliRunner().invoke(cli, ["ingest", str(path), "--adapter", "verl", "--store", str(store)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"benchbed: error: {path}:1: skipped line that is not JSON (ValueError: nested deeper than the JSON parser "
+        'reads); no line of it is a readable file-logger record ({"step": N, "data": {...}})'
+    ]
+    assert not list(store.glob("**/record.json"))

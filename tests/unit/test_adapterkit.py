@@ -61,6 +61,12 @@ def test_lenient_loads_accepts_what_python_json_writes() -> None:
         loads_lenient(b"{oops")
 
 
+@pytest.mark.parametrize("loads", [loads_lenient, loads_finite])
+def test_a_value_nested_too_deep_is_a_value_error_not_a_recursion_error(loads) -> None:
+    with pytest.raises(ValueError, match="nested deeper than the JSON parser reads"):
+        loads(b'{"y": ' + b"[" * 200_000 + b"]" * 200_000 + b', "x": NaN}')
+
+
 def test_discovery_sorts_files_reads_the_handoff_and_keeps_refusals(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "checkpoints").mkdir()

@@ -5,7 +5,6 @@ with a `step` key (prime-rl's metrics.jsonl); a `timestamp`/`time` number is the
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import orjson
 
 from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_rows
-from benchbed.adapterkit.lines import JsonLines
+from benchbed.adapterkit.lines import JsonLines, loads_stdlib
 
 _TIME_KEYS = ("timestamp", "time", "wall_time", "_timestamp")
 
@@ -42,7 +41,7 @@ def read_step_records(path: Path, warnings: list[str], flat: bool = True) -> tup
         try:
             return orjson.loads(raw)
         except ValueError:
-            obj = json.loads(raw)
+            obj = loads_stdlib(raw)
             tokens.append(id(obj))
             return obj
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from benchbed import keys as K
 from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
 from benchbed.adapterkit.wandb_summary import summary_keys, summary_message
 from benchbed.errors import AdapterError, BenchbedError, RunFailedError, TraceError
@@ -76,6 +77,10 @@ def _finish(record: RunRecord, store: Store, run_dir: Path, trace: Trace | None,
         raise stopped
 
 
+def _has_value(value: object) -> bool:
+    return value is not None and not (isinstance(value, float) and value != value)
+
+
 def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) -> None:
     meta = trace.meta
     record.adapter.framework = meta.framework
@@ -93,6 +98,11 @@ def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) 
         trace.write(target)
     if meta.partial and record.status == "succeeded":
         record.status = "partial"
+    if record.status == "succeeded" and not any(_has_value(m.value) for m in record.metrics.values()):
+        steps = (trace.events["key"] == K.TRAINER_STEP).sum() if len(trace.events) else 0
+        why = "no figure came out" if steps else "no trainer step was read (no per-step trainer timing in the input)"
+        record.status = "partial"
+        record.warnings.append(f"no metric could be computed: {why}; the record is kept as partial")
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:

@@ -55,5 +55,19 @@ def test_a_jsonl_line_nested_200000_deep_is_skipped_by_line(tmp_path: Path) -> N
     done = ingest(run, "verl", tmp_path / "b")
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
-    assert f"{run / 'metrics.jsonl'}:{lines + 1}: skipped line nested too deeply" in "\n".join(record["warnings"])
+    skipped = f"{run / 'metrics.jsonl'}:{lines + 1}: skipped line that is not JSON (ValueError: nested deeper"
+    assert skipped in "\n".join(record["warnings"])
     assert record["metrics"] == whole["metrics"]
+
+
+def test_a_slime_log_with_only_the_rollout_side_is_partial_and_says_why(tmp_path: Path) -> None:
+    """The rollout manager's `perf 0:` line alone (no trainer `perf/train_wait_time`): no metric can be computed,
+    so the run is stored partial with the reason, never `succeeded` with no metrics."""
+    log = FIXTURES / "slime" / "sync_colocated_624b824" / "run.log"
+    rollout = [line for line in log.read_text().splitlines() if "perf 0:" in line and "train_wait" not in line]
+    (tmp_path / "rollout.log").write_text(rollout[0] + "\n")
+    done = ingest(tmp_path / "rollout.log", "slime", tmp_path / "store")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["status"] == "partial" and record["metrics"] == {}
+    assert "no metric could be computed: no trainer step was read" in "\n".join(record["warnings"])

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchbed.adapterkit.histories import History, HistoryError, history_kind, open_history
+from benchbed.adapterkit.histories.console_formats import format_of, read_console_format
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.keymaps import WITHIN, KeyEntry, KeyMap
 from benchbed.adapterkit.rows import AggRows
@@ -27,8 +28,12 @@ MAPPED_ROLES = ("step", "component", "counter", "framework")
 
 
 def read_run_history(location: Path, framework: str, names: tuple[str, ...] = ()) -> History:
-    """The history at `location`, or in the first of `names` (files or folders) inside it; NotThisFrameworkError
-    when there is none, so the registry moves on to the next adapter."""
+    """The history at `location`, or in the first of `names` (files or folders) inside it, or the framework's own
+    console log read through its console format; NotThisFrameworkError when there is none, so the registry moves on
+    to the next adapter."""
+    console = format_of(framework)
+    if console is not None and location.is_file() and console.recognises(location):
+        return read_console_format(location, console)
     for name in names:
         if (location / name).exists():
             location = location / name

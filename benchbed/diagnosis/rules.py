@@ -11,14 +11,26 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Regime = Literal[
-    "sandbox_bound", "trainer_bound", "straggler_bound", "admission_bound", "generation_bound", "balanced", "unknown"
+    "weight_sync_bound",
+    "sandbox_bound",
+    "sandbox_start_bound",
+    "trainer_bound",
+    "straggler_bound",
+    "long_tail_bound",
+    "admission_bound",
+    "generation_bound",
+    "balanced",
+    "unknown",
 ]
 REGIMES: tuple[Regime, ...] = (
     "generation_bound",
     "admission_bound",
     "trainer_bound",
     "straggler_bound",
+    "long_tail_bound",
     "sandbox_bound",
+    "sandbox_start_bound",
+    "weight_sync_bound",
     "balanced",
     "unknown",
 )
@@ -66,6 +78,26 @@ STRAGGLING = Threshold(
     ">=",
     4.0,
     "a group's slowest sample takes 4x its median: a lognormal latency with cv 0.5 gives about 2.3 at G=16",
+)
+SYNC_HEAVY = Threshold(
+    "trainer_weight_sync_ratio",
+    ">=",
+    0.20,
+    "a fifth of each step or more goes to the weight sync (and the generator pause it includes where the framework "
+    "times them together): neither side trains on new weights meanwhile",
+)
+SANDBOX_STARTS_SLOW = Threshold(
+    "sandbox_start_share",
+    ">=",
+    0.25,
+    "a quarter of rollout time or more is spent queueing for and starting sandboxes, not generating",
+)
+LONG_TAIL = Threshold(
+    "rollout_tail_share",
+    ">=",
+    0.50,
+    "the last tenth of a step's rollouts takes half its rollout time or more (Seer, arXiv 2511.14617, §2: up to "
+    "half); a lognormal latency with cv 0.5 gives about 0.40 at 64 samples",
 )
 GENERATOR_IDLE = Threshold(
     "generator_utilization", "<", 0.50, "most generator slots sit idle, waiting for the batch's last samples"
@@ -207,11 +239,17 @@ def _regime(metrics: Mapping[str, float]) -> tuple[Regime, list[Threshold]]:
     """The first rule that holds, with the thresholds that decided it."""
     if IDLE_HIGH.holds(metrics) is None:
         return "unknown", []
+    if SYNC_HEAVY.holds(metrics):
+        return "weight_sync_bound", [SYNC_HEAVY]
     if IDLE_HIGH.holds(metrics):
         if SANDBOX_FAILING.holds(metrics):
             return "sandbox_bound", [IDLE_HIGH, SANDBOX_FAILING]
+        if SANDBOX_STARTS_SLOW.holds(metrics):
+            return "sandbox_start_bound", [IDLE_HIGH, SANDBOX_STARTS_SLOW]
         if STRAGGLING.holds(metrics) and GENERATOR_IDLE.holds(metrics):
             return "straggler_bound", [IDLE_HIGH, STRAGGLING, GENERATOR_IDLE]
+        if LONG_TAIL.holds(metrics):
+            return "long_tail_bound", [IDLE_HIGH, LONG_TAIL]
         if ADMISSION_HOLDS.holds(metrics):
             return "admission_bound", [IDLE_HIGH, ADMISSION_HOLDS]
         decided = [IDLE_HIGH] + ([GENERATOR_BUSY] if GENERATOR_BUSY.holds(metrics) is not None else [])

@@ -1,4 +1,4 @@
-"""Sample-level metrics: staleness, zero-advantage groups, wasted generation, group stragglers."""
+"""Sample-level metrics: staleness, zero-advantage groups, wasted generation, group stragglers, the batch's tail."""
 
 from __future__ import annotations
 
@@ -153,3 +153,27 @@ def group_straggler_ratio(ctx: MetricContext) -> MetricResult:
     stats = latency.groupby(spans["group"], observed=True).agg(["max", "median", "count"])
     stats = stats[(stats["count"] > 1) & (stats["median"] > 0)]
     return (float((stats["max"] / stats["median"]).mean()), "span") if len(stats) else None
+
+
+TAIL_QUANTILE = 0.9  # the tail is the last tenth of a step's rollouts to finish (Seer, arXiv 2511.14617, §2)
+MIN_TAIL_SAMPLES = 10  # a step needs this many timed rollouts for its last tenth to be one sample or more
+TAIL_DEFINITION = (
+    "mean over window steps of (last t1 − 90th percentile t1) / (last t1 − first t0) of the rollouts trained in "
+    "the step: the share of the batch's rollout time its last tenth of rollouts takes alone"
+)
+
+
+@metric("rollout_tail_share", "ratio", TAIL_DEFINITION)
+def rollout_tail_share(ctx: MetricContext) -> MetricResult:
+    trained = ctx.trained_in_window
+    spans = trained[(trained["kind"] == "span") & trained["t1"].notna()] if len(trained) else trained
+    if not len(spans):
+        return None
+    per_step = spans.groupby("step")
+    first, last = per_step["t0"].min(), per_step["t1"].max()
+    tail = per_step["t1"].quantile(TAIL_QUANTILE)
+    rollout = last - first
+    keep = (per_step.size() >= MIN_TAIL_SAMPLES) & (rollout > 0)
+    if not keep.any():
+        return None
+    return float(((last - tail) / rollout)[keep].mean()), "span"

@@ -1,4 +1,5 @@
-"""Sandbox metrics over every sandbox.start / sandbox.queue span of the run (start-up failures count too)."""
+"""Sandbox metrics over every sandbox.start / sandbox.queue span of the run (start-up failures count too), and the
+share of rollout time they take (a sandbox starts on its rollout's critical path, before the first token)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,19 @@ def sandbox_queue_p50_s(ctx: MetricContext) -> MetricResult:
 @metric("sandbox_queue_p99_s", "s", "99th percentile wait for an admission slot")
 def sandbox_queue_p99_s(ctx: MetricContext) -> MetricResult:
     return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 99)
+
+
+START_SHARE_DEFINITION = (
+    "Σ (sandbox.queue + sandbox.start) seconds / Σ rollout span seconds over the run: the share of rollout time "
+    "spent waiting for and starting sandboxes, every attempt and retry included"
+)
+
+
+@metric("sandbox_start_share", "ratio", START_SHARE_DEFINITION)
+def sandbox_start_share(ctx: MetricContext) -> MetricResult:
+    waited = _durations(ctx, K.SANDBOX_QUEUE, ok_only=False).sum() + _durations(ctx, K.SANDBOX_START, False).sum()
+    rollouts = ctx.rows(K.ROLLOUT, "span")
+    total = float((rollouts["t1"] - rollouts["t0"]).sum()) if len(rollouts) else 0.0
+    if not len(ctx.rows(K.SANDBOX_START, "span")) or total <= 0:
+        return None
+    return min(1.0, float(waited) / total), "span"

@@ -68,6 +68,17 @@ def test_no_trainer_wait_is_an_explicit_cannot_tell() -> None:
             {"trainer_idle_ratio": 0.6, "sandbox_init_failure_rate": 0.05, "generator_admission_idle_ratio": 0.5},
             "sandbox_bound",
         ),  # fmt: skip
+        ({"trainer_idle_ratio": 0.5, "trainer_weight_sync_ratio": 0.20}, "weight_sync_bound"),
+        ({"trainer_idle_ratio": 0.0, "trainer_weight_sync_ratio": 0.30}, "weight_sync_bound"),
+        ({"trainer_idle_ratio": 0.5, "trainer_weight_sync_ratio": 0.19}, "generation_bound"),
+        ({"trainer_idle_ratio": 0.5, "sandbox_start_share": 0.25}, "sandbox_start_bound"),
+        ({"trainer_idle_ratio": 0.5, "sandbox_start_share": 0.24}, "generation_bound"),
+        ({"trainer_idle_ratio": 0.05, "sandbox_start_share": 0.6}, "trainer_bound"),  # starts slow, trainer paces
+        (
+            {"trainer_idle_ratio": 0.5, "rollout_tail_share": 0.5, "generator_admission_idle_ratio": 0.6},
+            "long_tail_bound",
+        ),
+        ({"trainer_idle_ratio": 0.5, "rollout_tail_share": 0.49}, "generation_bound"),
     ],
 )
 def test_regime_thresholds(metrics: dict[str, float], regime: str) -> None:
@@ -138,6 +149,36 @@ def test_synchronous_long_tail_is_straggler_bound() -> None:
     assert d.regime == "straggler_bound"
     assert metrics["trainer_idle_ratio"] == pytest.approx(0.96, abs=0.01)
     assert metrics["group_straggler_ratio"] == pytest.approx(8.1, abs=0.1)
+
+
+def test_quickstart_with_throttled_sandbox_creates_is_sandbox_start_bound() -> None:
+    """0.5 creates a second feed 64 slots of 60 s rollouts: each rollout queues ~51 s for its sandbox (issue 34)."""
+    metrics = _quickstart("sim.sandbox={create_rate=0.5, max_starting=4, start_timeout_s=600}")
+    d = diagnose_metrics(metrics)
+    assert d.regime == "sandbox_start_bound"
+    assert metrics["sandbox_queue_p50_s"] == pytest.approx(51.1, abs=0.5)
+    assert metrics["sandbox_start_share"] == pytest.approx(0.47, abs=0.01)
+    from benchbed.diagnosis.levers import levers_for
+
+    assert [lever.field for lever in levers_for(d, "sim", {})][:2] == [
+        "sim.sandbox.create_rate",
+        "sim.sandbox.max_starting",
+    ]
+
+
+def test_a_slow_weight_sync_is_weight_sync_bound() -> None:
+    metrics = _quickstart("sim.weight_sync_time=30.0")  # 30 s of sync beside 20 s of compute a step
+    assert diagnose_metrics(metrics).regime == "weight_sync_bound"
+    assert metrics["trainer_weight_sync_ratio"] == pytest.approx(0.40, abs=0.01)
+
+
+def test_synchronous_batch_tail_of_small_groups_is_long_tail_bound() -> None:
+    """Groups of 4 keep each group's straggler ratio low; the 64-sample batch still waits for its last tenth."""
+    metrics = _quickstart('sim.mode="sync"', "workload.max_staleness=0", "sim.latency.cv=0.8",
+                          "workload.group_size=4", "workload.prompts_per_step=16")  # fmt: skip
+    assert diagnose_metrics(metrics).regime == "long_tail_bound"
+    assert metrics["rollout_tail_share"] == pytest.approx(0.53, abs=0.01)
+    assert metrics["group_straggler_ratio"] < 4.0
 
 
 # --- the study's four case studies, as the study describes them ---------------------------------------------------

@@ -128,6 +128,26 @@ def test_sandbox_metrics(span_trace):
     assert m["sandbox_start_p50_s"] == 2.0 and m["sandbox_start_max_s"] == 3.0
     assert m["sandbox_start_p99_s"] == pytest.approx(2.98)
     assert m["sandbox_queue_p50_s"] == pytest.approx(1.0)
+    # queue 0.5 + 1.5 and starts 1 + 3 + 10 + 2 = 18 s beside 7+9+7+9+12+9+7+8 = 68 s of rollouts
+    assert m["sandbox_start_share"] == pytest.approx(18 / 68)
+    assert "rollout_tail_share" not in m  # no step trains the 10 rollouts a last tenth needs
+
+
+def test_rollout_tail_share_is_the_last_tenths_share_of_the_batch():
+    b = TraceBuilder()
+    t = add_step(b, 1, 0.0, compute=1)
+    add_step(b, 2, t, wait=99, compute=1)
+    add_step(b, 3, 101.0, wait=199, compute=1)
+    # step 2: ten rollouts from 1 s ending at 10, 11, ..., 18 and 100: the 90th percentile of t1 is 26.2
+    # (18 + 0.1 × 82), so the tail is (100 − 26.2) / (100 − 1)
+    for i, end in enumerate([*range(10, 19), 100]):
+        rollout(b, f"a{i}", f"a{i}", 1.0, float(end), 0, 0, 1, 1.0)
+    # step 3: ten rollouts from 101 s ending evenly at 110, 120, ..., 200: t1's 90th percentile is 191
+    for i in range(10):
+        rollout(b, f"b{i}", f"b{i}", 101.0, 110.0 + 10 * i, 1, 1, 2, 1.0)
+    m = values(b.build(TraceMeta(adapter="test")))
+    expected = ((100 - 26.2) / 99 + (200 - 191) / 99) / 2
+    assert m["rollout_tail_share"] == pytest.approx(expected)
 
 
 def test_framework_figure_is_kept_beside_ours(span_trace):
@@ -282,6 +302,9 @@ def test_every_design_metric_is_registered():
         "cost_per_mtok",
         # issue 27: the diagnosis's oversampling-discard flag (docs/reference/metrics.md)
         "discarded_fraction",
+        # issue 34: the diagnosis's sandbox-start-bound and long-tail regimes (docs/reference/metrics.md)
+        "sandbox_start_share",
+        "rollout_tail_share",
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)

@@ -1,0 +1,149 @@
+"""Live figures of a running run as running sums: each observation costs O(1), whatever the run's length.
+
+Two scopes: `window`, the last `window_steps` trainer steps (and the observations made since the first of them),
+and `run`, every step above `warmup_steps` (the metric window of DESIGN §4). The names are the headline metrics'
+names where the live figure is the same quantity; the final figures come from the metrics themselves."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float], width: int = 40) -> str:
+    """The last `width` values as block characters scaled between their minimum and maximum (NaN: a space)."""
+    shown = values[-width:]
+    finite = [v for v in shown if math.isfinite(v)]
+    if not finite:
+        return ""
+    low, high = min(finite), max(finite)
+    span = high - low
+    return "".join(
+        " " if not math.isfinite(v) else SPARK[0 if span == 0 else round((v - low) / span * (len(SPARK) - 1))]
+        for v in shown
+    )
+
+
+@dataclass
+class Sums:
+    """Running totals for one scope."""
+
+    steps: int = 0
+    step_s: float = 0.0
+    wait_s: float = 0.0
+    samples: int = 0
+    stale_n: int = 0
+    stale_sum: float = 0.0
+    stale_max: float = -math.inf
+    groups: int = 0
+    zero_adv: int = 0
+    rollouts: int = 0
+    truncated: int = 0
+    starts: int = 0
+    start_failures: int = 0
+
+    def add(self, other: Sums, sign: int = 1) -> None:
+        """Add (sign 1) or remove (sign -1) another scope's totals; the maximum is kept by the caller."""
+        for name in ("steps", "step_s", "wait_s", "samples", "stale_n", "stale_sum", "groups", "zero_adv",
+                     "rollouts", "truncated", "starts", "start_failures"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + sign * getattr(other, name))
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else math.nan
+
+
+def figures_of(s: Sums, stale_max: float) -> dict[str, float]:
+    """The live figures of one scope's totals (NaN where the scope has no data for one)."""
+    return {
+        "trainer_idle_ratio": _ratio(s.wait_s, s.step_s),
+        "step_time_mean_s": _ratio(s.step_s, s.steps),
+        "trainer_throughput_sps": _ratio(s.samples, s.step_s),
+        "staleness_mean": _ratio(s.stale_sum, s.stale_n),
+        "staleness_max": stale_max if s.stale_n else math.nan,
+        "zero_adv_group_fraction": _ratio(s.zero_adv, s.groups),
+        "truncated_fraction": _ratio(s.truncated, s.rollouts),
+        "sandbox_starts": float(s.starts),
+        "sandbox_init_failure_rate": _ratio(s.start_failures, s.starts),
+    }
+
+
+@dataclass
+class LiveFigures:
+    """What has been observed of a run so far, in O(1) per observation: steps (duration, wait, samples), samples'
+    staleness, finished groups, rollouts, sandbox starts. `observed_at` is the watcher's clock, for stall alarms."""
+
+    warmup_steps: int = 1
+    window_steps: int = 20
+    run: Sums = field(default_factory=Sums)
+    window: Sums = field(default_factory=Sums)
+    step_numbers: list[int] = field(default_factory=list)
+    step_times: list[float] = field(default_factory=list)
+    history: dict[str, list[float]] = field(default_factory=dict)
+    last_step_at: float = math.nan
+    staleness_bound: float | None = None
+    ended: bool = False
+    _pending: Sums = field(default_factory=Sums)
+    _slices: deque[Sums] = field(default_factory=deque)
+    _window_stale: deque[float] = field(default_factory=deque)
+    _pending_stale: float = -math.inf
+
+    def step(self, step: int, step_s: float, wait_s: float, samples: int, observed_at: float) -> None:
+        """A finished trainer step: it closes the current slice of observations into the window."""
+        self.step_numbers.append(step)
+        self.step_times.append(step_s)
+        self.last_step_at = observed_at
+        inside = step > self.warmup_steps
+        piece, self._pending = self._pending, Sums()
+        piece.steps, piece.step_s, piece.wait_s, piece.samples = 1, step_s, wait_s, samples
+        if inside:
+            self.run.add(piece)
+            self.run.stale_max = max(self.run.stale_max, self._pending_stale)
+        self.window.add(piece)
+        self._slices.append(piece)
+        self._window_stale.append(self._pending_stale)
+        self._pending_stale = -math.inf
+        if len(self._slices) > self.window_steps:
+            self.window.add(self._slices.popleft(), -1)
+            self._window_stale.popleft()
+        for scope, values in self.figures().items():
+            for name, value in values.items():
+                self.history.setdefault(f"{scope}.{name}", []).append(value)
+
+    def staleness(self, values: list[float]) -> None:
+        """The staleness of the samples of one trained batch."""
+        self._pending.stale_n += len(values)
+        self._pending.stale_sum += sum(values)
+        if values:
+            self._pending_stale = max(self._pending_stale, max(values))
+
+    def group(self, zero_advantage: bool) -> None:
+        """A finished group, with whether its rewards have no spread."""
+        self._pending.groups += 1
+        self._pending.zero_adv += int(zero_advantage)
+
+    def rollout(self, truncated: bool) -> None:
+        """A finished sample, with whether it hit the response-length limit."""
+        self._pending.rollouts += 1
+        self._pending.truncated += int(truncated)
+
+    def sandbox_start(self, ok: bool) -> None:
+        """A sandbox start that finished, ready or failed."""
+        self._pending.starts += 1
+        self._pending.start_failures += int(not ok)
+
+    def median_step_s(self) -> float:
+        """The median duration of the steps seen (NaN before the first)."""
+        return statistics.median(self.step_times) if self.step_times else math.nan
+
+    def figures(self) -> dict[str, dict[str, float]]:
+        """Live figures by scope: `window` (with what was observed since the last step) and `run`."""
+        window = Sums()
+        window.add(self.window)
+        window.add(self._pending)
+        stale = max([*self._window_stale, self._pending_stale], default=-math.inf)
+        return {"window": figures_of(window, stale), "run": figures_of(self.run, self.run.stale_max)}

@@ -1,0 +1,127 @@
+"""Live readers: the new lines of a run's files turned into LiveFigures observations, per adapter.
+
+A reader follows the same files its adapter's `parse` reads and the same fields of them (cited per reader), so
+the live figures and the final ones describe one run; the final figures themselves are the adapter's."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbed.engine.eventlog import EVENTS_DIRNAME
+from benchbed.errors import BenchbedError
+from benchbed.sandbox.events import Ev
+from benchbed.watch.live import LiveFigures
+from benchbed.watch.tail import DirTail
+
+
+@dataclass
+class RefReader:
+    """The reference engine's event log (`events/*.jsonl`, one JSON object per line, benchbed.engine.eventlog):
+    `step` events (step_s, wait_s, samples), `batch` (staleness), `group` (reward_std, status), `rollout`
+    (tokens against max_new_tokens), `sandbox` (ready or failed), and `run_end`."""
+
+    run_dir: Path
+    figures: LiveFigures
+    framework: str = "benchbed-ref"
+    warnings: list[str] = field(default_factory=list)
+    max_new_tokens: int | None = None
+    _tail: DirTail = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._tail = DirTail(Path(self.run_dir) / EVENTS_DIRNAME, "*.jsonl")
+
+    def update(self, now: float) -> int:
+        """Read what was appended since the last update; the number of new lines."""
+        count = 0
+        for name, lines in self._tail.read().items():
+            for line in lines:
+                count += 1
+                if line.strip():
+                    self._event(name, line, now)
+        return count
+
+    def _event(self, name: str, line: str, now: float) -> None:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            self.warnings.append(f"{EVENTS_DIRNAME}/{name}: a line that is not JSON (the final parse names it)")
+            return
+        if not isinstance(event, dict):
+            return
+        handler = HANDLERS.get(str(event.get("ev")))
+        if handler is not None:
+            try:
+                handler(self, event, now)
+            except (KeyError, TypeError, ValueError):
+                self.warnings.append(f"{EVENTS_DIRNAME}/{name}: a {event.get('ev')} event without its fields")
+
+    @property
+    def resets(self) -> int:
+        """Truncations and rotations of the event files seen so far."""
+        return self._tail.resets
+
+    def close(self) -> None:
+        """Release the followed files."""
+        self._tail.close()
+
+
+def _run_start(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    config = e.get("config") or {}
+    reader.max_new_tokens = (config.get("ref") or {}).get("max_new_tokens")
+    bound = config.get("max_staleness")
+    reader.figures.staleness_bound = float(bound) if isinstance(bound, int | float) else None
+
+
+def _step(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    step_s = float(e["t1"]) - float(e["t0"])  # the trainer.step span adapters.ref.parse.emit_trainer writes
+    wait_end, wait_s = float(e["t_wait_end"]), float(e["wait_s"])
+    wait = wait_end - max(float(e["t0"]), wait_end - wait_s)
+    reader.figures.step(int(e["step"]), step_s, wait, int(e.get("samples", 0)), now)
+
+
+def _batch(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    reader.figures.staleness([float(v) for v in e["staleness"]])
+
+
+def _group(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    std = e.get("reward_std")
+    if isinstance(std, int | float) and math.isfinite(std):
+        reader.figures.group(std == 0 or e.get("status") == "filtered_zero_adv")
+
+
+def _rollout(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    if e.get("status") == "done":
+        limit = reader.max_new_tokens
+        reader.figures.rollout(limit is not None and int(e.get("tokens", 0)) >= limit)
+
+
+def _sandbox(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    if e["step"] in (Ev.READY.value, Ev.FAILED.value):
+        reader.figures.sandbox_start(e["step"] == Ev.READY.value)
+
+
+def _run_end(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    reader.figures.ended = True
+
+
+HANDLERS: dict[str, Callable[[RefReader, dict[str, Any], float], None]] = {
+    "run_start": _run_start, "step": _step, "batch": _batch, "group": _group, "rollout": _rollout,
+    "sandbox": _sandbox, "run_end": _run_end,
+}  # fmt: skip
+
+READERS: dict[str, type[RefReader]] = {"ref": RefReader}
+
+
+def live_reader(adapter: str, run_dir: Path, figures: LiveFigures) -> RefReader:
+    """The live reader of `adapter`'s files; a clear error naming the adapters that have one."""
+    if adapter not in READERS:
+        raise BenchbedError(
+            f"{run_dir}: benchbed watch follows {', '.join(sorted(READERS))} runs live; the {adapter} adapter's "
+            "files are read once the run ends (benchbed ingest)"
+        )
+    return READERS[adapter](Path(run_dir), figures)

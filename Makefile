@@ -13,7 +13,7 @@ demo: setup
 test: setup-test lint docs
 	$(BIN)/pytest -q
 
-# The edit loop: every test but those marked slow (real Ray, Slurm, TRL and reference-engine runs).
+# The edit loop: every test but those marked slow (real Ray, Slurm, MLflow-server, TRL and engine runs, docs commands).
 test-fast: setup-test
 	$(BIN)/pytest -q -m 'not slow'
 

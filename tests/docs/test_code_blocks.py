@@ -16,6 +16,8 @@ from codeblocks import Block, blocks, check_command, command_lines, inline_comma
 
 from benchbed.cli.main import cli
 
+pytestmark = pytest.mark.slow  # real processes and schedulers: left out by make test-fast
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "gen" not in p.relative_to(DOCS).parts)

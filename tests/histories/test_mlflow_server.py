@@ -19,6 +19,8 @@ from benchbed.adapters.verl import VerlAdapter
 
 from benchbed.adapterkit.histories import open_history
 
+pytestmark = pytest.mark.slow  # real processes and schedulers: left out by make test-fast
+
 pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed: pip install 'benchbed[mlflow]'")
 STORE = Path(__file__).parents[1] / "fixtures" / "histories" / "verl" / "verl-0.9.1-v1_sync" / "mlruns"
 

@@ -14,6 +14,8 @@ import pytest
 
 from benchbed.sandbox.cgroups import PARENT, detect_layout
 
+pytestmark = pytest.mark.slow  # real processes and schedulers: left out by make test-fast
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

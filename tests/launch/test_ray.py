@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchbed.adapter import LaunchPlan
 from benchbed.launch.ray import RayLauncher
 from benchbed.pipeline import execute
@@ -18,6 +20,8 @@ from benchbed.spec import build_spec
 from benchbed.store import Store, read_record
 
 from .procs import processes_in
+
+pytestmark = pytest.mark.slow  # real processes and schedulers: left out by make test-fast
 
 
 def sim_spec(steps: int, **extra: object):

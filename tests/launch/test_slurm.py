@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from benchbed.adapter import LaunchPlan
 from benchbed.launch.local import LocalLauncher
 from benchbed.launch.sbatch import SCRIPT_NAME
@@ -19,6 +21,8 @@ from benchbed.spec import build_spec
 from benchbed.store import Store, read_record
 
 from .procs import processes_in
+
+pytestmark = pytest.mark.slow  # real processes and schedulers: left out by make test-fast
 
 REPO = Path(__file__).resolve().parents[2]
 

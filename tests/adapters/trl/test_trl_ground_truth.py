@@ -22,6 +22,8 @@ from benchbed.spec import build_spec
 from benchbed.store import Store, read_record
 from benchbed.trace import read_trace
 
+pytestmark = pytest.mark.slow  # real processes and schedulers: left out by make test-fast
+
 PROBE = Path(__file__).with_name("probe.py")
 WORKLOAD = {"prompts_per_step": 2, "group_size": 4, "max_response_tokens": 6}
 STEPS = {"spg1": 8, "spg2": 4, "spg4": 4}  # spg1 times 7 window steps: one hiccup of a loaded machine weighs less

@@ -12,7 +12,8 @@ import pytest
 from benchbed.errors import BenchbedError
 from benchbed.pipeline import ingest
 from benchbed.store import Store
-from tests.conformance.own_fixtures import COMMITTED, committed
+
+from .own_fixtures import COMMITTED, committed
 
 DAMAGE = ("cut", "flipped", "not-utf8")
 FRAMED = (".wandb",)  # record logs with checksums: a cut one the figures come from must say so

@@ -1,4 +1,5 @@
-"""Ray worker logs: count tool/sandbox failures that verl only logs as warnings, with a normalised reason each."""
+"""Ray worker logs: count tool/sandbox failures that verl only logs as warnings, with a normalised reason each
+(benchbed.sandbox.reasons, in the exec phase: both messages come from a call that runs code in a sandbox)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchbed.sandbox.reasons import failure_reason
 from benchbed.secrets import redact
 
 # ToolAgentLoop._call_tool: logger.warning(f"Error executing tool '{name}': {e}")
@@ -14,30 +16,6 @@ _TOOL_ERROR = re.compile(r"Error executing tool '(?P<tool>[^']*)': (?P<msg>.*)")
 # reward_score/sandbox_fusion/utils.py: "...Sandbox API call failed. Last error: ..."
 # and "Case i: API error occurred: ..."
 _SANDBOX_API = re.compile(r"(?:Sandbox API call failed\. Last error: |Case \d+: API error occurred: )(?P<msg>.*)")
-
-# first match wins; patterns are matched case-insensitively against the provider's message
-REASONS: tuple[tuple[str, str], ...] = (
-    ("rate_limited", r"\b429\b|rate.?limit|too many requests|throttl"),
-    ("auth", r"\b401\b|\b403\b|unauthori[sz]ed|forbidden|auth(?:entication)? (?:failed|error)|invalid token"),
-    ("no_capacity", r"no (?:available )?capacity|insufficient|quota|resources? (?:exhausted|unavailable)|\b503\b"),
-    ("image_error", r"image|pull|dockerfile|build failed"),
-    ("oom", r"out of memory|\boom\b|memoryerror|killed"),
-    (
-        "start_timeout",
-        r"did not (?:become ready|start)|not ready|init dead|creat\w* .*tim(?:ed|e) ?out|start(?:up)? timeout",
-    ),
-    ("exec_timeout", r"read timed out|timed? ?out|timeout|deadline exceeded|\b504\b"),
-    ("lost", r"connection (?:refused|reset|aborted|lost)|lost|broken pipe|max retries exceeded|unreachable"),
-)
-_COMPILED = tuple((reason, re.compile(pattern, re.IGNORECASE)) for reason, pattern in REASONS)
-
-
-def failure_reason(message: str) -> str:
-    """Normalised sandbox failure reason (benchbed.keys.SANDBOX_FAILURE_REASONS) for a raw error message."""
-    for reason, pattern in _COMPILED:
-        if pattern.search(message):
-            return reason
-    return "internal"
 
 
 @dataclass
@@ -71,7 +49,7 @@ def scan_worker_logs(files: list[Path]) -> ToolFailures:
                 if not match:
                     continue
                 message = match.group("msg").strip()
-                reason = failure_reason(message)
+                reason = failure_reason(message, phase="exec")
                 out.counts[(source, tool, reason)] += 1
                 out.examples.setdefault(reason, redact(message)[:300])
                 found = True

@@ -26,7 +26,6 @@ CALL_TIMEOUT_S = 30.0  # below the ~56 s the client spends retrying an unreachab
 
 def classify(exc: BaseException, exc_mod: Any) -> str:
     """Normalize a Modal SDK exception to a SANDBOX_FAILURE_REASONS entry: by type, else by its text."""
-    text = str(exc).lower()
 
     def isa(*names: str) -> bool:
         return any(isinstance(exc, cls) for n in names if isinstance(cls := getattr(exc_mod, n, None), type))
@@ -35,8 +34,9 @@ def classify(exc: BaseException, exc_mod: Any) -> str:
         return "start_timeout"
     if isa("AuthError", "PermissionDeniedError"):
         return "auth"
-    if isa("ResourceExhaustedError"):
-        return "no_capacity" if "capacity" in text else "rate_limited"
+    if isa("ResourceExhaustedError"):  # a rate limit, unless its text names a quota or capacity
+        by_text = failure_reason(str(exc))
+        return by_text if by_text == "no_capacity" else "rate_limited"
     if isa("SandboxTimeoutError"):
         return "lifetime_timeout"
     if isa("ExecTimeoutError"):

@@ -1,33 +1,12 @@
-"""Tool and sandbox failures that verl only logs as warnings: counting and reason normalisation."""
+"""Tool and sandbox failures that verl only logs as warnings: counting by tool and reason, redaction (the reasons
+themselves: tests/sandbox/test_reasons.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from benchbed.adapters.verl.worker_logs import failure_reason, scan_worker_logs
-
-from benchbed.keys import SANDBOX_FAILURE_REASONS
-
-
-@pytest.mark.parametrize(
-    ("message", "reason"),
-    [
-        ("Sandbox creation failed: 429 Too Many Requests (rate limited)", "rate_limited"),
-        ("Runtime did not start within 299s", "start_timeout"),  # uni-agent PR #47
-        ("sandbox init dead after 3600s", "start_timeout"),  # case study 3 at 960 concurrent rollouts
-        ("HTTPSConnectionPool(host='x', port=443): Read timed out. (read timeout=70)", "exec_timeout"),  # verl #3478
-        ("401 Unauthorized: invalid token", "auth"),
-        ("no capacity available in region", "no_capacity"),
-        ("failed to pull image python:3.12", "image_error"),
-        ("process killed: out of memory", "oom"),
-        ("[Errno 111] Connection refused", "lost"),
-        ("KeyError: 'stdout'", "internal"),
-    ],
-)
-def test_failure_reason(message: str, reason: str) -> None:
-    assert failure_reason(message) == reason
-    assert reason in SANDBOX_FAILURE_REASONS
+from benchbed.adapters.verl.worker_logs import scan_worker_logs
 
 
 def test_scan_counts_by_tool_and_reason_and_redacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""The canonical trace (DESIGN §3): one row per event in a DataFrame, plus run metadata; parquet on disk."""
+"""The canonical trace (docs/reference/trace.md): one row per event in a DataFrame, plus run
+metadata; parquet on disk."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ _META_KEY = b"benchbed.trace_meta"
 
 STRING_COLUMNS: tuple[str, ...] = ("key", "kind", "actor", "sample", "group", "status", "attrs")
 FLOAT_COLUMNS: tuple[str, ...] = ("t0", "t1", "value")
-# prompt_tokens / response_tokens (-1 = unknown) are additions to DESIGN §3, for cost per trained token.
+# prompt_tokens / response_tokens (-1 = unknown) are on rollout rows, for cost per trained token.
 INT_COLUMNS: tuple[str, ...] = ("step", "v_start", "v_end", "v_train", "prompt_tokens", "response_tokens")
 COLUMNS: tuple[str, ...] = (
     "key", "kind", "step", "t0", "t1", "value", "actor", "sample", "group",
@@ -84,7 +85,7 @@ class TraceMeta(BaseModel):
 
 @dataclass
 class Trace:
-    """Events DataFrame with the columns of DESIGN §3, and the run's metadata."""
+    """Events DataFrame with the columns of docs/reference/trace.md, and the run's metadata."""
 
     events: pd.DataFrame
     meta: TraceMeta

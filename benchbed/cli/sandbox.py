@@ -1,5 +1,5 @@
-"""`benchbed sandbox run|doctor` and `benchbed sandbox-bench` (DESIGN §6); sandbox-bench launches through the
-pipeline like `benchbed run`."""
+"""`benchbed sandbox run|doctor` and `benchbed sandbox-bench` (docs/reference/cli.md); sandbox-bench launches
+through the pipeline like `benchbed run`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Discrete-event simulation of a generator and a trainer joined by a queue (DESIGN §7).
+"""Discrete-event simulation of a generator and a trainer joined by a queue (docs/frameworks/sim.md).
 
 The generator has `concurrency` sample slots; a GRPO group of G samples is dispatched when G slots are free and
 admission allows it, and it enters the queue when its last sample finishes. The trainer takes B = prompts × G

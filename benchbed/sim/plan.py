@@ -1,6 +1,7 @@
 """`benchbed plan`: the smallest (or largest) value of one spec field that meets a metric target, found by
 simulation (a sweep, then bisection between the bracketing points) and shown beside the closed-form estimate
-(anchors.md §7: D2 generation-bound 1 − rate ratio, D1 staleness cap, D4 synchronous straggler max)."""
+(derived for benchbed, not published: D2 generation-bound idle 1 − rate ratio and D1 staleness cap from Little's
+law, D4 the synchronous straggler max)."""
 
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ def _mean_rollout_s(cfg: SimConfig) -> float:
 
 
 def _expected_max_lognormal(mean: float, cv: float, n: int) -> float:
-    """E[max of n] for a lognormal, median · exp(s · Φ⁻¹(1 − 1/(n + 1))) (anchors.md §7 D4; underestimates)."""
+    """E[max of n] for a lognormal, median · exp(s · Φ⁻¹(1 − 1/(n + 1))) (the Gaussian quantile
+    approximation to the maximum; it underestimates)."""
     from statistics import NormalDist
 
     s = math.sqrt(math.log1p(cv * cv))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from benchbed import progress
 from benchbed.errors import TraceError
 from benchbed.logtext import strip_ansi
 
@@ -76,8 +78,13 @@ class JsonLines:
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         loads, warn, finite, path = self.loads, self.warnings.append, self.finite, self.path
+        report, label = progress.listener(), f"reading {path.name}"
         with path.open("rb") as fh:
+            total, reported = (os.fstat(fh.fileno()).st_size, 0) if report else (0, 0)
             for number, raw in enumerate(iter(lambda: fh.readline(LINE_LIMIT), b""), 1):
+                if report and (done := fh.tell()) - reported >= progress.EVERY:
+                    report(label, done, total)
+                    reported = done
                 if len(raw) == LINE_LIMIT and not raw.endswith(b"\n"):
                     length = len(raw) + _skip_line(fh)
                     warn(f"{path}:{number}: skipped line of {length:,} bytes (longer than {LINE_LIMIT:,}: no JSON row)")
@@ -106,6 +113,8 @@ class JsonLines:
                     warn(f"{path}:{number}: skipped row with a non-finite value")
                     continue
                 yield number, obj
+            if report:
+                report(label, total, total)
 
 
 WHOLE_FILE_LIMIT = 512 << 20  # bytes: a config or state file a framework writes whole is far smaller

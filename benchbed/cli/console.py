@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 err_console = Console(stderr=True)
 _PROGRESS = re.compile(r"^progress (\d+)/(\d+)\s*$")
@@ -51,3 +51,27 @@ def history_progress(description: str) -> Iterator[Callable[[int, int | None], N
     with Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal) as progress:
         task = progress.add_task(description, total=None)
         yield lambda done, total: progress.update(task, completed=done, total=total)
+
+
+@contextmanager
+def read_progress() -> Iterator[None]:
+    """A progress bar per long file read (benchbed.progress), in bytes, while the block runs; nothing is drawn
+    when stderr is not a terminal, and reads then report nothing at all."""
+    from rich.progress import DownloadColumn
+
+    from benchbed.progress import reporting
+
+    if not err_console.is_terminal:
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def update(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done, total=total)
+
+        with reporting(update):
+            yield

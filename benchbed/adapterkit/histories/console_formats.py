@@ -2,7 +2,8 @@
 `console.toml` in the adapter's package. The table names the line that marks the framework's log (`marks`), the
 line that opens a step (`step`, its number in group `step` or counted from `first_step`), the lines that carry
 figures (`[[line]]`: a `value` group under `key`, a `{key}` template filled from the line's groups, or a whole
-`json` object, a Python `dict` or a table row of `cells` printed on one line) and the keys a readable log must
+`json` object, a Python `dict` or a table row of `cells` printed on one line; `counts`: each such line is the next
+step, for logs that print no step number) and the keys a readable log must
 have (`required`, described by `expected`), so a log that is the framework's but lacks its timing is refused
 saying what was found and what is missing. Ray's actor prefix and ANSI colours are removed first; console lines
 carry no wall time."""
@@ -45,6 +46,7 @@ class LineRule:
     sum: bool
     json_step: str
     json_values: str
+    counts: bool
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def load_console_format(path: Path) -> ConsoleFormat | None:
             raise AdapterError(f"{path}: [[line]] #{i}: kind {kind!r} is not one of {list(KINDS)}")
         rules.append(LineRule(_compile(path, f"[[line]] #{i}", item.get("pattern")), kind, item.get("key", ""),
                               item.get("prefix", ""), bool(item.get("sum", False)), item.get("json_step", ""),
-                              item.get("json_values", "")))  # fmt: skip
+                              item.get("json_values", ""), bool(item.get("counts", False))))  # fmt: skip
     try:
         step = _compile(path, "step", raw["step"]) if raw.get("step") else None
         return ConsoleFormat(raw["framework"], raw["title"], raw["source"], path, _compile(path, "marks", raw["marks"]),
@@ -127,6 +129,20 @@ def recognising(path: Path, adapters: list[str]) -> list[str]:
     return found
 
 
+def console_adapter(path: Path, adapters: list[str]) -> str:
+    """The one adapter among `adapters` whose console format marks the text file at `path` as its own, so a console
+    log needs no --adapter; AdapterError in one line naming the file when none or several do."""
+    found = recognising(path, adapters)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise AdapterError(f"{path}: the console formats of several adapters recognise it ({', '.join(found)}); "
+                           "name the framework that wrote it with --adapter")  # fmt: skip
+    known = ", ".join(name for name in adapters if format_of(name) is not None)
+    raise AdapterError(f"{path}: not a tracker history, and no adapter's console format ({known}) recognises it; "
+                       "name the framework that wrote it with --adapter")  # fmt: skip
+
+
 def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
     """Every figure line of a console log, by step; AdapterError when the log is the framework's but carries none of
     the `required` keys (what was recognised and what is missing, in one line)."""
@@ -147,6 +163,9 @@ def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
             if match is None:
                 continue
             own, figures = _figures(rule, match)
+            if rule.counts:
+                counted += 1
+                own, current = counted, counted + fmt.step_shift
             step = current if own is None else own + fmt.step_shift
             if figures is None:
                 warnings.append(f"{path}:{number}: a {fmt.framework} figure line that could not be read; skipped")
@@ -178,7 +197,7 @@ def _figures(rule: LineRule, match: re.Match[str]) -> tuple[int | None, dict[str
         pairs = {k: console_value(v) for k, v in zip(cells[::2], cells[1::2], strict=False) if k}
         return None, {rule.prefix + k: v for k, v in pairs.items() if v is not None} or None
     if rule.kind == "dict":
-        pairs = {m["key"]: console_value(m["value"]) for m in _DICT_PAIR.finditer(text)}
+        pairs = {m["key"]: console_value(m["value"].strip().strip("'\"")) for m in _DICT_PAIR.finditer(text)}
         step = int(groups["step"]) if groups.get("step") else None
         return step, {rule.prefix + k: v for k, v in pairs.items() if v is not None} or None
     try:

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge
+APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge prometheus
 
 .PHONY: demo test test-fast fuzz setup setup-test system-packages lint docs docs-serve bench clean
 

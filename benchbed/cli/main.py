@@ -1,4 +1,4 @@
-"""The `benchbed` command (DESIGN §6): one group whose subcommands are imported only when they run.
+"""The `benchbed` command (docs/reference/cli.md): one group whose subcommands are imported only when they run.
 
 `benchbed --help` and `--version` import click and nothing heavy (no pandas, DuckDB, pyarrow, pydantic, rich):
 each command's module loads what it uses when it is invoked, so start-up stays well under a quarter second."""
@@ -36,6 +36,10 @@ COMMANDS: dict[str, Lazy] = {
     "simulate": Lazy(
         "benchbed.cli.runs:simulate",
         'Run SPEC through the discrete-event simulator (adapter "sim"), whatever adapter it names.',
+    ),
+    "watch": Lazy(
+        "benchbed.cli.watch:watch",
+        "Follow a running run's files and redraw its live figures after each step, until the run ends.",
     ),
     "ingest": Lazy(
         "benchbed.cli.runs:ingest_command",
@@ -84,6 +88,11 @@ COMMANDS: dict[str, Lazy] = {
     "history": Lazy(
         "benchbed.cli.history:history",
         "Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict.",
+    ),
+    "untrust": Lazy(
+        "benchbed.cli.nightly:untrust",
+        "Mark NIGHT (a night id, as `benchbed history` and the nightly page show it) untrusted: it stops serving "
+        "as a baseline night and as a point of a reference band, and its records stay in the store as they are.",
     ),
     "reproduce": Lazy(
         "benchbed.cli.simtools:reproduce_command",

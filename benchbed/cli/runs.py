@@ -1,9 +1,11 @@
-"""`benchbed run`, `simulate`, `ingest`, `report` and `demo`: launching, ingesting and reporting runs (DESIGN §6).
+"""`benchbed run`, `simulate`, `ingest`, `report` and `demo`: launching, ingesting and reporting runs
+(docs/reference/cli.md).
 
 Loaded only when one of these commands runs (see benchbed.cli.main), so `benchbed --help` stays fast."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
@@ -17,10 +19,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchbed.adapter import available_adapters
-from benchbed.cli.console import err_console, history_progress, launch_progress, stdout_console
+from benchbed.cli.console import err_console, history_progress, launch_progress, read_progress, stdout_console
 from benchbed.cli.cost_options import resources_options, resources_table
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.cli.store_options import store_option
+from benchbed.cli.watch import following, watch_options
 from benchbed.errors import BenchbedError
 from benchbed.launch.base import Launcher
 from benchbed.metrics.registry import headline_metrics
@@ -35,6 +38,7 @@ from benchbed.pipeline import (
     refuse_summary,
     render,
 )
+from benchbed.quality import Target, TargetError
 from benchbed.record import RunRecord, benchbed_info, machine_info
 from benchbed.secrets import redact, redact_env
 from benchbed.shell import comment, exports, heredoc
@@ -81,13 +85,24 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
 
 
 def _run_specs(specs: list[ExperimentSpec], store: Store, as_json: bool, timeout_s: float | None,
-               launcher: str | Launcher = "local") -> list[RunOutcome]:  # fmt: skip
+               launcher: str | Launcher = "local",
+               watch: dict[str, Any] | None = None) -> list[RunOutcome]:  # fmt: skip
+    """Launch each run in turn; with `watch` (interval, port), follow each one live (benchbed.cli.watch)."""
     outcomes = []
     for spec in (one for each in specs for one in repeated(each)):
         label = f"{spec.adapter}: {spec.name}" + (f" {spec.variant}" if spec.variant else "")
         label += f" (repeat {spec.repeat + 1}/{spec.repeats})" if spec.repeats > 1 else ""
-        with launch_progress(label, enabled=sys.stderr.isatty()) as on_line:
-            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, launcher=launcher)
+        with contextlib.ExitStack() as stack:
+            on_line = stack.enter_context(launch_progress(label, enabled=sys.stderr.isatty() and watch is None))
+            watcher = None
+            if watch is not None:
+                watcher = stack.enter_context(following(spec.adapter, spec.spec_id, to_stderr=as_json,
+                                                        warmup_steps=spec.warmup_steps, **watch))  # fmt: skip
+            outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, launcher=launcher,
+                              on_run_dir=watcher.start if watcher else None)  # fmt: skip
+        if watcher is not None and watcher.warnings():  # the alarms that fired go into the record's warnings
+            outcome.record.warnings.extend(watcher.warnings())
+            store.save(outcome.run_dir, outcome.record)
         if not as_json:
             _summarize(outcome, stdout_console())
         outcomes.append(outcome)
@@ -114,9 +129,24 @@ def _dry_run(specs: list[ExperimentSpec], store: Store, launcher: Launcher) -> N
 
 
 def _exit_for(outcomes: list[RunOutcome]) -> None:
-    """Exit 1 when a launch failed: its record is `failed`, or `partial` with the launch's error (DESIGN §6)."""
+    """Exit 1 when a launch failed: its record is `failed`, or `partial` with the launch's error
+    (docs/reference/cli.md)."""
     if any(o.record.status == "failed" or (o.record.status == "partial" and o.record.error) for o in outcomes):
         sys.exit(1)
+
+
+def _watch_settings(specs: list[ExperimentSpec], watching: bool, interval: float, port: int | None,
+                    on_alarm: str | None, spec_path: Path) -> dict[str, Any] | None:  # fmt: skip
+    """--watch's settings, once every spec's adapter is known to have a live reader; None without --watch."""
+    if not watching:
+        if port is not None or on_alarm is not None:
+            raise click.UsageError("--prometheus-port and --on-alarm act on the live figures of --watch; add --watch")
+        return None
+    from benchbed.watch.readers import check_watchable
+
+    for spec in specs:
+        check_watchable(spec.adapter, spec_path)
+    return {"interval": interval, "port": port, "on_alarm": on_alarm}
 
 
 @click.command()
@@ -126,16 +156,20 @@ def _exit_for(outcomes: list[RunOutcome]) -> None:
 @launcher_options
 @click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
 @click.option("--dry-run", is_flag=True, help="print the exact command, environment and files; launch nothing")
+@click.option("--watch", "watching", is_flag=True,
+              help="follow each run live while it runs (as benchbed watch does), then print its figures")  # fmt: skip
+@watch_options
 @store_option
 @json_option
 def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
-        ray_working_dir: str | None, timeout_s: float | None, dry_run: bool, store_dir: Path,
-        as_json: bool) -> None:  # fmt: skip
+        ray_working_dir: str | None, timeout_s: float | None, dry_run: bool, watching: bool, interval: float,
+        prometheus_port: int | None, on_alarm: str | None, store_dir: Path, as_json: bool) -> None:  # fmt: skip
     """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
 
     A spec with a [matrix] table launches one run per combination, each `repeats` times (the simulator's seed
     is sim.seed + the repeat index). --launcher ray submits each run as a Ray job, --launcher slurm as an sbatch
-    job ([slurm] table); both need --store on a filesystem the job's nodes see. Exit status 1 if any run failed."""
+    job ([slurm] table); both need --store on a filesystem the job's nodes see. --watch shows each run's live
+    figures while it runs (benchbed watch; adapter ref). Exit status 1 if any run failed."""
     specs = _load_specs(spec_path, overrides)
     store = Store(store_dir)
     chosen = build_launcher(launcher, ray_address, ray_working_dir)
@@ -143,7 +177,8 @@ def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address:
         _dry_run(specs, store, chosen)
         return
     preflight(specs, store, chosen)  # every matrix point is valid, and launchable, before the first launches
-    outcomes = _run_specs(specs, store, as_json, timeout_s, chosen)
+    watch = _watch_settings(specs, watching, interval, prometheus_port, on_alarm, spec_path)
+    outcomes = _run_specs(specs, store, as_json, timeout_s, chosen, watch)
     if as_json:
         _print_record_json([o.record for o in outcomes])
     _exit_for(outcomes)
@@ -174,14 +209,18 @@ def simulate(spec_path: Path, overrides: tuple[str, ...], store_dir: Path, as_js
 @click.argument("location", metavar="PATH_OR_URI")
 @click.option("--adapter", "adapter_name", default=None,
               help=f"framework that wrote the run (one of: {', '.join(available_adapters())}); may be left out for a "
-                   "tracker history that exactly one adapter's key map recognises")  # fmt: skip
+                   "tracker history that exactly one adapter's key map recognises, or a console log that exactly one "
+                   "adapter's console format recognises")  # fmt: skip
 @click.option("--warmup-steps", type=int, default=1, show_default=True, help="steps left out of the metric window")
 @click.option("--all", "each", is_flag=True, help="PATH holds several runs: ingest each of them")
+@click.option("--target", "quality_target", default=None, metavar="NAME>=VALUE",
+              help="a quality target for the learning metrics (time, steps and GPU-hours to it): 'reward>=0.5', "
+                   "'eval/<validation score>>=0.3' or a trace key; '<=' for a score that falls")  # fmt: skip
 @resources_options
 @store_option
 @json_option
-def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, each: bool, store_dir: Path,
-                   as_json: bool, **resources: Any) -> None:  # fmt: skip
+def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, each: bool,
+                   quality_target: str | None, store_dir: Path, as_json: bool, **resources: Any) -> None:  # fmt: skip
     """Read an existing run into the store and measure it: a run directory or a log/metrics file, or a tracker's
     history of the run: a W&B run (`wandb/offline-run-*`, `wandb/run-*`, a `run-*.wandb` file, or
     `wandb://ENTITY/PROJECT/RUN_ID`), an MLflow run (`mlruns/`, `sqlite:///mlflow.db`, a `.db` file, or a tracking
@@ -191,32 +230,44 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     A directory holding several runs of the adapter is refused with the list of them (exit status 2), unless
     --all is given, which ingests each one. A log of a run that died before its first step (a traceback) is kept
     as a `failed` record with the error it died on (exit status 1).
-    GPU counts and a price per GPU-hour give the run the cost metrics."""
+    GPU counts and a price per GPU-hour give the run the cost metrics; --target gives it the learning metrics."""
     from benchbed.adapterkit.histories import history_kind
+    from benchbed.adapterkit.histories.console_formats import console_adapter
     from benchbed.adapterkit.histories.locate import TRACKERS
 
     table = resources_table(**resources)
+    if quality_target is not None:
+        try:
+            quality_target = str(Target.parse(quality_target))
+        except TargetError as exc:  # before anything is read: exit 2, as for any unusable option
+            raise click.BadParameter(str(exc), param_hint="--target") from None
     if "://" not in location and Path(location).exists():
         check_readable_input(Path(location))  # an unreadable file or folder is named as such before any reader
         refuse_summary(Path(location), whole=True)  # before any reader: a summary is no history and no run
     kind = history_kind(location)
     if kind in TRACKERS:
         with history_progress(f"reading {kind} history") as progress:
-            outcome = ingest_history(location, adapter_name, Store(store_dir), warmup_steps, table, progress)
+            outcome = ingest_history(
+                location, adapter_name, Store(store_dir), warmup_steps, table, progress, quality_target=quality_target
+            )
         outcomes, errors = [outcome], []
     else:
         if adapter_name is None:
             if "://" not in location and not Path(location).exists():
                 raise click.UsageError(f"{location}: no such file or directory")
-            raise click.UsageError(
-                f"{location}: not a tracker history; name the framework that wrote it with --adapter"
-            )
+            if not Path(location).is_file():
+                raise click.UsageError(
+                    f"{location}: not a tracker history; name the framework that wrote it with --adapter"
+                )
+            adapter_name = console_adapter(Path(location), available_adapters())  # a framework's own console log
         path = Path(location)
         runs = find_runs(path, adapter_name) if each else [path]
         outcomes, errors = [], []
         for run in runs:
             try:
-                outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps, resources=table))
+                with read_progress():  # a bar per long file read, on a terminal
+                    outcomes.append(ingest(run, adapter_name, Store(store_dir), warmup_steps=warmup_steps,
+                                           resources=table, quality_target=quality_target))  # fmt: skip
             except BenchbedError as exc:
                 if not each:
                     raise

@@ -4,6 +4,8 @@ why it matters. An alarm fires once, when its condition first holds."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
 from dataclasses import dataclass
 from importlib import resources
 
@@ -76,6 +78,8 @@ def load_rules(text: str | None = None, source: str = "alarms.toml") -> list[Ala
 
 def _stall(figures: LiveFigures, now: float) -> tuple[float, int]:
     median = figures.median_step_s()
+    if figures.total_steps is not None and figures.step_numbers and figures.step_numbers[-1] >= figures.total_steps:
+        return math.nan, len(figures.step_times)  # every step is done: the run is shutting down, not stalled
     if not math.isfinite(median) or median <= 0 or not math.isfinite(figures.last_step_at):
         return math.nan, len(figures.step_times)
     return (now - figures.last_step_at) / median, len(figures.step_times)
@@ -108,3 +112,20 @@ def check(rules: list[AlarmRule], figures: LiveFigures, now: float, fired: set[s
         fired.add(rule.name)
         alarms.append(Alarm(rule, value, threshold))
     return alarms
+
+
+def run_on_alarm(command: str, alarm: Alarm, timeout_s: float = 60.0) -> str | None:
+    """Run `command` (a shell line) with the alarm in its environment (Alarm.env); a line saying why when it failed,
+    exited non-zero or ran past `timeout_s`, else None."""
+    try:
+        done = subprocess.run(command, shell=True, env={**os.environ, **alarm.env()}, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return f"--on-alarm {command!r} for {alarm.rule.name}: still running after {timeout_s:g} s, stopped"
+    except OSError as exc:
+        return f"--on-alarm {command!r} for {alarm.rule.name}: {exc.strerror or exc}"
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [""])[-1]
+        said = f": {tail}" if tail else ""
+        return f"--on-alarm {command!r} for {alarm.rule.name}: exit status {done.returncode}{said}"
+    return None

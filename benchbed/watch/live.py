@@ -1,13 +1,14 @@
 """Live figures of a running run as running sums: each observation costs O(1), whatever the run's length.
 
 Two scopes: `window`, the last `window_steps` trainer steps (and the observations made since the first of them),
-and `run`, every step above `warmup_steps` (the metric window of DESIGN §4). The names are the headline metrics'
-names where the live figure is the same quantity; the final figures come from the metrics themselves."""
+and `run`, every step above `warmup_steps` (the metric window of docs/reference/metrics.md).
+The names are the headline metrics' names where the live figure is the same quantity; the final figures come from
+the metrics themselves."""
 
 from __future__ import annotations
 
+import bisect
 import math
-import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -57,6 +58,53 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else math.nan
 
 
+def _overlap(t0: float, t1: float, w0: float, w1: float) -> float:
+    return max(0.0, min(t1, w1) - max(t0, w0))
+
+
+@dataclass
+class GeneratorBusy:
+    """Rollout seconds inside the metric window [w0, w1] (the first window step's start to the last step's end), as
+    generator_utilization counts them. A rollout ending past w1 is kept aside (at most the concurrency of them)
+    and clipped anew; one seen before the window starts waits for w0. Buffered spans of partial rollouts are not
+    in the engine's rollout events, so they are not subtracted here."""
+
+    w0: float = math.nan
+    w1: float = math.nan
+    closed: float = 0.0
+    early: list[tuple[float, float]] = field(default_factory=list)
+    open: list[tuple[float, float]] = field(default_factory=list)
+
+    def span(self, t0: float, t1: float) -> None:
+        """A finished rollout's [t0, t1]."""
+        if math.isnan(self.w0):
+            self.early.append((t0, t1))
+        elif t1 <= self.w1:
+            self.closed += _overlap(t0, t1, self.w0, self.w1)
+        else:
+            self.open.append((t0, t1))
+
+    def window_step(self, t0: float, t1: float) -> None:
+        """A trainer step inside the metric window: the window now ends at its end."""
+        if math.isnan(self.w0):
+            self.w0, self.w1 = t0, t1
+            early, self.early = self.early, []
+            for span in early:
+                self.span(*span)
+        self.w1 = max(self.w1, t1)
+        still = [span for span in self.open if span[1] > self.w1]
+        self.closed += sum(_overlap(*span, self.w0, self.w1) for span in self.open if span[1] <= self.w1)
+        self.open = still
+
+    def utilization(self, concurrency: int | None) -> float:
+        """Busy slot-seconds over concurrency x the window's seconds (NaN before the window or without slots)."""
+        seconds = self.w1 - self.w0
+        if not concurrency or not seconds > 0:
+            return math.nan
+        busy = self.closed + sum(_overlap(*span, self.w0, self.w1) for span in self.open)
+        return busy / (concurrency * seconds)
+
+
 def figures_of(s: Sums, stale_max: float) -> dict[str, float]:
     """The live figures of one scope's totals (NaN where the scope has no data for one)."""
     return {
@@ -84,23 +132,32 @@ class LiveFigures:
     step_numbers: list[int] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
     history: dict[str, list[float]] = field(default_factory=dict)
+    _sorted_times: list[float] = field(default_factory=list)
     last_step_at: float = math.nan
     staleness_bound: float | None = None
+    concurrency: int | None = None
+    total_steps: int | None = None
+    busy: GeneratorBusy = field(default_factory=GeneratorBusy)
     ended: bool = False
     _pending: Sums = field(default_factory=Sums)
     _slices: deque[Sums] = field(default_factory=deque)
     _window_stale: deque[float] = field(default_factory=deque)
     _pending_stale: float = -math.inf
 
-    def step(self, step: int, step_s: float, wait_s: float, samples: int, observed_at: float) -> None:
-        """A finished trainer step: it closes the current slice of observations into the window."""
+    def step(self, step: int, step_s: float, wait_s: float, samples: int, observed_at: float,
+             span: tuple[float, float] | None = None) -> None:  # fmt: skip
+        """A finished trainer step (with its [t0, t1] where known): it closes the current slice of observations into
+        the window."""
         self.step_numbers.append(step)
         self.step_times.append(step_s)
+        bisect.insort(self._sorted_times, step_s)
         self.last_step_at = observed_at
         inside = step > self.warmup_steps
         piece, self._pending = self._pending, Sums()
         piece.steps, piece.step_s, piece.wait_s, piece.samples = 1, step_s, wait_s, samples
         if inside:
+            if span is not None:
+                self.busy.window_step(*span)
             self.run.add(piece)
             self.run.stale_max = max(self.run.stale_max, self._pending_stale)
         self.window.add(piece)
@@ -127,7 +184,7 @@ class LiveFigures:
         self._pending.zero_adv += int(zero_advantage)
 
     def rollout(self, truncated: bool) -> None:
-        """A finished sample, with whether it hit the response-length limit."""
+        """A finished sample, with whether it hit the response-length limit (its slot time goes to `busy`)."""
         self._pending.rollouts += 1
         self._pending.truncated += int(truncated)
 
@@ -137,8 +194,11 @@ class LiveFigures:
         self._pending.start_failures += int(not ok)
 
     def median_step_s(self) -> float:
-        """The median duration of the steps seen (NaN before the first)."""
-        return statistics.median(self.step_times) if self.step_times else math.nan
+        """The median duration of the steps seen (NaN before the first), from a list kept sorted as steps come."""
+        times, n = self._sorted_times, len(self._sorted_times)
+        if not n:
+            return math.nan
+        return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
 
     def figures(self) -> dict[str, dict[str, float]]:
         """Live figures by scope: `window` (with what was observed since the last step) and `run`."""
@@ -146,4 +206,6 @@ class LiveFigures:
         window.add(self.window)
         window.add(self._pending)
         stale = max([*self._window_stale, self._pending_stale], default=-math.inf)
-        return {"window": figures_of(window, stale), "run": figures_of(self.run, self.run.stale_max)}
+        run = figures_of(self.run, self.run.stale_max)
+        run["generator_utilization"] = self.busy.utilization(self.concurrency)
+        return {"window": {**figures_of(window, stale), "generator_utilization": math.nan}, "run": run}

@@ -36,23 +36,30 @@ class RefReader:
         self._tail = DirTail(Path(self.run_dir) / EVENTS_DIRNAME, "*.jsonl")
 
     def update(self, now: float) -> int:
-        """Read what was appended since the last update; the number of new lines."""
+        """Read what was appended since the last update; the number of new lines. The new events of all files
+        are handled in the order of their timestamps, so a step is credited with what happened before it."""
         count = 0
+        events: list[tuple[float, int, str, dict[str, Any]]] = []
         for name, lines in self._tail.read().items():
             for line in lines:
                 count += 1
-                if line.strip():
-                    self._event(name, line, now)
+                event = self._decode(name, line) if line.strip() else None
+                if event is not None:
+                    t = event.get("t")
+                    events.append((float(t) if isinstance(t, int | float) else math.inf, len(events), name, event))
+        for _, _, name, event in sorted(events, key=lambda item: item[:2]):
+            self._event(name, event, now)
         return count
 
-    def _event(self, name: str, line: str, now: float) -> None:
+    def _decode(self, name: str, line: str) -> dict[str, Any] | None:
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
             self.warnings.append(f"{EVENTS_DIRNAME}/{name}: a line that is not JSON (the final parse names it)")
-            return
-        if not isinstance(event, dict):
-            return
+            return None
+        return event if isinstance(event, dict) else None
+
+    def _event(self, name: str, event: dict[str, Any], now: float) -> None:
         handler = HANDLERS.get(str(event.get("ev")))
         if handler is not None:
             try:
@@ -75,13 +82,18 @@ def _run_start(reader: RefReader, e: dict[str, Any], now: float) -> None:
     reader.max_new_tokens = (config.get("ref") or {}).get("max_new_tokens")
     bound = config.get("max_staleness")
     reader.figures.staleness_bound = float(bound) if isinstance(bound, int | float) else None
+    steps = config.get("steps")
+    reader.figures.total_steps = steps if isinstance(steps, int) else None
+    concurrency = e.get("concurrency")  # the generator slots the engine reports (trace meta.concurrency)
+    reader.figures.concurrency = concurrency if isinstance(concurrency, int) and concurrency > 0 else None
 
 
 def _step(reader: RefReader, e: dict[str, Any], now: float) -> None:
     step_s = float(e["t1"]) - float(e["t0"])  # the trainer.step span adapters.ref.parse.emit_trainer writes
     wait_end, wait_s = float(e["t_wait_end"]), float(e["wait_s"])
     wait = wait_end - max(float(e["t0"]), wait_end - wait_s)
-    reader.figures.step(int(e["step"]), step_s, wait, int(e.get("samples", 0)), now)
+    span = (float(e["t0"]), float(e["t1"]))
+    reader.figures.step(int(e["step"]), step_s, wait, int(e.get("samples", 0)), now, span)
 
 
 def _batch(reader: RefReader, e: dict[str, Any], now: float) -> None:
@@ -95,6 +107,9 @@ def _group(reader: RefReader, e: dict[str, Any], now: float) -> None:
 
 
 def _rollout(reader: RefReader, e: dict[str, Any], now: float) -> None:
+    t1 = e.get("t1")  # every rollout holds a slot from t0 to t1 (the event's time when t1 is missing), as parse has it
+    t1 = float(t1) if isinstance(t1, int | float) and math.isfinite(t1) else float(e["t"])
+    reader.figures.busy.span(float(e["t0"]), max(t1, float(e["t0"])))
     if e.get("status") == "done":
         limit = reader.max_new_tokens
         reader.figures.rollout(limit is not None and int(e.get("tokens", 0)) >= limit)
@@ -117,11 +132,16 @@ HANDLERS: dict[str, Callable[[RefReader, dict[str, Any], float], None]] = {
 READERS: dict[str, type[RefReader]] = {"ref": RefReader}
 
 
-def live_reader(adapter: str, run_dir: Path, figures: LiveFigures) -> RefReader:
-    """The live reader of `adapter`'s files; a clear error naming the adapters that have one."""
+def check_watchable(adapter: str, where: str | Path) -> None:
+    """Refuse, in one line naming `where`, an adapter whose files have no live reader (before anything launches)."""
     if adapter not in READERS:
         raise BenchbedError(
-            f"{run_dir}: benchbed watch follows {', '.join(sorted(READERS))} runs live; the {adapter} adapter's "
+            f"{where}: benchbed watch follows {', '.join(sorted(READERS))} runs live; the {adapter} adapter's "
             "files are read once the run ends (benchbed ingest)"
         )
+
+
+def live_reader(adapter: str, run_dir: Path, figures: LiveFigures) -> RefReader:
+    """The live reader of `adapter`'s files; a clear error naming the adapters that have one."""
+    check_watchable(adapter, run_dir)
     return READERS[adapter](Path(run_dir), figures)

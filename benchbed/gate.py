@@ -5,20 +5,23 @@ settings when a suite is loaded and when a record is written; this module only r
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_NIGHTS = 5  # previous nights whose points form the baseline
 DEFAULT_ALPHA = 0.05  # significance level of the two-sided rank test
 DEFAULT_MIN_EFFECT = 0.05  # minimum relative change of the median
+DEFAULT_BAND_SD = 2.0  # a reference band reaches this many standard deviations either side of the reference mean
 
 
 @dataclass(frozen=True)
 class GateSettings:
-    """A gate's nights, alpha and min_effect, as `record.Gate` holds them."""
+    """A gate's settings, as `record.Gate` holds them."""
 
     nights: int = DEFAULT_NIGHTS
     alpha: float = DEFAULT_ALPHA
     min_effect: float = DEFAULT_MIN_EFFECT
+    band: dict[str, float] = field(default_factory=dict)  # metric -> the band's least half-width, relative
+    band_sd: float = DEFAULT_BAND_SD
 
     @classmethod
     def from_json(cls, text: str) -> GateSettings:

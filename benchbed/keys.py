@@ -1,4 +1,4 @@
-"""Closed vocabulary of canonical trace event keys (DESIGN §3), with a one-line definition each."""
+"""Closed vocabulary of canonical trace event keys (docs/reference/trace.md), with a one-line definition each."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ GROUPS_FINISHED = "groups.finished"
 GROUPS_ZERO_ADV = "groups.zero_adv"
 SAMPLES_PARTIAL_BUFFERED = "samples.partial_buffered"
 SAMPLES_TRAINED_TOKENS = "samples.trained_tokens"
+# What the run learned: the training reward per step and validation scores by name (quality.eval.<name>).
+QUALITY_REWARD = "quality.reward_mean"
+QUALITY_EVAL_PREFIX = "quality.eval."
 
 KEYS: dict[str, str] = {
     TRAINER_STEP: "one training step, from the end of the previous step to the end of this one",
@@ -51,12 +54,21 @@ KEYS: dict[str, str] = {
     GROUPS_ZERO_ADV: "agg: finished groups whose rewards all agree (no gradient)",
     SAMPLES_PARTIAL_BUFFERED: "agg: in-flight samples aborted into the partial-rollout buffer during the step",
     SAMPLES_TRAINED_TOKENS: "agg: prompt + response tokens of the samples the step trained on",
+    QUALITY_REWARD: "agg: mean training reward of the step's samples, as the framework logged it",
 }
+
 
 # A framework's own per-step aggregates, kept for cross-checks. `framework.<metric>` carries the
 # framework's figure for one of benchbed's metric names (reported as `framework_<metric>`);
 # `native.<key>` keeps any other native figure verbatim.
-AGG_PREFIXES: tuple[str, ...] = ("framework.", "native.", "staleness.", "idle.")
+def eval_key(name: str) -> str:
+    """quality.eval.<name> for a validation score's name as a framework logs it: `/` as `.`, `@` as `_at_` (verl's
+    MLflow logger writes `mean@1` as `mean_at_1`), so every tracker of a run gives the score one key."""
+    return QUALITY_EVAL_PREFIX + name.replace("/", ".").replace("@", "_at_")
+
+
+# `quality.eval.<name>` carries a validation score logged at the step, named as the framework names it.
+AGG_PREFIXES: tuple[str, ...] = ("framework.", "native.", "staleness.", "idle.", QUALITY_EVAL_PREFIX)
 
 TRAINER_COMPONENTS: tuple[str, ...] = (
     TRAINER_WAIT,

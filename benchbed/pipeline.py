@@ -89,6 +89,8 @@ def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) 
     warnings = list(meta.warnings)
     if isinstance(record.spec.get("resources"), dict):
         meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
+    if isinstance(record.spec.get("quality"), dict) and record.spec["quality"].get("target"):
+        meta.extra.setdefault("quality_target", record.spec["quality"]["target"])  # for the learning metrics
     record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
     record.warnings.extend(redact(w) for w in warnings)
     record.trace_events = len(trace.events)
@@ -134,9 +136,11 @@ def execute(
     timeout_s: float | None = None,
     suite: SuiteInfo | None = None,
     launcher: str | Launcher = "local",
+    on_run_dir: Callable[[Path], None] | None = None,
 ) -> RunOutcome:
     """Launch one spec (its `repeat`-th run) with `launcher` (a registered launcher name or a built Launcher), keep its
-    artifacts in a fresh run directory, and record the result."""
+    artifacts in a fresh run directory, and record the result. `on_run_dir` is told the directory before the launch
+    (benchbed run --watch follows it)."""
     launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     record = _new_record(spec.model_dump(mode="json"), spec.spec_id, spec.adapter, launcher.name)
     record.repeat, record.suite = spec.repeat, suite
@@ -149,6 +153,8 @@ def execute(
     trace: Trace | None = None
     result: LaunchResult | None = None
     try:
+        if on_run_dir is not None:
+            on_run_dir(run_dir)
         result = launcher.launch(spec, plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
         record.launch = result.info
         record.warnings.extend(redact(w) for w in result.warnings)
@@ -258,11 +264,13 @@ def ingest(
     warmup_steps: int = 1,
     resources: dict[str, Any] | None = None,
     found: Mapping[str, str] | None = None,
+    quality_target: str | None = None,
 ) -> RunOutcome:
     """Parse an existing run (file or directory) into the store, with a copy of the native artifacts.
 
     `resources` (a [resources] table: GPU counts, prices) goes into the record's spec for the cost metrics;
-    `found`: credentials the run's tracker history holds, kept out of the copy (see copy_native).
+    `found`: credentials the run's tracker history holds, kept out of the copy (see copy_native); `quality_target`
+    (a benchbed.quality.Target's text) goes into the record's spec as its [quality] table.
     A directory that holds several runs of the adapter is refused with SeveralRunsError naming them."""
     path = Path(path)
     runs = find_runs(path, adapter_name)
@@ -273,6 +281,8 @@ def ingest(
     spec_data: dict[str, Any] = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}
     if resources:
         spec_data["resources"] = resources
+    if quality_target:
+        spec_data["quality"] = {"target": quality_target}
     spec_id = f"ingest-{path.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
     refuse_summary(path, whole=True)  # a pasted W&B summary is no adapter's to read, however lenient its parser
@@ -355,6 +365,7 @@ def ingest_history(
     warmup_steps: int = 1,
     resources: dict[str, Any] | None = None,
     progress: Callable[[int, int | None], None] | None = None,
+    quality_target: str | None = None,
 ) -> RunOutcome:
     """Read a tracker's history of a run (W&B, MLflow, TensorBoard; see benchbed.adapterkit.histories) into the
     store through the adapter's key map; without `adapter_name`, the one adapter that recognises the history.
@@ -382,13 +393,15 @@ def ingest_history(
     if getattr(adapter, "history_parser", None) is None or kind not in getattr(adapter, "history_kinds", ()):
         # the adapter reads these files with its own parser (slime: its TensorBoard event files)
         if Path(location).exists():
-            return ingest(Path(location), adapter_name, store, warmup_steps, resources, found)
+            return ingest(Path(location), adapter_name, store, warmup_steps, resources, found, quality_target)
         raise AdapterError(f"the {adapter_name} adapter reads no tracker histories ({history.source.uri})")
     source = history.source.uri
     name = f"{history.source.tracker}-{history.source.run_id}"
     spec_data: dict[str, Any] = {"name": f"ingest-{name}", "adapter": adapter_name, "source": source}
     if resources:
         spec_data["resources"] = resources
+    if quality_target:
+        spec_data["quality"] = {"target": quality_target}
     spec_id = f"ingest-{name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")
     try:

@@ -1,4 +1,4 @@
-"""RunRecord (DESIGN §5): what a run was, where it ran, how it ended, and its metrics. Versioned JSON."""
+"""RunRecord (docs/reference/store.md): what a run was, where it ran, how it ended, and its metrics. Versioned JSON."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import socket
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 import benchbed
 from benchbed.errors import BenchbedError
-from benchbed.gate import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS
+from benchbed.gate import DEFAULT_ALPHA, DEFAULT_BAND_SD, DEFAULT_MIN_EFFECT, DEFAULT_NIGHTS
 
 FORMAT_VERSION = 1
 MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -79,6 +79,12 @@ class Gate(_Model):
     nights: int = Field(DEFAULT_NIGHTS, gt=0, description="previous nights whose points form the baseline")
     alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1, description="significance level of the two-sided rank test")
     min_effect: float = Field(DEFAULT_MIN_EFFECT, ge=0, description="minimum relative change of the median")
+    band: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="metrics judged against the reference band of the trusted nights instead of the rank test, "
+        "each with the band's least half-width relative to the reference mean (e.g. {final_reward_mean = 0.1})",
+    )
+    band_sd: float = Field(DEFAULT_BAND_SD, gt=0, description="the band's half-width in reference standard deviations")
 
 
 class LaunchInfo(_Model):

@@ -1,4 +1,4 @@
-"""Experiment specs (DESIGN §5): TOML -> pydantic, --set overrides, matrix expansion, spec_id."""
+"""Experiment specs (docs/reference/spec.md): TOML -> pydantic, --set overrides, matrix expansion, spec_id."""
 
 from __future__ import annotations
 
@@ -65,6 +65,22 @@ class Resources(_Strict):
     price_per_gpu_hour: float | None = Field(None, ge=0, description="$ per GPU-hour, for the cost metrics")
     trainer_price_per_gpu_hour: float | None = Field(None, ge=0, description="overrides the price for trainer GPUs")
     generator_price_per_gpu_hour: float | None = Field(None, ge=0, description="overrides it for generator GPUs")
+
+
+class QualityTable(_Strict):
+    """`[quality]`: what the run must learn, for the learning metrics (time, steps and GPU-hours to the target)."""
+
+    target: str = Field(description="NAME>=VALUE or NAME<=VALUE: 'reward>=0.5', 'eval/<validation score>>=0.3'")
+
+    @field_validator("target")
+    @classmethod
+    def _readable(cls, value: str) -> str:
+        from benchbed.quality import Target, TargetError
+
+        try:
+            return str(Target.parse(value))
+        except TargetError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class SandboxTable(_Strict):
@@ -158,6 +174,7 @@ class ExperimentSpec(_Strict):
     workload: Workload = Field(default_factory=Workload)
     resources: Resources = Field(default_factory=Resources)
     sandbox: SandboxTable = Field(default_factory=SandboxTable)
+    quality: QualityTable | None = Field(None, description="a quality target for the learning metrics")
     slurm: SlurmSpec | None = Field(None, description="--launcher slurm: the allocation")
     ray: RaySpec | None = Field(None, description="--launcher ray: job options")
     matrix: dict[str, list[Any]] = Field(
@@ -224,6 +241,7 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     data = spec.model_dump(mode="json")
     data.pop("description", None)
     data.pop("matrix", None)
+    data.pop("quality", None)  # how a run is judged, not what runs
     for table in ("slurm", "ray"):  # launcher tables join the id only when given, so older ids stay valid
         if data.get(table) is None:
             data.pop(table, None)

@@ -19,6 +19,7 @@ from benchbed.trace import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 GLOBAL_STEP, TOTAL, GENERATION = "train/global_step", "train/timing/step_total", "train/timing/generation"
+EVAL_STEP = "eval/global_step"  # log_eval's rows carry the step here instead
 TIMED = ["train/timing/make_experience", "train/timing/ppo_train", "train/timing/broadcast"]  # the trainer's timers
 
 
@@ -41,12 +42,15 @@ def parse_history(history: History) -> Trace:
 
 
 def by_global_step(history: History) -> History:
-    """W&B rows keyed on `train/global_step`, WandbLogger's step metric, one row per step (TensorBoard's are)."""
+    """W&B rows keyed on `train/global_step` (an evaluation's on `eval/global_step`), WandbLogger's step metrics,
+    one row per step (TensorBoard's are)."""
     frame = history.frame
     if GLOBAL_STEP not in frame:
         return history
+    steps = frame[GLOBAL_STEP].fillna(frame[EVAL_STEP]) if EVAL_STEP in frame else frame[GLOBAL_STEP]
     table = [k for k in history.keys if k.startswith("train/generated_samples")]  # the W&B table's size, a step early
-    figures = [k for k in history.keys if k != GLOBAL_STEP and k not in table]
-    frame = frame.drop(columns=table).dropna(subset=figures, how="all").dropna(subset=[GLOBAL_STEP])
+    figures = [k for k in history.keys if k not in (GLOBAL_STEP, EVAL_STEP) and k not in table]
+    frame = frame.assign(**{GLOBAL_STEP: steps}).drop(columns=[*table, *({EVAL_STEP} & set(frame))])
+    frame = frame.dropna(subset=figures, how="all").dropna(subset=[GLOBAL_STEP])
     frame = frame.assign(**{STEP: frame[GLOBAL_STEP].astype("int64")}).drop(columns=[GLOBAL_STEP])
     return replace(history, frame=frame.groupby(STEP, as_index=False, sort=True).first())

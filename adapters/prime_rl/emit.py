@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 
-from benchbed.adapters.prime_rl.keymap import COUNTERS, FRAMEWORK_METRICS, PAUSE_KEYS
+from benchbed.adapters.prime_rl.keymap import COUNTERS, FRAMEWORK_METRICS, PAUSE_KEYS, quality_of
 from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 
 from benchbed import keys as K
@@ -81,13 +81,22 @@ def emit_orchestrator(b: TraceBuilder, data: RunData, counters_from_episodes: bo
             if key in values:
                 b.agg(K.GENERATOR_PAUSED, k, values[key], actor="orchestrator")
                 break
+        learning: dict[str, list[float]] = {}
         for key, value in values.items():
             if key in FRAMEWORK_METRICS:
                 b.agg(FRAMEWORK_METRICS[key], k, value, actor="orchestrator")
-            b.agg(f"native.orchestrator.{key}", k, value, actor="orchestrator")
+            if (quality := quality_of(key)) is not None:
+                learning.setdefault(quality, []).append(value)
+            else:
+                b.agg(f"native.orchestrator.{key}", k, value, actor="orchestrator")
+        for quality, scores in learning.items():  # prime-rl logs them per agent: their mean, one row a step
+            b.agg(quality, k, sum(scores) / len(scores), actor="orchestrator")
         for native, key in COUNTERS.items():
             if native in values and not (counters_from_episodes and key == K.SAMPLES_FINISHED):
                 b.agg(key, k, values[native], actor="orchestrator")
+    for step, scores in sorted(data.evals.items()):  # evaluation rows, per environment and agent
+        for quality, values in scores.items():
+            b.agg(quality, step + off, sum(values) / len(values), actor="orchestrator")
 
 
 def emit_pauses(b: TraceBuilder, data: RunData, origin: float) -> None:

@@ -18,6 +18,7 @@ from benchbed.adapters.prime_rl.keymap import (
     TRAINER_MARKER,
     TRAINER_NATIVE,
     TRAINER_TIMERS,
+    quality_of,
 )
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
@@ -83,6 +84,10 @@ def read_metric_rows(rows: Iterable[tuple[str, dict[str, Any]]], data: RunData, 
             native.update({k: v for k in TRAINER_NATIVE if (v := _float(row.get(k))) is not None})
         elif role == "orchestrator":
             _add_orchestrator_row(row, step, where, data)
+        elif role == "eval":
+            for key, raw in row.items():
+                if (quality := quality_of(key)) is not None and (value := _float(raw)) is not None:
+                    data.evals.setdefault(step, {}).setdefault(quality, []).append(value)
     if not (roles.get("trainer-time") or roles.get("trainer") or roles.get("orchestrator") or roles.get("eval")):
         detail = f"first row keys {first_keys}" if first_keys else "no JSON rows"
         raise NotThisFrameworkError(

@@ -77,6 +77,7 @@ class RunData:
 
     trainer: dict[int, TrainerStep] = field(default_factory=dict)
     orchestrator: dict[int, OrchestratorStep] = field(default_factory=dict)
+    evals: dict[int, dict[str, list[float]]] = field(default_factory=dict)  # step -> quality.eval.* -> scores
     episodes: list[Episode] = field(default_factory=list)
     trained_at: dict[str, int] = field(default_factory=dict)  # episode id -> step whose batch carried it
     effective_steps: set[int] = field(default_factory=set)

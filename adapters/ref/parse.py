@@ -63,7 +63,8 @@ def emit_trainer(b: TraceBuilder, events: list[dict[str, Any]], origin: float) -
         b.span(K.TRAINER_WEIGHT_SYNC, t_compute, t1, step=k, actor="trainer")
         for name in ("loss", "reward_mean", "grad_norm", "clip_fraction", "tokens"):
             if name in e:
-                b.agg(f"native.trainer.{name}", k, float(e[name]), actor="trainer")
+                key = K.QUALITY_REWARD if name == "reward_mean" else f"native.trainer.{name}"
+                b.agg(key, k, float(e[name]), actor="trainer")
 
 
 def emit_summary(b: TraceBuilder, summary: dict[str, Any]) -> None:

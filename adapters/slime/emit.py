@@ -50,7 +50,8 @@ def build_trace(c: Collected, d: SlimeDetected) -> Trace:
     if partial:
         warnings.append(f"run is partial: {partial}")
     for (kind, rid), values in sorted(c.other_dicts.items()):
-        _native(b, rid + 1, values, "generator" if kind in ("eval", "fully_async", "partial") else "trainer")
+        actor = "generator" if kind in ("eval", "fully_async", "partial") else "trainer"
+        _native(b, rid + 1, values, actor, quality=kind == "eval")
     meta = TraceMeta(
         adapter="slime",
         framework="slime",
@@ -181,7 +182,7 @@ def _train_counters(b: TraceBuilder, c: Collected, rid: int, step: int) -> None:
         if values:
             b.agg(f"native.{key}", step, sum(values) / len(values), actor="trainer")
     for key, value in (c.trainer_rollout.get(rid) or {}).items():
-        b.agg(f"native.trainer/{key}", step, value, actor="trainer")
+        b.agg(M.quality_of(key) or f"native.trainer/{key}", step, value, actor="trainer")
 
 
 def emit_rollout_side(b: TraceBuilder, c: Collected, warnings: list[str]) -> None:
@@ -218,10 +219,12 @@ def _rollout_counts(values: dict[str, object]) -> dict[str, float]:
 _ROLLOUT_COUNTERS = [(e, re.compile(e.regex()).fullmatch) for e in M.ROLLOUT_COUNTERS]
 
 
-def _native(b: TraceBuilder, step: int, values: dict[str, object], actor: str) -> None:
+def _native(b: TraceBuilder, step: int, values: dict[str, object], actor: str, quality: bool = False) -> None:
+    """Each finite figure as native.<key>, or (`quality`: an evaluation dict) as its quality.* key where it has one."""
     for key, value in values.items():
         if _num(value) and math.isfinite(float(value)):  # type: ignore[arg-type]
-            b.agg(f"native.{key}", step, float(value), actor=actor)  # type: ignore[arg-type]
+            name = (M.quality_of(key) if quality else None) or f"native.{key}"
+            b.agg(name, step, float(value), actor=actor)  # type: ignore[arg-type]
 
 
 def _num(value: object) -> bool:
@@ -368,7 +371,8 @@ def _sandbox_from_sample(
             traced_start = traced_start or key == K.SANDBOX_START
             attrs = e.get("attrs") if isinstance(e.get("attrs"), dict) else {}
             error = attrs.get("error_type")
-            status = failure_reason(f"{error}: {attrs.get('error_message', '')}") if error else "ok"
+            phase = "exec" if key == K.SANDBOX_EXEC else "start"
+            status = failure_reason(f"{error}: {attrs.get('error_message', '')}", phase) if error else "ok"
             b.span(
                 key,
                 float(start["ts"]) - origin,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchbed.adapterkit.keymaps import KeyEntry, KeyMap, load_keymap
+from benchbed.adapterkit.keymaps import KeyEntry, KeyMap, load_keymap, quality_key
 
 KEYMAP: KeyMap = load_keymap(Path(__file__).with_name("keymap.toml"))
 
@@ -34,6 +34,15 @@ TRAINER_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", p
 ROLLOUT_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", process="rollout"))
 # The RolloutManager's group counts (patterns), summed per canonical key in file order.
 ROLLOUT_COUNTERS: tuple[KeyEntry, ...] = tuple(KEYMAP.across("counter", process="rollout"))
+
+# The training reward (trainer side) and the evaluation figures (rollout side).
+QUALITY: tuple[KeyEntry, ...] = tuple(KEYMAP.across("quality"))
+
+
+def quality_of(key: str) -> str | None:
+    """The quality.* key a slime key is logged as (rollout/raw_reward, eval/<dataset>...), if it is one."""
+    return quality_key(QUALITY, key)
+
 
 # Console file:line of the `perf` log call at each pinned commit -> framework version (the metric code moved from
 # slime/utils + slime/ray/rollout.py to slime/observability in #2298), and the files only one side of the move has.

@@ -15,6 +15,7 @@ from benchbed.adapters.trl.timeline import KEYMAP, Timeline, paint
 
 from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
+from benchbed.adapterkit.keymaps import quality_key
 from benchbed.engine.eventlog import EVENTS_DIRNAME
 from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
 from benchbed.trace import TraceBuilder, attrs_json
@@ -40,15 +41,17 @@ def emit_step_spans(builder: TraceBuilder, timeline: Timeline, steps: list[int])
 
 
 def emit_framework(builder: TraceBuilder, run: Run) -> None:
-    """TRL's own per-step figures: the framework's zero-advantage fraction, and every other number as native.*."""
+    """TRL's own per-step figures: the framework's zero-advantage fraction, its reward and evaluation scores
+    (quality.*), and every other number as native.*."""
     release, _ = KEYMAP.nearest(run.versions.get("trl", ""))
-    framework = KEYMAP.mapping(release, "framework", "sync")
+    framework, quality = KEYMAP.mapping(release, "framework", "sync"), KEYMAP.at(release, "quality", "sync")
     for e in run.log:
         step = int(e["step"])
         for key, value in e.items():
             if key in ("step", "epoch") or not isinstance(value, int | float) or not math.isfinite(value):
                 continue
-            builder.agg(framework.get(key, f"native.trl.{key}"), step, float(value), actor="trainer")
+            name = framework.get(key) or quality_key(quality, key) or f"native.trl.{key}"
+            builder.agg(name, step, float(value), actor="trainer")
 
 
 def _batch_table(run: Run, g: int) -> pd.DataFrame | None:

@@ -2,7 +2,8 @@
 `_prepare_inputs`): every `training_step` call is a micro-step m; a batch of per_device_batch × steps_per_generation
 samples is generated at the micro-steps m with m % (steps_per_generation × num_iterations) == 0, shuffled, and cut
 into steps_per_generation slices; micro-step m trains slice m % steps_per_generation of the latest batch. An
-optimizer step is gradient_accumulation_steps micro-steps, and versions count optimizer steps (DESIGN §3)."""
+optimizer step is gradient_accumulation_steps micro-steps, and versions count optimizer steps
+(docs/reference/trace.md)."""
 
 from __future__ import annotations
 

@@ -82,6 +82,8 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
             return action
         if key in mm.framework:
             action = ("framework", mm.framework[key])
+        elif (quality := mm.quality_key(key)) is not None:
+            action = ("framework", quality)
         elif key == step_key:
             action = ("step", K.TRAINER_STEP)
         elif key.startswith(prefix) and not key.startswith(prefix + "agent_loop/"):
@@ -183,9 +185,10 @@ def _emit_figures(
         return
     steps = np.fromiter((rec.step for rec in records), np.int64, len(records)) + offset
     values, _ = _table(records, [key for key, _, _ in plan])
+    counted = steps >= 1  # verl's validation before training is logged at step 0: the trace counts steps from 1
     for j, (_, _, target) in enumerate(plan):
         column = values[:, j]
-        ok = ~np.isnan(column)
+        ok = ~np.isnan(column) & counted
         if ok.all():
             rows.extend(target, steps, column, "", attrs)
         else:

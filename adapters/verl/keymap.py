@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchbed.adapterkit.keymaps import KeyMap, load_keymap
+from benchbed.adapterkit.keymaps import KeyEntry, KeyMap, load_keymap, quality_key
 
 KEYMAP_FILE = Path(__file__).with_name("keymap.toml")
 TIMING_PREFIX = "timing_s/"
@@ -28,9 +28,14 @@ class ModeMap:
     framework: dict[str, str]  # native -> canonical agg key, kept per step (framework.<metric> and counters)
     native_keys: frozenset[str]
     native_prefixes: tuple[str, ...]
+    quality: tuple[KeyEntry, ...] = ()  # the training reward and validation scores (quality.*)
 
     def native(self, key: str) -> bool:
         return key in self.native_keys or key.startswith(self.native_prefixes)
+
+    def quality_key(self, key: str) -> str | None:
+        """The quality.* key a native key is logged as, if it is one."""
+        return quality_key(self.quality, key)
 
 
 def keymap() -> KeyMap:
@@ -77,4 +82,5 @@ def mode_map(version: str, mode: str) -> ModeMap:
         framework=km.mapping(version, "framework", key) | km.mapping(version, "counter", key),
         native_keys=frozenset(e.native for e in natives if not e.is_prefix),
         native_prefixes=tuple(e.native[:-1] for e in natives if e.is_prefix),
+        quality=tuple(km.at(version, "quality", key)),
     )

@@ -1,15 +1,14 @@
 """A tracker history -> the canonical trace through a framework's key map: the whole parse of a framework whose runs
 are per-step key/value histories (W&B, MLflow, TensorBoard, a metrics JSONL).
 
-Keys of the roles `step`, `component`, `counter` and `framework` become their canonical agg rows (a pattern entry
-whose canonical ends in `*` carries the rest of the matched key over, `/` as `.`); percentages (`unit = "%"`) become
-ratios, as canonical keys never hold percent; every other numeric key is kept as `native.<framework>.<key>`. The
-entries' `within` holds for every history: a component `after_step` is added to the step, one nested in another
-timer with a canonical key of its own is carved out of that timer."""
+Keys of the roles `step`, `component`, `counter`, `framework` and `quality` become their canonical agg rows (a
+pattern entry whose canonical ends in `*` carries the rest of the matched key over, `/` as `.`); percentages
+(`unit = "%"`) become ratios, as canonical keys never hold percent; every other numeric key is kept as
+`native.<framework>.<key>`. The entries' `within` holds for every history: a component `after_step` is added to
+the step, one nested in another timer with a canonical key of its own is carved out of that timer."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from benchbed.adapterkit.rows import AggRows
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
-MAPPED_ROLES = ("step", "component", "counter", "framework")
+MAPPED_ROLES = ("step", "component", "counter", "framework", "quality")
 
 
 def read_run_history(location: Path, framework: str, names: tuple[str, ...] = ()) -> History:
@@ -39,7 +38,9 @@ def read_run_history(location: Path, framework: str, names: tuple[str, ...] = ()
             location = location / name
             break
     if history_kind(location) is None:
-        raise NotThisFrameworkError(f"not a {framework} run: {location} holds no history benchbed can read")
+        console_too = f" and is not {console.title} (no line like `{console.marks.pattern}`)" if console else ""
+        raise NotThisFrameworkError(f"not a {framework} run: {location} holds no history benchbed can read"
+                                    f"{console_too}")  # fmt: skip
     try:
         return open_history(location)
     except HistoryError as exc:
@@ -116,11 +117,6 @@ def _map(key: str, entries: list[KeyEntry], framework: str) -> tuple[KeyEntry | 
             if key == entry.native:
                 return entry, entry.canonical
             continue
-        match = re.fullmatch(entry.regex(), key)
-        if match is None:
-            continue
-        if not entry.canonical.endswith("*"):
-            return entry, entry.canonical
-        rest = key[len(entry.native.split("*")[0]) :] if entry.is_prefix else key
-        return entry, entry.canonical[:-1] + rest.replace("/", ".")
+        if entry.matches(key):
+            return entry, entry.canonical_for(key)
     return None, f"native.{framework}.{key}"

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from benchbed.errors import AdapterError
-from benchbed.keys import is_known_key
+from benchbed.keys import QUALITY_EVAL_PREFIX, eval_key, is_known_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,6 +46,7 @@ ROLES = {
     "counter": "a per-step count (-> samples.*, groups.*)",
     "framework": "the framework's own figure of a benchbed metric, kept for comparison (-> framework.*)",
     "native": "a figure kept as the framework logged it (-> native.<framework>.*)",
+    "quality": "a figure of learning (-> quality.reward_mean; a prefix to quality.eval.*: each score by its name)",
     "marker": "a key that only identifies a framework, release or process (canonical '')",
 }
 # `within` words; any other value names the native key of the timer an entry is nested in.
@@ -95,6 +96,25 @@ class KeyEntry:
 
     def matches(self, key: str) -> bool:
         return re.fullmatch(self.regex(), key) is not None if self.is_pattern else key == self.native
+
+    def canonical_for(self, key: str) -> str:
+        """The canonical key of a native key this entry matches: a pattern whose canonical ends in `*` carries the
+        rest of the native key over (a prefix, or any pattern under quality.eval.*: what follows its literal head;
+        another pattern: the whole key), `/` as `.` (val-core/gsm8k/acc under quality.eval.* is
+        quality.eval.gsm8k.acc, eval/gsm8k/effective/a/avg@4 under eval/*/effective/*/avg@* is
+        quality.eval.gsm8k.effective.a.avg_at_4; see benchbed.keys.eval_key)."""
+        if not (self.is_pattern and self.canonical.endswith("*")):
+            return self.canonical
+        to_eval = self.canonical == QUALITY_EVAL_PREFIX + "*"
+        rest = key[len(self.native.split("*")[0]) :] if self.is_prefix or to_eval else key
+        if to_eval:
+            return eval_key(rest)
+        return self.canonical[:-1] + rest.replace("/", ".")
+
+
+def quality_key(entries: Sequence[KeyEntry], key: str) -> str | None:
+    """The quality.* key a native key is logged as under `entries` (a release's quality-role entries), if any."""
+    return next((e.canonical_for(key) for e in entries if e.matches(key)), None)
 
 
 _VERSION = re.compile(r"^[vV]?(\d+(?:\.\d+)+)")

@@ -33,11 +33,17 @@ _ESCAPE = "benchbed-json-escape"  # an encoding error handler: non-ASCII charact
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write the history page (HTML) here")  # fmt: skip
-@click.option("--json", "as_json", is_flag=True, help='print {"series": [...]} on stdout, nothing else')
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='print {"series": [...], "untrusted": {night: reason}} on stdout, nothing else',
+)
 def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: str | None, machine: str | None,
             nights: int | None, output: Path | None, as_json: bool) -> None:  # fmt: skip
     """Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict."""
     from benchbed.nightly.history import build_series, is_known_metric, suite_runs
+    from benchbed.nightly.trust import untrusted_nights
 
     if not store_dir.is_dir():
         raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
@@ -47,7 +53,8 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
         check_output(output)
     runs = suite_runs(Store(store_dir), machine, suite_name, entry, metric)
     warnings: list[str] = []
-    series = build_series(runs, [metric] if metric else None, nights, warnings)
+    untrusted = untrusted_nights(store_dir)
+    series = build_series(runs, [metric] if metric else None, nights, warnings, untrusted)
     for warning in warnings:
         _stderr("[yellow]warning:[/] {}", warning)
     if output:
@@ -55,7 +62,7 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
 
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:
-        click.echo(_json_text({"series": [s.to_json() for s in series]}))
+        click.echo(_json_text({"series": [s.to_json() for s in series], "untrusted": untrusted}))
     else:
         headers = ("machine", "entry", "metric", "nights", "last median", "change points", "marked changes",
                    "last verdict")  # fmt: skip
@@ -67,6 +74,8 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
             for s in series
         ]  # fmt: skip
         click.echo(f"series in {store_dir}\n{aligned_text(headers, rows)}")
+        for night, reason in untrusted.items():
+            click.echo(f"untrusted (no baseline): {night}: {reason}")
     for error in runs.errors:
         _stderr("[bold red]benchbed: error:[/] {}", error)
     if runs.errors:

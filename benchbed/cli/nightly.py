@@ -17,7 +17,7 @@ from rich.table import Table
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.cli.store_options import store_option
-from benchbed.errors import SpecError
+from benchbed.errors import BenchbedError, SpecError
 from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, default_watch, metric_direction
 from benchbed.nightly.suite import load_suite
 from benchbed.outputs import check_output
@@ -197,3 +197,31 @@ def compare(baseline_dirs: tuple[Path, ...], candidate_dirs: tuple[Path, ...], m
         title = f"{len(baseline)} baseline vs {len(candidate)} candidate runs"
         stdout_console().print(_verdict_table(title, verdicts))
     sys.exit(_exit_status(verdicts, [], fail_on))
+
+
+@click.command()
+@click.argument("night")
+@click.option("--reason", required=True, help="why the night cannot be trusted (kept with the mark)")
+@click.option("--undo", is_flag=True, help="trust the night again (a later line in the marks log)")
+@store_option
+def untrust(night: str, reason: str, undo: bool, store_dir: Path) -> None:
+    """Mark NIGHT (a night id, as `benchbed history` and the nightly page show it, or `latest` for the store's
+    newest night) untrusted: it stops serving as a baseline night and as a point of a reference band, and its
+    records stay in the store as they are.
+
+    The mark is a line in STORE/_nightly/untrusted.jsonl; --undo adds a line trusting it again."""
+    from benchbed.nightly.history import suite_runs
+    from benchbed.nightly.trust import MARKS_PATH, mark_night
+
+    if not store_dir.is_dir():
+        raise BenchbedError(f"{store_dir}: no such store; pass the --store that nightly wrote to")
+    nights = {str(n) for n in suite_runs(Store(store_dir)).points().column("night").to_pylist() if n}
+    if night == "latest" and nights:
+        night = max(nights)
+    if night not in nights:
+        shown = ", ".join(sorted(nights)[-3:]) or "none"
+        raise BenchbedError(f"{night}: no night of that id in {store_dir} (the latest: {shown}); "
+                            "`benchbed history` lists the series and their nights")  # fmt: skip
+    mark = mark_night(store_dir, night, reason, trusted=undo)
+    state = "trusted again" if mark.trusted else "untrusted: no baseline and no reference point from now on"
+    err_console.print(f"{night}: {state} ({store_dir / MARKS_PATH})", highlight=False)

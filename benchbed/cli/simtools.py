@@ -26,13 +26,16 @@ def _published(value: float | list[float] | str) -> str:
     return value if isinstance(value, str) else f"{value:.4g}"
 
 
-def _rows_table(rows: list[Row]) -> Table:
+def rows_table(rows: list[Row]) -> Table:
     table = Table(title="reproducing published results", title_justify="left")
-    for column in ("case", "quantity", "published", "reproduced", "tolerance", "within", "kind", "inputs"):
+    columns = ("case", "quantity", "published", "reproduced", "tolerance", "within", "kind", "inputs",
+               "published accuracy (data, not simulated)")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="right" if column in ("published", "reproduced") else "left")
     for row in rows:
         table.add_row(row.case, row.quantity, _published(row.published), f"{row.reproduced:.4g}", row.tolerance,
-                      "yes" if row.ok else "[bold red]NO[/]", row.kind, ", ".join(row.inputs))  # fmt: skip
+                      "yes" if row.ok else "[bold red]NO[/]", row.kind, ", ".join(row.inputs),
+                      row.published_quality)  # fmt: skip
     return table
 
 
@@ -96,7 +99,7 @@ def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tupl
     if as_json:
         click.echo(json.dumps([row.as_json() for row in rows], indent=2))
     else:
-        stdout_console().print(_rows_table(rows))
+        stdout_console().print(rows_table(rows))
     if not all(row.ok for row in rows):
         sys.exit(1)
 

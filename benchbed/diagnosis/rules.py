@@ -41,6 +41,7 @@ FLAGS = (
     "truncation",
     "partial_rollouts",
     "sandbox_failures",
+    "stalled_learning",
 )
 
 _OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<": operator.lt}
@@ -112,35 +113,60 @@ GENERATOR_BUSY = Threshold(
     "generator_utilization", ">=", 0.70, "the generator's slots are mostly running rollouts: it is saturated"
 )
 
-FLAG_RULES: dict[str, Threshold] = {
-    "zero_advantage_waste": Threshold(
-        "zero_adv_group_fraction",
-        ">=",
-        0.25,
-        "a quarter of the groups have rewards that all agree and carry no gradient (case 2: 60%)",
+# Each flag holds when all of its thresholds hold.
+FLAG_RULES: dict[str, tuple[Threshold, ...]] = {
+    "zero_advantage_waste": (
+        Threshold(
+            "zero_adv_group_fraction",
+            ">=",
+            0.25,
+            "a quarter of the groups have rewards that all agree and carry no gradient (case 2: 60%)",
+        ),
     ),
-    "oversampling_discard": Threshold(
-        "discarded_fraction",
-        ">=",
-        0.10,
-        "a tenth of the finished samples are discarded unused by oversampling (case 1: up to 60%)",
+    "oversampling_discard": (
+        Threshold(
+            "discarded_fraction",
+            ">=",
+            0.10,
+            "a tenth of the finished samples are discarded unused by oversampling (case 1: up to 60%)",
+        ),
     ),
-    "stale_drops": Threshold(
-        "dropped_stale_fraction", ">=", 0.05, "one finished sample in twenty is dropped for being too stale"
+    "stale_drops": (
+        Threshold("dropped_stale_fraction", ">=", 0.05, "one finished sample in twenty is dropped for being too stale"),
     ),
-    "truncation": Threshold(
-        "response_truncated_fraction",
-        ">=",
-        0.10,
-        "a tenth of the responses hit the length cap: the cap, not the task, ends them",
+    "truncation": (
+        Threshold(
+            "response_truncated_fraction",
+            ">=",
+            0.10,
+            "a tenth of the responses hit the length cap: the cap, not the task, ends them",
+        ),
     ),
-    "partial_rollouts": Threshold(
-        "partial_resumed_fraction",
-        ">=",
-        0.10,
-        "a tenth of the trained samples were resumed from the partial-rollout buffer (case 4: 76%)",
+    "partial_rollouts": (
+        Threshold(
+            "partial_resumed_fraction",
+            ">=",
+            0.10,
+            "a tenth of the trained samples were resumed from the partial-rollout buffer (case 4: 76%)",
+        ),
     ),
-    "sandbox_failures": SANDBOX_FAILING,
+    "sandbox_failures": (SANDBOX_FAILING,),
+    "stalled_learning": (
+        Threshold(
+            "reward_gain",
+            "<",
+            0.01,
+            "the training reward's last quarter is within 0.01 of its first: a "
+            "reward in [0, 1] (accuracy, pass rate) has stopped rising",
+        ),
+        Threshold(
+            "staleness_mean",
+            ">=",
+            1.0,
+            "trained samples are a policy version or more behind on average: "
+            "off-policy samples can stall learning (verl fully_async's and AReaL's staleness ablations)",
+        ),
+    ),
 }
 
 
@@ -282,9 +308,9 @@ def diagnose_metrics(metrics: Mapping[str, float]) -> Diagnosis:
     """The diagnosis of a run from its metric values (name -> value); levers are added by `levers.levers_for`."""
     regime, decided = _regime(metrics)
     flags = [
-        name for name, rule in FLAG_RULES.items() if rule.holds(metrics) and not (regime == "sandbox_bound" and
-                                                                                  name == "sandbox_failures")
+        name for name, rules in FLAG_RULES.items()
+        if all(rule.holds(metrics) for rule in rules) and not (regime == "sandbox_bound" and name == "sandbox_failures")
     ]  # fmt: skip
     evidence = [_evidence(rule, metrics, "regime") for rule in decided]
-    evidence += [_evidence(FLAG_RULES[name], metrics, name) for name in flags]
+    evidence += [_evidence(rule, metrics, name) for name in flags for rule in FLAG_RULES[name]]
     return Diagnosis(regime=regime, flags=flags, evidence=evidence, uncertain=_uncertain(regime, metrics))

@@ -1,4 +1,4 @@
-"""DESIGN §4 metrics as pure functions of a Trace: no file reading, no plotting.
+"""The metrics of docs/reference/metrics.md as pure functions of a Trace: no file reading, no plotting.
 
 The metric functions (and pandas with them) load on first use of a name below (PEP 562), so what reads only the
 registry's presentation table (`benchbed ls`, the store catalog) starts without them."""

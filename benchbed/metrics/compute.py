@@ -1,12 +1,12 @@
-"""Every registered metric of a Trace (DESIGN §4), and a framework's own figures beside them: importing this module
-registers the metric functions."""
+"""Every registered metric of a Trace (docs/reference/metrics.md), and a framework's own figures beside them:
+importing this module registers the metric functions."""
 
 from __future__ import annotations
 
 import math
 
 from benchbed import keys as K
-from benchbed.metrics import cost, generator, partial, samples, sandbox, trainer  # noqa: F401  (registers metrics)
+from benchbed.metrics import cost, generator, partial, quality, samples, sandbox, trainer  # noqa: F401  (registers metrics)
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import METRICS, MetricDef  # noqa: F401  (MetricDef: re-exported by benchbed.metrics)
 from benchbed.record import MetricValue

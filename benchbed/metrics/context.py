@@ -1,4 +1,5 @@
-"""The metric window (DESIGN §4) and per-key views of a trace, computed once and shared by all metrics."""
+"""The metric window (docs/reference/metrics.md) and per-key views of a trace, computed once and shared
+by all metrics."""
 
 from __future__ import annotations
 

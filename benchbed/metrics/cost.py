@@ -49,12 +49,17 @@ def trained_tokens(ctx: MetricContext) -> float | None:
     return float(per_step["value"].sum())
 
 
+def gpu_hours(ctx: MetricContext, seconds: MetricResult) -> MetricResult:
+    """(trainer + generator GPUs) × `seconds` / 3600, with the seconds' source; None without GPU counts."""
+    res = resources(ctx)
+    if res is None or seconds is None or sum(gpu_counts(res)) == 0:
+        return None
+    return sum(gpu_counts(res)) * seconds[0] / 3600.0, seconds[1]
+
+
 @metric("gpu_hours_per_step", "GPU-h", "(trainer + generator GPUs) × mean step time / 3600")
 def gpu_hours_per_step(ctx: MetricContext) -> MetricResult:
-    res, step = resources(ctx), step_time_mean_s(ctx)
-    if res is None or step is None or sum(gpu_counts(res)) == 0:
-        return None
-    return sum(gpu_counts(res)) * step[0] / 3600.0, step[1]
+    return gpu_hours(ctx, step_time_mean_s(ctx))
 
 
 @metric("cost_per_step", "$", "Σ GPUs × price per GPU-hour × mean step time / 3600")

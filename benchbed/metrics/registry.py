@@ -29,7 +29,7 @@ class Presentation:
 
 
 OTHER_FAMILY = "other"
-_T, _G, _S, _Q, _B = "trainer", "generator / throughput", "staleness", "groups", "sandbox"
+_T, _G, _S, _Q, _B, _L = "trainer", "generator / throughput", "staleness", "groups", "sandbox", "learning"
 # Display order is the order of this table; every registered metric is listed (registering one that is not fails).
 PRESENTATION: dict[str, Presentation] = {
     "trainer_idle_ratio": Presentation(_T, higher_is_better=False, headline=True, column="idle"),
@@ -68,6 +68,13 @@ PRESENTATION: dict[str, Presentation] = {
     "sandbox_queue_p50_s": Presentation(_B, higher_is_better=False),
     "sandbox_queue_p99_s": Presentation(_B, higher_is_better=False),
     "sandbox_start_share": Presentation(_B, higher_is_better=False),
+    "target_reached": Presentation(_L, higher_is_better=True, headline=True),
+    "steps_to_target": Presentation(_L, higher_is_better=False),
+    "time_to_target_s": Presentation(_L, higher_is_better=False, headline=True),
+    "gpu_hours_to_target": Presentation(_L, higher_is_better=False),
+    "final_reward_mean": Presentation(_L, higher_is_better=True),
+    "reward_gain": Presentation(_L, higher_is_better=True),
+    "reward_gain_per_gpu_hour": Presentation(_L, higher_is_better=True),
     "discarded_fraction": Presentation(OTHER_FAMILY, higher_is_better=False),
     "response_truncated_fraction": Presentation(OTHER_FAMILY, higher_is_better=False),
     "partial_resumed_fraction": Presentation(OTHER_FAMILY, higher_is_better=None),

@@ -6,7 +6,7 @@ continues it and is marked on it. Points come from succeeded runs that carry sui
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -21,6 +21,7 @@ from benchbed.metrics.registry import PRESENTATION
 from benchbed.nightly.stats import (
     Comparison,
     EntryVerdict,
+    compare_to_band,
     compare_values,
     default_watch,
     describe_changes,
@@ -182,7 +183,7 @@ class Series:
     entry: str
     metric: str
     unit: str
-    nights: Sequence[NightValues]
+    nights: Nights
     change_points: list[int] = field(default_factory=list)
     marked: dict[int, str] = field(default_factory=dict)  # night index -> what changed from the night before
     verdict: EntryVerdict | None = None  # the last night against the nights before it
@@ -195,7 +196,7 @@ class Series:
         """(first night of the new level, median of the level before, median of the new level) per change point."""
         edges = [0, *self.change_points, len(self.nights)]
         spans = zip(edges[:-1], edges[1:], strict=True)
-        medians = [median([n.median for n in self.nights[a:b]]) for a, b in spans]
+        medians = [median(self.nights.medians[a:b].tolist()) for a, b in spans]
         return [(self.nights[i].night, medians[k], medians[k + 1]) for k, i in enumerate(self.change_points)]
 
     def to_json(self) -> dict[str, object]:
@@ -207,12 +208,7 @@ class Series:
                        for night, before, after in self.levels()],
             "marked_changes": [{"night": self.nights[i].night, "change": text} for i, text in self.marked.items()],
             "last_verdict": self.verdict.to_json() if self.verdict else None,
-            "nights": [
-                {"night": n.night, "started_at": n.started_at, "median": n.median, "values": list(n.values),
-                 "spec_ids": list(n.spec_ids), "framework_versions": list(n.framework_versions),
-                 "benchbed_commits": list(n.benchbed_commits), "run_ids": list(n.run_ids)}
-                for n in self.nights
-            ],
+            "nights": self.nights.to_json(),
         }  # fmt: skip
 
 
@@ -417,6 +413,9 @@ class _NightTable:
         )  # fmt: skip
 
 
+_NIGHT_LABELS = (("spec", "spec_ids"), ("framework", "framework_versions"), ("commit", "benchbed_commits"))
+
+
 class Nights(Sequence[NightValues]):
     """One series' nights, oldest first, each built when it is read: a history of every series of a store shows
     only the last nights of each, and its change points are searched on `medians`."""
@@ -440,6 +439,33 @@ class Nights(Sequence[NightValues]):
         if not -self._count <= index < self._count:
             raise IndexError(f"night {index} of {self._count}")
         return self._table.night(self._first + index % self._count, self._constant)
+
+    def to_json(self) -> list[dict[str, object]]:
+        """Every night as `NightValues` fields in JSON, read column by column: a series of thousands of nights is
+        written without building a NightValues for each."""
+        table, first, count = self._table, self._first, self._count
+        a = int(table.starts[first]) if count else 0
+        z = int(table.starts[first + count - 1] + table.sizes[first + count - 1]) if count else 0
+        rows = table.rows[a:z]
+        edges = (table.starts[first : first + count] - a).tolist() + [z - a]
+        values, run_ids = table.values[a:z].tolist(), table.points.get("run_id", rows)
+        night_names = [table.night_names[c] for c in table.night_codes[rows[edges[:-1]]].tolist()] if count else []
+        ran: dict[str, list[list[str]]] = {}
+        for kind, key in _NIGHT_LABELS:
+            if kind in self._constant:
+                ran[key] = [list(self._constant[kind])] * count
+                continue
+            codes, labels = table.labels[kind]
+            at = [labels[c] for c in codes[a:z].tolist()]
+            ran[key] = [list(dict.fromkeys(at[edges[i] : edges[i + 1]])) for i in range(count)]
+        started = table.earliest[first : first + count].tolist()
+        return [
+            {"night": str(night_names[i]), "started_at": str(table.started_at[started[i]]),
+             "median": median, "values": values[edges[i] : edges[i + 1]],
+             "spec_ids": ran["spec_ids"][i], "framework_versions": ran["framework_versions"][i],
+             "benchbed_commits": ran["benchbed_commits"][i], "run_ids": run_ids[edges[i] : edges[i + 1]]}
+            for i, median in enumerate(self.medians.tolist())
+        ]  # fmt: skip
 
     def marked(self) -> dict[int, str]:
         """Night index -> what changed from the night before (spec, framework version), for each night where
@@ -471,14 +497,23 @@ def _changes(before: NightValues, after: NightValues) -> str:
 
 
 def gate_night(
-    nights: Sequence[NightValues], index: int, metric: str, gate: Gate | GateSettings
+    nights: Sequence[NightValues],
+    index: int,
+    metric: str,
+    gate: Gate | GateSettings,
+    untrusted: Collection[str] = (),
 ) -> tuple[Comparison, tuple[str, ...]]:
-    """The night at `index` against the points of up to `gate.nights` nights before it."""
-    baseline_nights = nights[max(0, index - gate.nights) : index]
+    """The night at `index` against the points of up to `gate.nights` trusted nights before it (a night marked
+    untrusted is no baseline): the rank test, or for a metric in `gate.band` the reference band."""
+    before = [n for n in nights[:index] if n.night not in untrusted]
+    baseline_nights = before[max(0, len(before) - gate.nights) :]
     baseline = [v for n in baseline_nights for v in n.values]
-    direction = metric_direction(metric)
-    comparison = compare_values(baseline, nights[index].values, True if direction is None else direction,
-                                alpha=gate.alpha, min_effect=gate.min_effect)  # fmt: skip
+    direction = True if (found := metric_direction(metric)) is None else found
+    if metric in gate.band:
+        comparison = compare_to_band(baseline, nights[index].values, direction, gate.band[metric], gate.band_sd)
+    else:
+        comparison = compare_values(baseline, nights[index].values, direction, alpha=gate.alpha,
+                                    min_effect=gate.min_effect)  # fmt: skip
     sequence = [*baseline_nights, nights[index]]
     changes = [_changes(a, b) for a, b in zip(sequence[:-1], sequence[1:], strict=True)]
     return comparison, tuple(c for c in changes if c)
@@ -503,6 +538,7 @@ def build_series(
     metrics: list[str] | None = None,
     nights: int | None = None,
     warnings: list[str] | None = None,
+    untrusted: Collection[str] = (),
 ) -> list[Series]:
     """Every (machine, entry) × watched metric (or `metrics`) in `points` as a Series with its last verdict,
     judged with the gate its latest run recorded (with `nights` previous nights when given). A watched metric
@@ -535,25 +571,32 @@ def build_series(
             unit=str(table.get("unit", rows[-1:])[0]), nights=ns, change_points=change_points, marked=ns.marked(),
         )  # fmt: skip
         if metric_direction(metric) is not None:
-            comparison, changes = gate_night(ns, len(ns) - 1, metric, gate)
+            comparison, changes = gate_night(ns, len(ns) - 1, metric, gate, untrusted)
             series.verdict = EntryVerdict(machine, entry, metric, ns[-1].night, comparison, changes)
         out.append(series)
     return out
 
 
 def night_verdicts(
-    points: pd.DataFrame, machine: str, entry: str, night: str, metrics: list[str], gate: Gate | GateSettings
+    points: pd.DataFrame,
+    machine: str,
+    entry: str,
+    night: str,
+    metrics: list[str],
+    gate: Gate | GateSettings,
+    untrusted: Collection[str] = (),
 ) -> list[EntryVerdict]:
-    """Tonight's gate for one entry: each metric's night against the nights before it (absent: no data)."""
+    """Tonight's gate for one entry: each metric's night against the trusted nights before it (absent: no data)."""
     table = _Points(points[(points["machine"] == machine) & (points["entry"] == entry)])
     rows = np.arange(len(table.points))
     verdicts = []
     for metric, nights in zip(metrics, table.nights([table.where(rows, "metric", m) for m in metrics]), strict=True):
         index = next((i for i, n in enumerate(nights) if n.night == night), None)
         if index is None:
-            comparison = compare_values([v for n in nights[-gate.nights :] for v in n.values], [], True)
+            trusted = [n for n in nights if n.night not in untrusted][-gate.nights :]
+            comparison = compare_values([v for n in trusted for v in n.values], [], True)
             verdicts.append(EntryVerdict(machine, entry, metric, night, comparison))
             continue
-        comparison, changes = gate_night(nights, index, metric, gate)
+        comparison, changes = gate_night(nights, index, metric, gate, untrusted)
         verdicts.append(EntryVerdict(machine, entry, metric, night, comparison, changes))
     return verdicts

@@ -16,6 +16,7 @@ from benchbed.nightly.history import Series, build_series, load_points, night_ve
 from benchbed.nightly.regimes import EntryRegime, entry_regimes
 from benchbed.nightly.stats import EntryVerdict, default_watch
 from benchbed.nightly.suite import PlannedEntry, Suite
+from benchbed.nightly.trust import untrusted_nights
 from benchbed.pipeline import execute, preflight
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
 from benchbed.spec import repeated
@@ -82,11 +83,13 @@ def run_night(
             if on_run is not None:
                 on_run(label, outcome.record)
     points, result.skipped = load_points(store, machine=store_machine)
+    untrusted = untrusted_nights(store.root)
     for entry in planned:
         tonight = points[(points["entry"] == entry.name) & (points["night"] == night)]
         metrics = list(entry.watch) or default_watch(tonight["metric"])
-        result.verdicts += night_verdicts(points, store_machine, entry.name, night, metrics, entry.gate)
-    result.series = build_series(points[points["entry"].isin({e.name for e in planned})], warnings=result.warnings)
+        result.verdicts += night_verdicts(points, store_machine, entry.name, night, metrics, entry.gate, untrusted)
+    result.series = build_series(points[points["entry"].isin({e.name for e in planned})], warnings=result.warnings,
+                                 untrusted=untrusted)  # fmt: skip
     result.regimes = entry_regimes(points, list(dict.fromkeys(e.name for e in planned)), night)
     by_key = {(s.entry, s.metric): s for s in result.series}
     for verdict in result.verdicts:  # the page shows tonight's verdicts even where tonight's value is missing

@@ -2,7 +2,9 @@
 
 `compare_values` is the gate: a two-sided rank test (`rank_test_p_value`, exact with ties) between two samples of
 one metric plus a minimum relative effect on the medians, read in the direction the metric registry gives.
-`change_points` finds level shifts in a series (one value per night) by optimal partitioning.
+`compare_to_band` is the gate for a metric an entry bands: the candidates' median against the mean and spread of
+the trusted reference nights. `change_points` finds level shifts in a series (one value per night) by optimal
+partitioning.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from benchbed.gate import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT
+from benchbed.gate import DEFAULT_ALPHA, DEFAULT_BAND_SD, DEFAULT_MIN_EFFECT
 from benchbed.metrics.registry import PRESENTATION, headline_metrics
 
 if TYPE_CHECKING:
@@ -199,6 +201,46 @@ def compare_values(
         "improvement" if better else "regression", p,
         f"median {base_median:.4g} → {cand_median:.4g} ({_percent(relative)}, {word}), p = {p:.3g}",
     )  # fmt: skip
+
+
+BAND_MIN_REFERENCE = 3  # reference values a band needs: a mean and a spread from fewer say little
+
+
+def compare_to_band(
+    reference: Sequence[float],
+    candidate: Sequence[float],
+    higher_is_better: bool,
+    min_width: float,
+    band_sd: float = DEFAULT_BAND_SD,
+) -> Comparison:
+    """Verdict for `candidate` against the reference band of trusted values, as MLPerf's reference convergence
+    points judge time to quality: the band is the reference mean ± max(band_sd standard deviations, min_width ×
+    |mean|), and the candidates' median outside it on the worse side is a regression. One candidate value is
+    enough, which is what a learning metric needs when a night affords one run."""
+    ref = np.asarray([v for v in reference if v is not None and math.isfinite(v)], dtype=float)
+    cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
+    ref_median = median(ref) if len(ref) else None
+    cand_median = median(cand) if len(cand) else None
+    relative = None
+    if ref_median is not None and cand_median is not None and ref_median != 0:
+        relative = (cand_median - ref_median) / abs(ref_median)
+
+    def result(verdict: Verdict, reason: str) -> Comparison:
+        return Comparison(verdict, ref_median, cand_median, relative, None, len(ref), len(cand), reason)
+
+    if len(ref) < BAND_MIN_REFERENCE:
+        return result("insufficient_data", f"{len(ref)} trusted reference value(s); a band needs {BAND_MIN_REFERENCE}")
+    if cand_median is None:
+        return result("insufficient_data", "no candidate values")
+    mean = float(ref.mean())
+    half = max(band_sd * float(ref.std(ddof=1)), min_width * abs(mean))
+    low, high = mean - half, mean + half
+    band = f"the reference band {low:.4g}..{high:.4g} (mean ± {half:.3g} of {len(ref)} trusted values)"
+    if low <= cand_median <= high:
+        return result("unchanged", f"median {cand_median:.4g} within {band}")
+    better = (cand_median > high) == higher_is_better
+    return result("improvement" if better else "regression",
+                  f"median {cand_median:.4g} outside {band}, {'better' if better else 'worse'}")  # fmt: skip
 
 
 def _percent(relative: float | None) -> str:

@@ -121,6 +121,13 @@ def load_suite(path: Path, overrides: tuple[str, ...] = ()) -> tuple[Suite, list
             gate = Gate.model_validate({**suite.gate.model_dump(), **entry.gate})
         except ValidationError as exc:
             raise SpecError(format_validation_error(exc, f"{path} (entry.{index}.gate)")) from None
+        for name in gate.band:
+            if metric_direction(name) is None:
+                raise SpecError(f"{path}: entry {entry.name!r}: gate.band.{name}: not a metric with a better "
+                                "direction (docs/reference/metrics.md); a band judges a direction")  # fmt: skip
+            if entry.watch is not None and name not in entry.watch:
+                raise SpecError(f"{path}: entry {entry.name!r}: gate.band.{name}: add it to the entry's watch "
+                                f"({', '.join(entry.watch)}); only watched metrics are gated")  # fmt: skip
         spec_path = path.parent / entry.spec
         if not spec_path.exists():
             raise SpecError(f"{path}: entry {entry.name!r}: spec file {spec_path} not found")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
@@ -13,10 +14,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from benchbed.metrics.series import COMPONENTS
-from benchbed.report.plots import COMPONENT_COLORS, _time_axis, to_svg
+from benchbed.report.plots import COMPONENT_COLORS, _duration, _time_axis, to_svg
 from benchbed.report.run_groups import Curve, Interval
 
 WIDTH = 9.5  # inches, as the per-run figures
@@ -253,3 +254,46 @@ def matrix_panels(axis: str, panels: dict[str, tuple[str, list[Curve]]]) -> str:
         columns=legend_columns,
     )
     return _finish(fig, axes, f"Metrics versus {axis.rsplit('.', 1)[-1]} (one line per value of the other matrix axes)")
+
+
+@dataclass(frozen=True)
+class RewardCurve:
+    """One run's training reward by step: seconds since its first step began at each step's end, and GPU-hours
+    (None without GPU counts)."""
+
+    seconds: np.ndarray
+    rewards: np.ndarray
+    gpu_hours: np.ndarray | None
+
+
+def reward_curves(curves: dict[str, list[RewardCurve]], colors: dict[str, str], target: float | None) -> str:
+    """Training reward against wall time and, when every run has GPU counts, against GPU-hours: one line per run,
+    coloured by its group, the quality target (when all runs share one) dashed."""
+    runs = [c for group in curves.values() for c in group]
+    by_gpu = all(c.gpu_hours is not None for c in runs)
+    columns = 2 if len(curves) > 1 else 1
+    fig = _figure(2.9, left=0.9, legend_rows=_rows(len(curves) + (target is not None), columns))
+    axes = [fig.add_subplot(1, 2 if by_gpu else 1, i + 1) for i in range(2 if by_gpu else 1)]
+    if by_gpu:
+        fig.subplots_adjust(wspace=0.28)
+    for label, group in curves.items():
+        for i, run in enumerate(group):
+            shown = f"{_short(label)} ({len(group)} run{'s' if len(group) > 1 else ''})" if i == 0 else None
+            axes[0].plot(run.seconds, run.rewards, color=colors[label], linewidth=1.4, marker=".", label=shown)
+            if by_gpu:
+                axes[1].plot(run.gpu_hours, run.rewards, color=colors[label], linewidth=1.4, marker=".")
+    axes[0].xaxis.set_major_locator(MaxNLocator(nbins=6))  # linear: a learning curve's shape is the point
+    axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else _duration(v)))
+    axes[0].set_xlim(left=0)
+    axes[0].set_xlabel("wall time since the first step began (time; unit on each tick)")
+    if by_gpu:
+        axes[1].set_xlim(left=0)
+        axes[1].set_xlabel("GPU-hours (trainer + generator GPUs × time)")
+    for ax in axes:
+        if target is not None:
+            ax.axhline(target, color="#555", linestyle="--", linewidth=1.0, label="quality target" if ax is axes[0]
+                       else None)  # fmt: skip
+        ax.set_ylabel("training reward (mean per step)")
+        ax.grid(True, alpha=0.3)
+    _legend(fig, *axes[0].get_legend_handles_labels(), columns=columns)
+    return _finish(fig, axes, "Training reward against time" + (" and GPU-hours" if by_gpu else ""))

@@ -9,11 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from benchbed.metrics import METRICS, series
+from benchbed import keys as K
+from benchbed.metrics import METRICS, MetricContext, quality, series
+from benchbed.metrics.cost import gpu_counts
 from benchbed.metrics.registry import display_order, headline_metrics
+from benchbed.quality import Target
 from benchbed.record import RunRecord
 from benchbed.report import compare_plots
 from benchbed.report.framework_figures import FrameworkFigures, framework_figures
+from benchbed.report.matched import matched_quality, shared_target
 from benchbed.report.run_groups import (
     GPU_DENOMINATOR,
     PER_GPU_METRICS,
@@ -238,6 +242,45 @@ def _step_times(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: di
     return Figure("step_times", title, svg, "Trainer step durations after warm-up, pooled over repeats.")
 
 
+def _reward_curve(record: RunRecord, trace: Trace) -> compare_plots.RewardCurve | None:
+    """A run's logged training reward at each step's end, in seconds and GPU-hours; None without both."""
+    ctx = MetricContext(trace)
+    rows, ends = quality.quality_rows(ctx, K.QUALITY_REWARD), quality.step_end_times(ctx)
+    if ends is None:
+        return None
+    rows = rows[rows["step"].isin(list(ends[0]))]
+    if not len(rows):
+        return None
+    seconds = np.array([ends[0][int(step)] for step in rows["step"]])
+    res = record.spec.get("resources")
+    gpus = sum(gpu_counts(res)) if isinstance(res, dict) else 0
+    return compare_plots.RewardCurve(seconds, rows["value"].to_numpy(dtype=float),
+                                     seconds * gpus / 3600 if gpus else None)  # fmt: skip
+
+
+def _shared_reward_target(groups: Sequence[RunGroup]) -> float | None:
+    """The training-reward target every run was judged by, when they share one."""
+    text = shared_target(groups)
+    target = Target.parse(text) if text else None
+    return target.value if target is not None and target.key == K.QUALITY_REWARD else None
+
+
+def _learning(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dict[str, str]) -> Figure:
+    title = "Training reward against time"
+    curves = {g.label: [c for r in g.records if (c := _reward_curve(r, traces[r.run_id])) is not None]
+              for g in groups}  # fmt: skip
+    curves = {label: runs for label, runs in curves.items() if runs}
+    if not curves:
+        return Figure("learning", title, unavailable="No run logged a training reward (quality.reward_mean).")
+    target = _shared_reward_target(groups)
+    svg = compare_plots.reward_curves(curves, colors, target)
+    matched = "".join(f"{line}. " for line in matched_quality(groups))
+    caption = (f"{matched}The training reward each run logged, at the end of its step, warm-up included; GPU-hours "
+               "are the run's trainer + generator GPUs × time (shown when every run's spec states its GPUs). The "
+               "simulator models no learning: its runs have no reward.")  # fmt: skip
+    return Figure("learning", title, svg, caption)
+
+
 def _per_gpu(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> list[Figure]:
     title = "Throughput per GPU"
     caption = (f"Trained samples per second divided by {GPU_DENOMINATOR}: the same denominator for every mode and "
@@ -304,6 +347,7 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> ComparisonSecti
         _staleness(groups, traces, colors),
         _sandboxes(groups, traces, colors),
         _step_times(groups, traces, colors),
+        _learning(groups, traces, colors),
         _bars(
             "waste",
             "Zero-advantage groups and wasted generation",
@@ -353,6 +397,9 @@ def markdown_comparison(records: Sequence[RunRecord]) -> str:
         hidden = len(differs) - MARKDOWN_DIFFERS
         more = f"; and {hidden} more fields (see the HTML report)" if hidden > 0 else ""
         lines += ["", f"What differs: {shown}{more}"]
+    matched = matched_quality(groups)
+    if matched:
+        lines += ["", "### At matched quality", "", *(f"- {line}" for line in matched)]
     everything = aggregate(groups)
     figures = framework_figures(groups, everything, _units(everything, records))
     if figures is not None:

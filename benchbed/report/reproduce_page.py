@@ -18,7 +18,8 @@ def _study_section(study: str, rows: list[Row]) -> str:
     body = "".join(
         f"<tr class='{'ok' if row.ok else 'miss'}'><td>{html.escape(row.case)}</td><td>{html.escape(row.quantity)}</td>"
         f"<td>{html.escape(_cell(row.published))}</td><td>{row.reproduced:.4g}</td><td>{html.escape(row.tolerance)}</td>"
-        f"<td>{'yes' if row.ok else 'NO'}</td><td>{row.kind}</td><td>{html.escape(', '.join(row.inputs))}</td></tr>"
+        f"<td>{'yes' if row.ok else 'NO'}</td><td>{row.kind}</td><td>{html.escape(', '.join(row.inputs))}</td>"
+        f"<td>{html.escape(row.published_quality)}</td></tr>"
         for row in rows
     )
     assumed = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in assumptions(study))
@@ -28,7 +29,8 @@ def _study_section(study: str, rows: list[Row]) -> str:
         f"<p>{held} of {len(rows)} rows within tolerance; "
         f"{sum(row.kind == 'prediction' for row in rows)} predictions.</p>"
         "<table><tr><th>case</th><th>quantity</th><th>published</th><th>reproduced</th><th>tolerance</th>"
-        f"<th>within</th><th>kind</th><th>inputs</th></tr>{body}</table>"
+        f"<th>within</th><th>kind</th><th>inputs</th><th>published accuracy (data: the simulator models no "
+        f"learning)</th></tr>{body}</table>"
         f"<h3>Assumptions</h3><ul>{assumed}</ul>"
     )
 

@@ -8,7 +8,7 @@ repository), which a wheel stores as files, so an installed benchbed reads them 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -31,7 +31,10 @@ SEMIANALYSIS_FILES: dict[str, tuple[str, ...]] = {
     "case3": ("case3-phase1.toml", "case3.toml"),
     "case4": ("case4.toml",),
 }
-TINKER_PER_MTOK = 3.34  # Tinker's steady average per million tokens (anchors.md §1, TCO table)
+# Tinker's steady average per million tokens: the Tinker TCO table of SemiAnalysis, "RL Systems Mind the Gap"
+# (2026-06-16, newsletter.semianalysis.com/p/rl-systems-mind-the-gap-matching): its paywalled part, as transcribed by a
+# third party, not confirmed against the article
+TINKER_PER_MTOK = 3.34
 IDLE_TOLERANCE = 0.05
 
 
@@ -47,6 +50,7 @@ class Row:
     ok: bool
     kind: str  # prediction: the published value was not an input; consistency: it was (directly or derived)
     inputs: list[str] = field(default_factory=list)
+    published_quality: str = ""  # the accuracy the published run reached: published data, never simulated
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,7 +76,7 @@ def simulate_in_process(spec: ExperimentSpec) -> CaseRun:
 
 
 def case_specs(case: str, overrides: tuple[str, ...] = ()) -> list[ExperimentSpec]:
-    """The case's specs (`STUDY/CASE`, or a SemiAnalysis case by its old id), matrix expanded, with `--set`-style
+    """The case's specs (`STUDY/CASE`, or a SemiAnalysis case by its bare id), matrix expanded, with `--set`-style
     overrides applied."""
     study, name = resolve(case)[0]
     specs: list[ExperimentSpec] = []
@@ -252,19 +256,20 @@ def version_step_s(run: CaseRun) -> float:
 
 def _verl_scale(gpus: int, runs: list[CaseRun]) -> list[Row]:
     """Colocated step time (consistency) and the fully async speedup at 400 steps (prediction) on `gpus` GPUs."""
-    q = published("verl-fully-async")["quantities"]
+    q, accuracy = published("verl-fully-async")["quantities"], published("verl-fully-async")["quality"]
     case = f"verl-fully-async/{gpus}-gpus"
     colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
     asynchronous = next(run for run in runs if run.spec.sim.get("staleness_threshold") == 0.5)
     sync_s, async_s = version_step_s(colocated), version_step_s(asynchronous)
     split = f"{gpus // 2}:{gpus // 2}"
+    inputs = ["sim.train_step_time (update_actor)", "sim.staleness_threshold", "response-length distribution"]
     return [
         _near(case, f"colocated sync step time, {gpus} GPUs (s)", q[f"colocate_step_{gpus}"], sync_s, 0.10,
               "consistency", ["sim.train_step_time (old_log_prob + update_actor)", "sim.weight_sync_time (the rest)",
                               "sim.saturation (derived from gen at 32 vs 128 GPUs)", "response cap"]),
-        _near(case, f"speedup, fully async {split} over colocated sync, 400 steps", q[f"speedup_{gpus}_400"],
-              sync_s / async_s, 0.15, "prediction",
-              ["sim.train_step_time (update_actor)", "sim.staleness_threshold", "response-length distribution"]),
+        replace(_near(case, f"speedup, fully async {split} over colocated sync, 400 steps", q[f"speedup_{gpus}_400"],
+                      sync_s / async_s, 0.15, "prediction", inputs),
+                published_quality=f"colocated {accuracy[f'colocate_{gpus}']}; fully async {accuracy[f'async_{gpus}']}"),
     ]  # fmt: skip
 
 
@@ -298,23 +303,23 @@ def rows_verl_128(runs: list[CaseRun]) -> list[Row]:
         )
     )
     hours = {t: version_step_s(run) * 400 / 3600 for t, run in by_threshold.items()}
+    accuracy = published("verl-fully-async")["quality"]
     for threshold, key in (
         (0.0, "hours_stale_0"),
         (0.1, "hours_stale_01"),
         (0.3, "hours_stale_03"),
         (0.5, "hours_stale_05"),
     ):
-        rows.append(
-            _near(
-                case,
-                f"hours for 400 steps at staleness_threshold {threshold}",
-                q[key],
-                hours[threshold],
-                0.15,
-                "prediction",
-                ["sim.staleness_threshold", "response-length distribution"],
-            )
+        row = _near(
+            case,
+            f"hours for 400 steps at staleness_threshold {threshold}",
+            q[key],
+            hours[threshold],
+            0.15,
+            "prediction",
+            ["sim.staleness_threshold", "response-length distribution"],
         )
+        rows.append(replace(row, published_quality=accuracy[key.replace("hours_", "")]))
     flat = hours[0.5] / hours[0.3]
     fastest = min(hours, key=hours.__getitem__)
     rows.append(
@@ -371,11 +376,14 @@ def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
     gain = interrupting.metrics["generator_throughput_sps"] / plain.metrics["generator_throughput_sps"]
     lengths = "response-length distribution (p99 = 10 x median, p99 at the cap)"
     trainer = "sim.train_step_time (FLOPs at an assumed MFU 0.343)"
+    accuracy = published("areal")["quality"]
     return [
-        _near(case, f"synchronous hours for 1000 steps, {size.upper()}", q[f"sync_hours_{key}"], sync_h, 0.10,
-              "consistency", ["the step time is derived from this figure"]),
-        _near(case, f"asynchronous hours for 1000 steps, {size.upper()} (eta 4)", q[f"async_hours_{key}"], async_h,
-              0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
+        replace(_near(case, f"synchronous hours for 1000 steps, {size.upper()}", q[f"sync_hours_{key}"], sync_h, 0.10,
+                      "consistency", ["the step time is derived from this figure"]),
+                published_quality=accuracy[f"sync_{key}"]),
+        replace(_near(case, f"asynchronous hours for 1000 steps, {size.upper()} (eta 4)", q[f"async_hours_{key}"],
+                      async_h, 0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
+                published_quality=accuracy[f"async_{key}"]),
         _near(case, f"speedup, asynchronous over synchronous AReaL, {size.upper()}", q[f"speedup_{key}"],
               sync_h / async_h, 0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
         _near(case, f"interruptible generation: generation throughput gain, {size.upper()}", q[f"interrupt_gain_{key}"],
@@ -404,7 +412,7 @@ def _nemo_rl(model: str, runs: list[CaseRun]) -> list[Row]:
 NEMO_RL_MODELS = ("qwen3-30b-a3b", "deepseek-v3", "qwen3-235b")
 STUDIES: dict[str, Study] = {
     "semianalysis": Study(
-        "semianalysis", "SemiAnalysis, RL Systems Mind the Gap: four case studies (anchors.md section 1)",
+        "semianalysis", "SemiAnalysis, RL Systems Mind the Gap: four case studies (2026-06-16)",
         SEMIANALYSIS_FILES, SEMIANALYSIS_ROWS,
     ),
     "verl-fully-async": Study(
@@ -437,7 +445,7 @@ ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the i
 
 
 def study_of(case: str) -> str:
-    """The study a row's case belongs to (SemiAnalysis rows keep their old case ids)."""
+    """The study a row's case belongs to (SemiAnalysis rows carry their bare case ids)."""
     return case.partition("/")[0] if "/" in case else "semianalysis"
 
 
@@ -455,7 +463,7 @@ def assumptions(study: str) -> list[str]:
 
 
 def resolve(target: str) -> list[tuple[str, str]]:
-    """`all`, `STUDY`, `STUDY/CASE` or an old case id -> (study, case) pairs, in registry order."""
+    """`all`, `STUDY`, `STUDY/CASE` or a bare SemiAnalysis case id -> (study, case) pairs, in registry order."""
     if target == "all":
         return [(study.name, case) for study in STUDIES.values() for case in study.cases]
     target = ALIASES.get(target, target)

@@ -19,11 +19,11 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "example_history": ("example_history/*",),  # made by histloop.py (the render of its spec), 6 steps
     "ref": ("ref/*",),  # made by `benchbed run benchbed/data/ref-demo.toml --set workload.steps=4`
     "trl": ("trl/*",),  # made by `benchbed run experiments/trl-grpo-cpu.toml`; logs and W&B debug files left out
-    "areal": ("areal/grpo-*",),  # AReaL's own tracers on a virtual clock (areal/make_fixtures.py), 6 steps
-    "nemo_rl": ("nemo_rl/*-steps",),  # made by make_fixtures.py beside them (a real SummaryWriter; README.md there)
+    "areal": ("areal/grpo-*", "areal/console/*.log"),  # AReaL's own tracers and logger (areal/make_*.py), 6 steps
+    "nemo_rl": ("nemo_rl/*-steps", "nemo_rl/console/*.log"),  # make_fixtures.py (a real SummaryWriter); a console log
     "skyrl": ("skyrl/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md there)
     "openrlhf": ("openrlhf/sync-*", "openrlhf/async-*"),  # tracker histories written by make_fixtures.py beside them
-    "roll": ("roll/async-*", "roll/sync-*"),  # tracker histories written by make_fixtures.py beside them
+    "roll": ("roll/async-*", "roll/sync-*", "roll/console/*.log"),  # histories and console logs: make_*.py there
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

@@ -1,6 +1,7 @@
 """Every registered adapter passes the same checks: the contract it declares, rendering the experiments under
 experiments/ (or refusing clearly), reading its own runs into a valid trace whose steps, versions and components
-follow DESIGN §3, metrics without NaN and with ratios in [0, 1], and refusing every other adapter's runs."""
+follow docs/reference/trace.md, metrics without NaN and with ratios in [0, 1], and
+refusing every other adapter's runs."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ def test_make_targets_and_extras_named_in_the_docs_exist() -> None:
 
 def test_every_guide_has_commands_that_run() -> None:
     guides = [p for p in PAGES if p.parent.name == "guides"]
-    assert len(guides) == 4
+    assert len(guides) == 5
     assert all(any(b.runs for b in blocks(p)) for p in guides), [_page_id(p) for p in guides]
 
 

@@ -64,8 +64,8 @@ def test_a_missing_path_is_named_and_a_non_history_needs_an_adapter(tmp_path: Pa
     assert done.returncode == 2 and f"{tmp_path / 'nope'}: no such file or directory" in done.stderr
     (tmp_path / "console.log").write_text("step 1 done\n")
     done = benchbed("ingest", tmp_path / "console.log", "--store", tmp_path / "results")
-    assert done.returncode == 2 and "not a tracker history; name the framework that wrote it with --adapter" in (
-        done.stderr)  # fmt: skip
+    assert done.returncode == 2 and "console.log: not a tracker history, and no adapter's console format (" in (
+        done.stderr) and "recognises it; name the framework that wrote it with --adapter" in done.stderr  # fmt: skip
     assert not (tmp_path / "results").exists()
 
 

@@ -106,7 +106,7 @@ def test_comparison_report_fits_1280_px_and_every_plot_is_labelled(
     figures = driver.find_elements(By.CSS_SELECTOR, "section.compare-plot figure svg")
     drawn = {s.get_attribute("data-section") for s in driver.find_elements(By.CSS_SELECTOR, "section.compare-plot")}
     assert {"per_gpu", "breakdown", "generator", "staleness", "sandboxes", "step_times", "waste",
-            "matrix-sim.concurrency"} <= drawn  # fmt: skip
+            "learning", "matrix-sim.concurrency"} <= drawn  # fmt: skip
     assert len(figures) >= 8
     for svg in figures:
         assert svg.size["width"] <= width

@@ -1,4 +1,5 @@
-"""The command line (DESIGN §6), run as a user would: exit codes, one-line errors, nothing stored overwritten."""
+"""The command line (docs/reference/cli.md), run as a user would: exit codes, one-line errors, nothing
+stored overwritten."""
 
 from __future__ import annotations
 

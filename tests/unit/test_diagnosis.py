@@ -86,14 +86,29 @@ def test_regime_thresholds(metrics: dict[str, float], regime: str) -> None:
 
 
 def test_flags_fire_at_their_thresholds_and_state_their_evidence() -> None:
-    at = {rule.metric: rule.value for rule in FLAG_RULES.values()}
+    rules = [rule for flag in FLAG_RULES.values() for rule in flag]
+    # on the side where each holds: at a >= threshold, just under a < threshold
+    at = {rule.metric: rule.value if rule.op == ">=" else rule.value - 1e-9 for rule in rules}
     d = diagnose_metrics({"trainer_idle_ratio": 0.0, **at})
     assert d.regime == "trainer_bound" and d.flags == list(FLAGS)
-    assert {e.role: e.metric for e in d.evidence if e.role != "regime"} == {
-        name: rule.metric for name, rule in FLAG_RULES.items()
+    assert {(e.role, e.metric) for e in d.evidence if e.role != "regime"} == {
+        (name, rule.metric) for name, flag in FLAG_RULES.items() for rule in flag
     }
-    below = {name: value * 0.99 for name, value in at.items()}
-    assert diagnose_metrics({"trainer_idle_ratio": 0.0, **below}).flags == []
+    beyond = {rule.metric: rule.value * 0.99 if rule.op == ">=" else rule.value for rule in rules}
+    assert diagnose_metrics({"trainer_idle_ratio": 0.0, **beyond}).flags == []
+
+
+def test_a_stalled_reward_is_flagged_only_while_staleness_is_high() -> None:
+    stalled = {"trainer_idle_ratio": 0.0, "reward_gain": 0.002, "staleness_mean": 1.5}
+    d = diagnose_metrics(stalled)
+    assert d.flags == ["stalled_learning"]
+    assert {e.metric: e.direction for e in d.evidence if e.role == "stalled_learning"} == {
+        "reward_gain": "below",
+        "staleness_mean": "above",
+    }
+    assert diagnose_metrics({**stalled, "staleness_mean": 0.0}).flags == []  # synchronous: not a staleness stall
+    assert diagnose_metrics({**stalled, "reward_gain": 0.05}).flags == []  # still learning
+    assert diagnose_metrics({"trainer_idle_ratio": 0.0, "staleness_mean": 3.0}).flags == []  # no reward logged
 
 
 def test_sandbox_failures_are_a_flag_unless_they_are_the_regime() -> None:

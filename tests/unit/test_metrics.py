@@ -1,4 +1,4 @@
-"""DESIGN §4 metrics on small traces whose answers are worked out by hand in the comments."""
+"""The metrics of docs/reference/metrics.md on small traces whose answers are worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -305,6 +305,14 @@ def test_every_design_metric_is_registered():
         # issue 34: the diagnosis's sandbox-start-bound and long-tail regimes (docs/reference/metrics.md)
         "sandbox_start_share",
         "rollout_tail_share",
+        # issue 40: learning to a quality target (docs/reference/metrics.md)
+        "target_reached",
+        "steps_to_target",
+        "time_to_target_s",
+        "gpu_hours_to_target",
+        "final_reward_mean",
+        "reward_gain",
+        "reward_gain_per_gpu_hour",
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)

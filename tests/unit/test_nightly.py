@@ -84,7 +84,7 @@ def test_repeats_use_their_own_seeds_and_share_the_spec_id(nights):
     assert len({r["spec_id"] for r in runs}) == 1
     assert len({r["metrics"]["trainer_throughput_sps"]["value"] for r in runs}) == 3
     assert all(r["suite"]["name"] == "cpu-mini" and r["suite"]["entry"] == "async" for r in runs)
-    assert runs[0]["suite"]["gate"] == {"nights": 5, "alpha": 0.05, "min_effect": 0.05}
+    assert runs[0]["suite"]["gate"] == {"nights": 5, "alpha": 0.05, "min_effect": 0.05, "band": {}, "band_sd": 2.0}
     assert len({r["suite"]["night"] for r in runs}) == 1 and runs[0]["machine"]["name"] == "ci-box"
 
 
@@ -202,8 +202,12 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
 
 def test_example_suites_load_with_every_spec():
     suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
-    names = ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async", "trl-grpo"]
+    names = ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async", "trl-grpo",
+             "ref-learn[ref.mode=sync]", "ref-learn[ref.mode=async]"]  # fmt: skip
     assert [e.name for e in planned] == names
+    assert planned[5].spec.quality.target == "quality.reward_mean>=0.28 over 5" and planned[5].spec.repeats == 1
+    assert set(planned[6].gate.band) == {"final_reward_mean", "target_reached", "time_to_target_s",
+                                         "trainer_throughput_sps"}  # fmt: skip
     assert planned[3].spec.adapter == "ref" and planned[3].spec.workload.steps == 10
     assert planned[4].spec.adapter == "trl" and planned[4].spec.repeats == 3
     assert planned[0].spec.repeats == 5 and planned[0].spec.workload.steps == 100

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 import tomllib
 from click.testing import CliRunner
+from rich.console import Console
 
 from benchbed.cli.main import cli
+from benchbed.cli.simtools import rows_table
 from benchbed.errors import SpecError
-from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, case_specs, published, resolve
+from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, Row, case_specs, published, resolve
 
 
 def study_files() -> list[str]:
@@ -47,7 +49,7 @@ def test_reproduce_json_rows_are_within_tolerance():
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     assert {tuple(sorted(row)) for row in rows} == {
-        ("case", "inputs", "kind", "ok", "published", "quantity", "reproduced", "tolerance")
+        ("case", "inputs", "kind", "ok", "published", "published_quality", "quantity", "reproduced", "tolerance")
     }
     assert {row["case"] for row in rows} == {"case4"}
     assert all(row["ok"] for row in rows)
@@ -197,6 +199,26 @@ def test_areal_1_5b_rows_predict_the_speedup_and_fail_the_interruption_ablation(
         (q["interrupt_gain_15b"], "prediction", False),
     ]
     assert [round(r["reproduced"], 3) for r in rows] == [40.993, 15.078, 2.719, 1.0]
+    # the accuracy each published run reached, beside its hours, as published (blog Table 2: AIME-24)
+    assert [r["published_quality"] for r in rows] == ["AIME-24 42.0", "AIME-24 42.2 (eta 4)", "", ""]
+
+
+def test_the_staleness_ablation_shows_the_published_accuracy_beside_the_hours(tmp_path):
+    page = tmp_path / "reproduce.html"
+    result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/128-gpus", "--json", "--html", str(page)])
+    rows = {r["quantity"]: r["published_quality"] for r in json.loads(result.output)}
+    accuracy = published("verl-fully-async")["quality"]
+    for threshold, key in ((0.0, "stale_0"), (0.1, "stale_01"), (0.3, "stale_03"), (0.5, "stale_05")):
+        assert rows[f"hours for 400 steps at staleness_threshold {threshold}"] == accuracy[key]
+    assert accuracy["stale_0"] == "AIME-24 acc/mean@1 max 0.2844, last 0.2604"  # the README's 0 row
+    assert rows["trainer idle, fully async 64:64 (gen / step)"] == ""  # a figure with no accuracy of its own
+    text = page.read_text()
+    assert "published accuracy (data: the simulator models no learning)" in text
+    assert f"<td>{accuracy['stale_05']}</td>" in text
+    console = Console(width=700, record=True)
+    console.print(rows_table([Row(**r) for r in json.loads(result.output)]))
+    table = console.export_text()
+    assert "published accuracy (data, not simulated)" in table and "max 0.3542, last 0.2979" in table
 
 
 def test_nemo_rl_specs_split_the_published_steps_in_halves():

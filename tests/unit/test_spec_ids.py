@@ -19,6 +19,8 @@ PINNED = {
     "experiments/prime-rl-case-study-2.toml": ["prime-rl-case-study-2-6f8a5d8f"],
     "experiments/quickstart.toml": ["quickstart-511b934d"],
     "experiments/ref-async.toml": ["ref-async-d7ab1e98"],
+    "experiments/ref-learn.toml": ["ref-learn-493ef7a9", "ref-learn-3c29eb3b"],
+    "experiments/trl-learn.toml": ["trl-learn-2d8abbcd", "trl-learn-25b3b8ea"],
     "experiments/ref-one-step-off.toml": ["ref-one-step-off-08a018a1"],
     "experiments/ref-partial.toml": ["ref-partial-3e849ade"],
     "experiments/ref-sync.toml": ["ref-sync-db5b31fd"],
@@ -79,6 +81,7 @@ PINNED_SUITE_ENTRIES = {
     "experiments/nightly-cpu.toml#sandbox-local": ["sandbox-nightly-local-40f089b6"],
     "experiments/nightly-cpu.toml#ref-async": ["ref-async-e7dd4655"],
     "experiments/nightly-cpu.toml#trl-grpo": ["trl-grpo-cpu-b8fa6b5d"],
+    "experiments/nightly-cpu.toml#ref-learn": ["ref-learn-493ef7a9", "ref-learn-3c29eb3b"],
 }
 
 

@@ -81,6 +81,22 @@ def test_the_stats_history_alone_reads_through_the_key_map() -> None:
     assert "native.areal.timeperf/rollout__count" in set(trace.events["key"])
 
 
+def test_the_trained_batchs_reward_and_the_evaluation_are_quality_rows() -> None:
+    """Each group's first 1 + wave // 2 samples score 1 (make_fixtures.reward): step k + 1 trains wave k, so
+    ppo_actor/task_reward/avg is 0.25, 0.25, 0.5, 0.5, 0.75, 0.75; the one evaluation (global step 3, rewards
+    1, 1, 0, 1) is quality.eval.reward at step 4. The trial folder and its history alone agree."""
+    for trace in (ADAPTER.parse(RUN), ADAPTER.parse_history(open_history(RUN / "tensorboard"))):
+        reward = trace.of("quality.reward_mean").sort_values("step")
+        assert list(zip(reward["step"], reward["value"], strict=True)) == [(1, 0.25), (2, 0.25), (3, 0.5), (4, 0.5),
+                                                                           (5, 0.75), (6, 0.75)]  # fmt: skip
+        evaluation = trace.of("quality.eval.reward")
+        assert list(zip(evaluation["step"], evaluation["value"], strict=True)) == [(4, 0.75)]
+        metrics = _metrics(trace, 1)
+        assert metrics["final_reward_mean"] == pytest.approx(0.75) and metrics["reward_gain"] == pytest.approx(0.5)
+    # the samples finished between two commits (not the batch trained) stay AReaL's own figure
+    assert len(ADAPTER.parse(RUN).of("native.areal.rollout/reward"))
+
+
 def _rows(trace) -> list[tuple[str, int, float]]:
     return sorted((str(k), int(s), round(float(v), 5)) for k, s, v in trace.events[["key", "step", "value"]].values)
 

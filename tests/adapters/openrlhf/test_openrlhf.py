@@ -68,8 +68,9 @@ def test_async_wandb_queue_wait_is_the_rest_of_the_loop(tmp_path: Path, ingest) 
 
 
 def test_wandb_rows_are_keyed_on_global_step() -> None:
-    """WandbLogger logs the samples table and the figures as two W&B steps; the trace has one row per global_step."""
-    assert open_history(ASYNC / "wandb").frame["step"].tolist() == list(range(12))
+    """WandbLogger logs the samples table and the figures as two W&B steps, and an evaluation as one more (at steps
+    3 and 6); the trace has one row per global_step."""
+    assert open_history(ASYNC / "wandb").frame["step"].tolist() == list(range(14))
     trace = ADAPTER.parse(ASYNC)
     assert per_step(trace, "trainer.wait") == [(1, 40.0), (2, 6.0), (3, 0.0), (4, 0.0), (5, 0.0), (6, 4.0)]
     assert set(trace.of("trainer.wait")["actor"]) == {"trainer"}
@@ -77,6 +78,18 @@ def test_wandb_rows_are_keyed_on_global_step() -> None:
     # async generation is the generator actor's own time: kept native, not trainer wait
     assert per_step(trace, "native.openrlhf.train/timing/generation")[0] == (1, 40.0)
     assert per_step(ADAPTER.parse(SYNC), "trainer.wait")[1] == (2, 32.0)
+
+
+@pytest.mark.parametrize("run", [SYNC, ASYNC], ids=["tensorboard", "wandb"])
+def test_the_rollout_reward_and_the_evaluations_are_quality_rows(run: Path) -> None:
+    trace = ADAPTER.parse(run)
+    reward = trace.of("quality.reward_mean").sort_values("step")
+    assert list(reward["value"]) == pytest.approx([0.25 + 0.05 * i for i in range(6)])  # rollout/reward_mean
+    # log_eval at steps 3 and 6: eval/eval_gsm8k_pass1, on W&B keyed on eval/global_step
+    pass1 = trace.of("quality.eval.gsm8k_pass1").sort_values("step")
+    assert list(zip(pass1["step"], pass1["value"], strict=True)) == [(3, 0.375), (6, 0.5)]
+    assert list(trace.of("quality.eval.gsm8k_pass4")["value"]) == pytest.approx([0.625, 0.75])
+    assert sorted(set(trace.of("trainer.step")["step"])) == [1, 2, 3, 4, 5, 6]  # the eval rows add no step
 
 
 def test_the_package_is_a_key_map_a_flag_table_and_at_most_150_lines_of_python() -> None:

@@ -76,6 +76,33 @@ def test_orchestrator_rows_give_pause_and_staleness(head, gen, fixtures: Path) -
     assert agg(head, K.SAMPLES_FINISHED) == {k: r["progress/rollouts"] for k, r in orch.items()}
 
 
+def test_the_shipped_episodes_reward_and_eval_scores_are_quality_rows(head, fixtures: Path, tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in (fixtures / "head-559b447" / "metrics.jsonl").read_text().splitlines()]
+    shipped = {r["step"]: r["train/agg/effective/agent/reward/mean"] for r in rows if "off_policy/mean" in r}
+    assert agg(head, K.QUALITY_REWARD) == pytest.approx(shipped)  # subset 'effective': the batch trained
+    assert agg(head, K.QUALITY_REWARD) != pytest.approx({r["step"]: r["train/agg/all/agent/reward/mean"]
+                                                         for r in rows if "off_policy/mean" in r})  # fmt: skip
+    assert agg(head, "native.orchestrator.train/agg/effective/agent/reward/mean") == {}
+    # an evaluation row as orchestrator.py logs it at 559b447: per environment, subset and agent, avg@k
+    evaluation = {"eval/gsm8k/all/agent/avg@4": 0.25, "eval/gsm8k/effective/agent/avg@4": 0.375,
+                  "eval/gsm8k/policy_version": 3.0, "step": 4, "time": rows[-1]["time"] + 1}  # fmt: skip
+    copy = tmp_path / "metrics.jsonl"
+    copy.write_text((fixtures / "head-559b447" / "metrics.jsonl").read_text() + json.dumps(evaluation) + "\n")
+    trace = PrimeRLAdapter().parse(copy)
+    assert agg(trace, "quality.eval.gsm8k.effective.agent.avg_at_4") == {4: 0.375}
+    assert not [key for key in trace.events["key"].unique() if "policy_version" in key]  # not a score
+
+
+def test_a_v050_rows_reward_and_eval_are_quality_rows(tmp_path: Path) -> None:
+    """orchestrator.py and eval_utils.py at 63331ad (v0.5.0) name them reward/all/mean and eval/ENV/avg@k."""
+    from benchbed.adapters.prime_rl.keymap import quality_of
+
+    assert quality_of("reward/all/mean") == K.QUALITY_REWARD
+    assert quality_of("reward/gsm8k/mean") is None  # one environment's: not the step's reward
+    assert quality_of("eval/gsm8k/avg@8") == "quality.eval.gsm8k.avg_at_8"
+    assert quality_of("eval/gsm8k/completion_len/mean") is None
+
+
 def test_era_and_meta(head) -> None:
     assert head.meta.framework == "prime-rl"
     assert head.meta.extra["era"] == "head"

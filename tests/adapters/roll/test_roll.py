@@ -31,35 +31,48 @@ def per_step(trace, key: str) -> list[tuple[int, float]]:
 
 def test_async_tensorboard_without_adapter(tmp_path: Path, ingest) -> None:
     """Each step: stop_server 1 + model_update 2 + generate G + ref 3 + old log-probs 4 + train 20 s. Window steps
-    2-6 (ROLL's 1-5): G = 10, 6, 8, 14, 12 -> Σ step = 5 x 30 + 50 = 200 s; off_policy_ratio 0.75, 0.5, 1, 0.25, 0.5."""
+    2-6 (ROLL's 1-5): G = 10, 6, 8, 14, 12 + a 2 s validation at ROLL's 3 -> Σ step = 5 x 30 + 50 + 2 = 202 s;
+    off_policy_ratio 0.75, 0.5, 1, 0.25, 0.5."""
     record, m = ingest(ASYNC, "--store", tmp_path)
     assert record["adapter"]["name"] == "roll" and record["adapter"]["mode"] == "async"
-    assert m["trainer_idle_ratio"] == pytest.approx(50 / 200)
-    assert m["trainer_weight_sync_ratio"] == pytest.approx(10 / 200)
-    assert m["trainer_compute_ratio"] == pytest.approx(135 / 200)
-    assert m["trainer_other_ratio"] == pytest.approx(5 / 200)  # stop_server
-    assert m["step_time_mean_s"] == pytest.approx(40.0)
-    assert m["trainer_throughput_sps"] == pytest.approx(5 * 64 / 200)
+    assert m["trainer_idle_ratio"] == pytest.approx(50 / 202)
+    assert m["trainer_weight_sync_ratio"] == pytest.approx(10 / 202)
+    assert m["trainer_compute_ratio"] == pytest.approx(135 / 202)
+    assert m["trainer_other_ratio"] == pytest.approx((5 + 2) / 202)  # stop_server, the validation at ROLL step 3
+    assert m["step_time_mean_s"] == pytest.approx(40.4)
+    assert m["trainer_throughput_sps"] == pytest.approx(5 * 64 / 202)
     assert m["framework_staleness_mean"] == pytest.approx(3.0 / 5)
     assert any("step(s) 7 have none and are left out" in w for w in record["warnings"])
 
 
 def test_sync_wandb_with_adapter(tmp_path: Path, ingest) -> None:
-    """Sync (async_generation_ratio 0 in the W&B config): G = 28, 32, 30, 26, 34 in the window -> 150 s of 300 s."""
+    """Sync (async_generation_ratio 0 in the W&B config): G = 28, 32, 30, 26, 34 in the window, a 2 s validation at
+    ROLL's 3 -> 150 s of 302 s."""
     record, m = ingest(SYNC, "--adapter", "roll", "--store", tmp_path)
     assert record["adapter"]["mode"] == "sync"
-    assert m["trainer_idle_ratio"] == pytest.approx(150 / 300)
-    assert m["step_time_mean_s"] == pytest.approx(60.0)
+    assert m["trainer_idle_ratio"] == pytest.approx(150 / 302)
+    assert m["step_time_mean_s"] == pytest.approx(60.4)
     assert m["framework_staleness_mean"] == pytest.approx(0.0)
 
 
 def test_each_step_gets_its_own_total() -> None:
-    """ROLL logs 0, 80, 40, ... at its steps 0, 1, 2, ...: step 1 (ROLL's 0) took 80 s; the last step has none."""
+    """ROLL logs 0, 82, 40, ... at its steps 0, 1, 2, ...: step 1 (ROLL's 0) took 82 s; the last step has none."""
     trace = ADAPTER.parse(ASYNC)
-    assert per_step(trace, "trainer.step") == [(1, 80.0), (2, 40.0), (3, 36.0), (4, 38.0), (5, 44.0), (6, 42.0)]
+    assert per_step(trace, "trainer.step") == [(1, 82.0), (2, 40.0), (3, 36.0), (4, 40.0), (5, 44.0), (6, 42.0)]
     assert per_step(trace, "trainer.wait") == [(1, 50.0), (2, 10.0), (3, 6.0), (4, 8.0), (5, 14.0), (6, 12.0)]
     assert trace.meta.mode == "async" and "async_generation_ratio" not in trace.meta.extra  # told by off_policy_ratio
     assert ADAPTER.parse(SYNC).meta.extra["async_generation_ratio"] == 0.0  # the W&B config
+
+
+@pytest.mark.parametrize("run", ["async", "sync"])
+def test_the_score_and_the_validations_are_quality_rows(run: str) -> None:
+    """val() at ROLL's steps 0 and 3 (6, the last, has no total and is left out): val_correct/all/mean 0.25, 0.375."""
+    trace = ADAPTER.parse(ASYNC if run == "async" else SYNC)
+    reward = trace.of("quality.reward_mean").sort_values("step")
+    assert list(reward["value"]) == pytest.approx([0.3 + 0.05 * i for i in range(6)])  # critic/score/mean
+    for name in ("all", "math"):
+        correct = trace.of(f"quality.eval.{name}.mean").sort_values("step")
+        assert list(zip(correct["step"], correct["value"], strict=True)) == [(1, 0.25), (4, 0.375)]
 
 
 def test_a_restart_leaves_the_step_before_it_out() -> None:
@@ -123,7 +136,7 @@ def test_a_rendered_runs_tensorboard_is_read_from_its_run_directory(tmp_path: Pa
     # where the rendered config's tracker_kwargs.log_dir points
     fixture_generator("roll/make_fixtures.py").write_tensorboard(tmp_path / "tensorboard")
     assert ADAPTER.find_runs(tmp_path) == [tmp_path]
-    assert per_step(ADAPTER.parse(tmp_path), "trainer.step")[0] == (1, 80.0)
+    assert per_step(ADAPTER.parse(tmp_path), "trainer.step")[0] == (1, 82.0)
 
 
 def test_a_spec_without_a_checkout_or_data_is_refused(tmp_path: Path) -> None:

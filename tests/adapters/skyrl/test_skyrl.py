@@ -49,6 +49,16 @@ def test_a_fully_async_run_ingests_to_the_hand_computed_figures(ingest: Callable
     assert got["framework_keep_rate"] == pytest.approx((1 + 4 / 6 + 1 + 4 / 8 + 4 / 5) / 5)
 
 
+def test_the_training_reward_and_the_evaluations_are_quality_rows() -> None:
+    trace = get_adapter("skyrl").parse(ASYNC)
+    reward = trace.of("quality.reward_mean").sort_values("step")
+    assert list(reward["value"]) == pytest.approx([0.4 + 0.02 * i for i in range(6)])  # reward/avg_raw_reward
+    for source in ("gsm8k", "all"):  # evaluate(): per data source, and over every source
+        score = trace.of(f"quality.eval.{source}.avg_score").sort_values("step")
+        assert list(zip(score["step"], score["value"], strict=True)) == [(3, 0.3125), (6, 0.4375)]
+    assert list(trace.of("quality.eval.gsm8k.pass_at_4")["value"]) == [0.5, 0.5]
+
+
 def test_the_wandb_folder_alone_is_recognised_without_adapter(ingest: Callable[..., tuple], tmp_path: Path) -> None:
     _, named = ingest(ASYNC, "--adapter", "skyrl", "--store", tmp_path / "a")
     record, got = ingest(ASYNC / "wandb", "--store", tmp_path / "b")

@@ -15,6 +15,7 @@ from benchbed import keys as K
 from benchbed.adapter import get_adapter
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.metrics import compute_metrics
+from benchbed.quality import key_of
 
 FIX = Path(__file__).parents[2] / "fixtures" / "slime"
 
@@ -59,7 +60,7 @@ def test_sync_colocated_run_decomposes_each_step_by_the_key_map() -> None:
     assert agg(trace, K.GROUPS_ZERO_ADV) == {1: 1.0, 2: 1.0, 3: 2.0, 4: 0.0}
     assert agg(trace, K.SAMPLES_TRAINED) == {1: 32.0, 2: 32.0, 3: 32.0, 4: 32.0}
     assert agg(trace, "native.train/grad_norm") == {1: 0.21, 3: 0.21, 4: 0.21}  # nan at step 2 is not kept
-    assert any(w.endswith("run.log:32: skipped `perf 9:` line: not a Python dict: unterminated string literal "
+    assert any(w.endswith("run.log:33: skipped `perf 9:` line: not a Python dict: unterminated string literal "
                           "(detected at line 1) at column 28") for w in trace.meta.warnings)  # fmt: skip
 
 
@@ -245,11 +246,18 @@ def test_truncated_and_failed_runs_are_partial(tmp_path: Path) -> None:
     assert not parse("sync_colocated_624b824").meta.partial
 
 
-def test_eval_dicts_are_kept_as_native_figures(tmp_path: Path) -> None:
-    line = "(RolloutManager pid=5) [2026-04-15 07:50:00] rollout_metrics.py:247 - eval 3: {'eval/aime': 0.42}"
-    log = (FIX / "sync_colocated_624b824" / "run.log").read_text() + line + "\n"
-    (tmp_path / "run.log").write_text(log)
-    assert agg(SlimeAdapter().parse(tmp_path / "run.log"), "native.eval/aime") == {4: 0.42}
+def test_the_training_reward_and_eval_scores_are_quality_rows() -> None:
+    trace = parse("sync_colocated_624b824")
+    # the trainer's `rollout N:` dict: rollout/raw_reward 0.5 + 0.1 N, trained by benchbed's step N + 1
+    assert agg(trace, K.QUALITY_REWARD) == pytest.approx({1: 0.5, 2: 0.6, 3: 0.7, 4: 0.8})
+    assert agg(trace, "native.trainer/rollout/raw_reward") == {}
+    # `eval 1:` (after rollout 1 is trained): each eval figure under quality.eval.<its name>
+    assert agg(trace, "quality.eval.aime") == {2: 0.3125}
+    assert key_of("eval/aime") == "quality.eval.aime"  # what `--target "eval/aime>=0.3"` judges
+    assert agg(trace, "quality.eval.aime-truncated_ratio") == {2: 0.25}
+    metrics = compute_metrics(trace, warmup_steps=1)
+    assert value(metrics, "final_reward_mean") == pytest.approx(0.8)  # the last quarter of 4 steps: step 4
+    assert value(metrics, "reward_gain") == pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Shanghai", "America/New_York"])

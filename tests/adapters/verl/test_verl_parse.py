@@ -52,7 +52,7 @@ def agg(trace, key: str) -> dict[int, float]:
 
 
 def expected_breakdown(mode: str, data: dict) -> dict[str, float]:
-    """DESIGN's step breakdown computed straight from one record's timing keys."""
+    """The step breakdown (docs/reference/metrics.md) computed straight from one record's timing keys."""
     t = {k.removeprefix("timing_s/"): v for k, v in data.items() if k.startswith("timing_s/")}
     step = t["step"] + sum(t.get(k, 0.0) for k in OUTSIDE[mode])
     sync = t.get("sync_rollout_weights", 0.0) if mode == "one_step_off" else t.get("update_weights", 0.0)
@@ -214,7 +214,7 @@ def test_crashed_run_is_partial_and_keeps_complete_steps() -> None:
 def test_no_timing_keys_gives_what_exists_and_names_what_is_missing() -> None:
     trace = ADAPTER.parse(run("v1_sync-notiming") / "metrics.jsonl")
     assert len(trace.of(K.TRAINER_STEP)) == 0
-    assert len(trace.of("native.critic/score/mean")) == 3
+    assert len(trace.of("quality.reward_mean")) == 3
     warning = next(w for w in trace.meta.warnings if "no verl timing keys" in w)
     assert "timing_s/step" in warning and "timing_s/gen" in warning
     metrics = compute_metrics(trace, warmup_steps=1)

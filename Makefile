@@ -37,7 +37,7 @@ $(VENV)/.test-installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,local,tensorboard,verl,modal,prime,ref,nightly,ray,fixtures,docs,trl,wandb,mlflow]'
+	$(BIN)/python -m pip install -q -e '.[dev,local,tensorboard,verl,modal,prime,ref,nightly,ray,fixtures,docs,trl,wandb,mlflow,gpu]'
 	-$(BIN)/python -m pip install -q --no-deps openrlhf==0.11.2  # its own loggers regenerate tests/fixtures/openrlhf
 	touch $(VENV)/.core-installed $@
 

@@ -30,6 +30,11 @@ SAMPLES_TRAINED_TOKENS = "samples.trained_tokens"
 # What the run learned: the training reward per step and validation scores by name (quality.eval.<name>).
 QUALITY_REWARD = "quality.reward_mean"
 QUALITY_EVAL_PREFIX = "quality.eval."
+# What the hardware did: one sample of one GPU (actor `gpu<i>`, as its sampler numbered it), at the time taken.
+GPU_UTILIZATION = "gpu.utilization"
+GPU_MEMORY_USED = "gpu.memory_used"
+GPU_POWER = "gpu.power"
+GPU_SM_CLOCK = "gpu.sm_clock"
 
 KEYS: dict[str, str] = {
     TRAINER_STEP: "one training step, from the end of the previous step to the end of this one",
@@ -55,19 +60,24 @@ KEYS: dict[str, str] = {
     SAMPLES_PARTIAL_BUFFERED: "agg: in-flight samples aborted into the partial-rollout buffer during the step",
     SAMPLES_TRAINED_TOKENS: "agg: prompt + response tokens of the samples the step trained on",
     QUALITY_REWARD: "agg: mean training reward of the step's samples, as the framework logged it",
+    GPU_UTILIZATION: "point: share of the sample period in which the GPU ran a kernel (NVML utilization, 0-1)",
+    GPU_MEMORY_USED: "point: GPU memory in use, bytes",
+    GPU_POWER: "point: GPU power draw, watts",
+    GPU_SM_CLOCK: "point: GPU streaming-multiprocessor clock, MHz",
 }
+GPU_KEYS: tuple[str, ...] = (GPU_UTILIZATION, GPU_MEMORY_USED, GPU_POWER, GPU_SM_CLOCK)
 
 
-# A framework's own per-step aggregates, kept for cross-checks. `framework.<metric>` carries the
-# framework's figure for one of benchbed's metric names (reported as `framework_<metric>`);
-# `native.<key>` keeps any other native figure verbatim.
 def eval_key(name: str) -> str:
     """quality.eval.<name> for a validation score's name as a framework logs it: `/` as `.`, `@` as `_at_` (verl's
     MLflow logger writes `mean@1` as `mean_at_1`), so every tracker of a run gives the score one key."""
     return QUALITY_EVAL_PREFIX + name.replace("/", ".").replace("@", "_at_")
 
 
-# `quality.eval.<name>` carries a validation score logged at the step, named as the framework names it.
+# A framework's own per-step aggregates, kept for cross-checks. `framework.<metric>` carries the
+# framework's figure for one of benchbed's metric names (reported as `framework_<metric>`);
+# `native.<key>` keeps any other native figure verbatim; `quality.eval.<name>` carries a validation score logged
+# at the step, named as the framework names it.
 AGG_PREFIXES: tuple[str, ...] = ("framework.", "native.", "staleness.", "idle.", QUALITY_EVAL_PREFIX)
 
 TRAINER_COMPONENTS: tuple[str, ...] = (

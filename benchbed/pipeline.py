@@ -16,9 +16,11 @@ from typing import Any
 
 from benchbed import keys as K
 from benchbed.adapter import Adapter, LaunchPlan, available_adapters, get_adapter
+from benchbed.adapterkit.gpu import samples_frame, with_samples
 from benchbed.adapterkit.wandb_summary import summary_keys, summary_message
 from benchbed.errors import AdapterError, BenchbedError, RunFailedError, TraceError
 from benchbed.launch.base import Launcher, LaunchResult, get_launcher
+from benchbed.launch.gpu_sampler import SAMPLES_FILENAME, gpu_sampling, read_samples
 from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_held
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
@@ -91,6 +93,7 @@ def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) 
         meta.extra.setdefault("resources", record.spec["resources"])  # GPU counts and prices for cost metrics
     if isinstance(record.spec.get("quality"), dict) and record.spec["quality"].get("target"):
         meta.extra.setdefault("quality_target", record.spec["quality"]["target"])  # for the learning metrics
+    trace = _with_sampled_gpus(trace, run_dir, warnings)
     record.metrics = compute_metrics(trace, warmup_steps=warmup_steps, warnings=warnings)
     record.warnings.extend(redact(w) for w in warnings)
     record.trace_events = len(trace.events)
@@ -105,6 +108,23 @@ def _measure(record: RunRecord, run_dir: Path, trace: Trace, warmup_steps: int) 
         why = "no figure came out" if steps else "no trainer step was read (no per-step trainer timing in the input)"
         record.status = "partial"
         record.warnings.append(f"no metric could be computed: {why}; the record is kept as partial")
+
+
+def _with_sampled_gpus(trace: Trace, run_dir: Path, warnings: list[str]) -> Trace:
+    """The trace with the GPU samples benchbed took during the launch (gpu_samples.jsonl), in the steps they fell in
+    (by the trainer.step spans); they stay in the file alone where the trace has no epoch origin or no step spans."""
+    path = run_dir / SAMPLES_FILENAME
+    if not path.is_file():
+        return trace
+    origin = trace.meta.extra.get("epoch_origin")
+    steps = trace.events[(trace.events["key"] == K.TRAINER_STEP) & (trace.events["kind"] == "span")]
+    if not isinstance(origin, int | float) or not len(steps):
+        warnings.append(f"{path}: the GPU samples are not in the trace: the {trace.meta.adapter} trace has no "
+                        "wall-clock origin or no timed trainer steps to place them in")  # fmt: skip
+        return trace
+    samples = samples_frame(*read_samples(path, warnings))
+    ends = steps["t1"].to_numpy(dtype=float) + float(origin)
+    return with_samples(trace, samples, float(origin), steps["step"].to_numpy(), ends)
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> tuple[Adapter, LaunchPlan]:
@@ -155,7 +175,8 @@ def execute(
     try:
         if on_run_dir is not None:
             on_run_dir(run_dir)
-        result = launcher.launch(spec, plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
+        with gpu_sampling(run_dir) if launcher.name == "local" else contextlib.nullcontext():  # this machine's GPUs
+            result = launcher.launch(spec, plan, run_dir, timeout_s=timeout_s or spec.timeout_s, on_line=on_line)
         record.launch = result.info
         record.warnings.extend(redact(w) for w in result.warnings)
         died: RunFailedError | None = None

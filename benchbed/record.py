@@ -32,7 +32,9 @@ class MetricValue(_Model):
     value: float
     unit: str
     higher_is_better: bool | None = None
-    source: Literal["span", "agg", "framework"] = "span"
+    # what the figure was computed from: timed spans, timed samples (GPU points), per-step aggregates, or the
+    # framework's own figure
+    source: Literal["span", "point", "agg", "framework"] = "span"
 
 
 class AdapterInfo(_Model):

@@ -8,6 +8,7 @@ from benchbed.adapters.prime_rl.model import RunData
 from benchbed.adapters.prime_rl.parse import build_trace, config_settings
 
 from benchbed.adapterkit.histories import History
+from benchbed.adapterkit.history_trace import with_gpu_samples
 from benchbed.trace import Trace
 
 
@@ -27,4 +28,4 @@ def parse_history(history: History) -> Trace:
     trace = build_trace(data, [])
     trace.meta.extra["history"] = history.source.as_dict()
     trace.meta.partial = trace.meta.partial or history.partial
-    return trace
+    return with_gpu_samples(trace, history)

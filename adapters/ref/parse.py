@@ -170,7 +170,7 @@ def parse_run(path: Path) -> Trace:
         extra={"model": config["ref"]["model"], "generators": config["ref"]["generators"],
                "device": config["ref"]["device"], "seed": config["ref"]["seed"], "versions": versions,
                "sandbox_spans": sandbox_spans, "processes": _by(events, "spawned")[0]["pids"] if _by(events, "spawned")
-               else {}},
+               else {}, "epoch_origin": origin},
     )  # fmt: skip
     trace = Trace(b.build(meta).events, meta)
     return trace.validate()

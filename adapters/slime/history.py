@@ -15,6 +15,7 @@ from benchbed.adapters.slime.trainer import Perf
 
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import PART
+from benchbed.adapterkit.history_trace import with_gpu_samples
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace
 
@@ -57,4 +58,4 @@ def parse_history(history: History) -> Trace:
         )
     trace = build_trace(c, detect_mode(c))
     trace.meta.extra["history"] = history.source.as_dict()
-    return trace.validate()
+    return with_gpu_samples(trace, history).validate()

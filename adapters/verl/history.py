@@ -7,6 +7,7 @@ from benchbed.adapters.verl.parse import Inputs, build_trace
 from benchbed.adapters.verl.records import Record
 
 from benchbed.adapterkit.histories import History
+from benchbed.adapterkit.history_trace import with_gpu_samples
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace
 
@@ -18,7 +19,7 @@ def parse_history(history: History) -> Trace:
     if not records:
         raise NotThisFrameworkError(f"not a verl history: {uri}: no rows with numeric values")
     version = history.packages.get("verl")
-    return build_trace(
+    trace = build_trace(
         Inputs(
             records=records,
             warnings=list(history.warnings),
@@ -30,3 +31,4 @@ def parse_history(history: History) -> Trace:
             extra={"history": history.source.as_dict()},
         )
     )
+    return with_gpu_samples(trace, history)

@@ -13,4 +13,5 @@
 - `detection`: `Detected`, the release and trainer mode a parser found in a run, with the evidence for each.
 - `histories`: tracker histories (W&B, MLflow, TensorBoard, metrics JSONL) read into one frame.
 - `history_trace`: a history -> the canonical trace through a key map, the whole parse of a history-based adapter.
+- `gpu`: GPU samples (tracker system metrics, benchbed's NVML sampler) -> the trace's `gpu.*` points, by step.
 """

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbed.adapterkit.gpu import with_samples
 from benchbed.adapterkit.histories import History, HistoryError, history_kind, open_history
 from benchbed.adapterkit.histories.console_formats import format_of, read_console_format
-from benchbed.adapterkit.histories.history import STEP
+from benchbed.adapterkit.histories.history import STEP, WALL_TIME
 from benchbed.adapterkit.keymaps import WITHIN, KeyEntry, KeyMap
 from benchbed.adapterkit.rows import AggRows
 from benchbed.errors import NotThisFrameworkError
@@ -87,7 +88,33 @@ def history_trace(
         partial=history.partial,
         extra={"history": history.source.as_dict(), **(extra or {})},
     )
-    return builder.build(meta)
+    return with_gpu_samples(builder.build(meta), history)
+
+
+def with_gpu_samples(trace: Trace, history: History) -> Trace:
+    """The trace with the history's GPU samples as `gpu.*` points, each in the step during which it was taken (the
+    steps' ends are the times their rows were logged), and the epoch of the trace's zero in its metadata."""
+    origin = epoch_origin(history)
+    if not np.isfinite(origin):
+        return trace
+    return with_samples(trace, history.system, origin, *step_log_times(history.frame))
+
+
+def epoch_origin(history: History) -> float:
+    """The epoch seconds of the trace's zero: the run's start where the tracker recorded it, else its first row's or
+    first system sample's wall time (NaN when it recorded no time at all)."""
+    if np.isfinite(history.started):
+        return float(history.started)
+    times = np.concatenate([history.frame[WALL_TIME].to_numpy(dtype=float), history.system["wall_time"].to_numpy()])
+    times = times[np.isfinite(times)]
+    return float(times.min()) if len(times) else float("nan")
+
+
+def step_log_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, the wall time each was logged at): a step's row is logged when the step ends."""
+    timed = frame[[STEP, WALL_TIME]].dropna()
+    logged = timed.groupby(STEP)[WALL_TIME].max()
+    return logged.index.to_numpy(dtype=np.int64), logged.to_numpy(dtype=float)
 
 
 def _relations_applied(frame: pd.DataFrame, entries: list[KeyEntry]) -> pd.DataFrame:

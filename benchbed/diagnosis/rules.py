@@ -42,6 +42,7 @@ FLAGS = (
     "partial_rollouts",
     "sandbox_failures",
     "stalled_learning",
+    "gpu_idle_in_compute",
 )
 
 _OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<": operator.lt}
@@ -165,6 +166,16 @@ FLAG_RULES: dict[str, tuple[Threshold, ...]] = {
             1.0,
             "trained samples are a policy version or more behind on average: "
             "off-policy samples can stall learning (verl fully_async's and AReaL's staleness ablations)",
+        ),
+    ),
+    "gpu_idle_in_compute": (
+        Threshold(
+            "trainer_gpu_idle_gap",
+            ">=",
+            0.2,
+            "the trainer's GPUs ran no kernel for a fifth of the window or more beyond the time its timers call "
+            "waiting: what the timers count as compute includes host work (data loading, resharding, collective "
+            "waits), so the run is less busy than its trainer ratios say",
         ),
     ),
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from benchbed import keys as K
-from benchbed.metrics import cost, generator, partial, quality, samples, sandbox, trainer  # noqa: F401  (registers metrics)
+from benchbed.metrics import cost, generator, gpu, partial, quality, samples, sandbox, trainer  # noqa: F401  (registers metrics)
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import METRICS, MetricDef  # noqa: F401  (MetricDef: re-exported by benchbed.metrics)
 from benchbed.record import MetricValue

@@ -30,6 +30,7 @@ class Presentation:
 
 OTHER_FAMILY = "other"
 _T, _G, _S, _Q, _B, _L = "trainer", "generator / throughput", "staleness", "groups", "sandbox", "learning"
+_H = "GPU hardware"
 # Display order is the order of this table; every registered metric is listed (registering one that is not fails).
 PRESENTATION: dict[str, Presentation] = {
     "trainer_idle_ratio": Presentation(_T, higher_is_better=False, headline=True, column="idle"),
@@ -68,6 +69,11 @@ PRESENTATION: dict[str, Presentation] = {
     "sandbox_queue_p50_s": Presentation(_B, higher_is_better=False),
     "sandbox_queue_p99_s": Presentation(_B, higher_is_better=False),
     "sandbox_start_share": Presentation(_B, higher_is_better=False),
+    "gpu_busy_ratio": Presentation(_H, higher_is_better=True),
+    "trainer_gpu_busy_ratio": Presentation(_H, higher_is_better=True),
+    "generator_gpu_busy_ratio": Presentation(_H, higher_is_better=True),
+    "trainer_gpu_idle_gap": Presentation(_H, higher_is_better=False),
+    "gpu_power_mean_w": Presentation(_H, higher_is_better=None),
     "target_reached": Presentation(_L, higher_is_better=True, headline=True),
     "steps_to_target": Presentation(_L, higher_is_better=False),
     "time_to_target_s": Presentation(_L, higher_is_better=False, headline=True),

@@ -177,6 +177,31 @@ def _bars(key: str, title: str, groups: Sequence[RunGroup], aggregated: dict[str
     return Figure(key, title, svg, caption)
 
 
+GPU_BUSY = {
+    "trainer_compute_ratio": "trainer computing, by its timers",
+    "trainer_gpu_busy_ratio": "trainer GPUs running kernels (NVML)",
+    "generator_utilization": "generator slots busy, by its rollouts",
+    "generator_gpu_busy_ratio": "generator GPUs running kernels (NVML)",
+}
+
+
+def _gpu_busy(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> Figure:
+    """GPU busy (NVML samples) beside what the timers call busy, for the runs that sampled their GPUs."""
+    title = "GPU busy beside the timers"
+    if not any(aggregated.get(name) and any(aggregated[name]) for name in ("trainer_gpu_busy_ratio",
+                                                                          "generator_gpu_busy_ratio")):  # fmt: skip
+        return Figure(
+            "gpu",
+            title,
+            unavailable="No run has GPU samples with GPU roles (NVML during a local launch, "
+            "or W&B or MLflow system metrics with --trainer-gpus/--generator-gpus or a [resources] table).",
+        )
+    caption = ("Timer bars: the trainer's compute share of the window and the generator's slot utilisation. NVML "
+               "bars: the mean utilisation of the role's GPUs over the window's steps; a gap between the two is "
+               "time the timers count as work while no kernel ran (or work the timers do not see).")  # fmt: skip
+    return _bars("gpu", title, groups, aggregated, GPU_BUSY, "fraction of the window (%)", caption)
+
+
 def _pooled(groups: Sequence[RunGroup], traces: dict[str, Trace],
             values: Callable[[RunRecord, Trace], np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
     """Each group's values pooled over its repeats; groups without any are left out."""
@@ -344,6 +369,7 @@ def build_comparison(runs: Sequence[tuple[RunRecord, Trace]]) -> ComparisonSecti
             "(staleness bound, synchronous alternation, weight sync) kept idle. Paused: share of the window in "
             "which any free slots were held back.",
         ),  # fmt: skip
+        _gpu_busy(groups, aggregated),
         _staleness(groups, traces, colors),
         _sandboxes(groups, traces, colors),
         _step_times(groups, traces, colors),

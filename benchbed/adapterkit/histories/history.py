@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 import pandas as pd
 
+from benchbed.adapterkit.gpu import empty_samples
 from benchbed.errors import BenchbedError
 from benchbed.secrets import is_secret_name
 
@@ -71,6 +72,8 @@ class History:
     started: float = math.nan  # epoch seconds at which the run started, where the tracker records it
     command: list[str] = field(default_factory=list)  # the run's command-line arguments, where the tracker keeps them
     texts: dict[str, Any] = field(default_factory=dict)  # free text kept beside the figures (TensorBoard text, hparams)
+    # GPU samples the tracker took beside the steps (W&B and MLflow system metrics): wall_time, key, value
+    system: pd.DataFrame = field(default_factory=empty_samples)
 
     @property
     def keys(self) -> list[str]:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from benchbed.adapterkit.gpu import match_gpu_key, samples_frame
 from benchbed.adapterkit.histories.history import (
     History,
     HistoryError,
@@ -30,6 +31,7 @@ from benchbed.adapterkit.histories.history import (
 INSTALL_HINT = "pip install 'benchbed[mlflow]'"
 _RUN_ID = re.compile(r"(?:^|/)runs/([0-9a-fA-F]{32}|[\w-]{8,64})/?$")
 _REMOTE = ("http", "https")
+SYSTEM_PREFIX = "system/"  # mlflow's system metrics: sampled on their own counter, not at the run's steps
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # one key's (steps, timestamps in ms, values)
 
 
@@ -98,8 +100,9 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
         try:
             run_id = run_id or _only_run(client, shown)
             run = client.get_run(run_id)
-            keys = sorted(run.data.metrics)
-            series = _histories(client, run_id, keys, progress)
+            keys = sorted(k for k in run.data.metrics if not k.startswith(SYSTEM_PREFIX))
+            gpu_keys = sorted(k for k in run.data.metrics if k.startswith(SYSTEM_PREFIX) and match_gpu_key(k))
+            series = _histories(client, run_id, keys + gpu_keys, progress)
         except HistoryError:
             raise
         except Exception as exc:  # mlflow's own errors; the HTTP client's connection errors and timeouts
@@ -119,7 +122,15 @@ def read_mlflow(location: str | Path, progress: Progress | None = None, timeout_
                            name=str(info.run_name or ""))  # fmt: skip
     local = _local_store(tracking_uri)
     files = _store_files(local, tracking_uri, info.experiment_id, run_id) if local else []
-    return History(source, _frame(series), config=unflatten(dict(run.data.params)), files=files)
+    gpu = [series.pop(k) for k in gpu_keys]
+    system = samples_frame(
+        [t / 1000.0 for _, times, _ in gpu for t in times],
+        [k for k, (_, times, _) in zip(gpu_keys, gpu, strict=True) for _ in times],
+        [v for _, _, values in gpu for v in values],
+    )
+    started = info.start_time / 1000.0 if info.start_time else float("nan")
+    return History(source, _frame(series), config=unflatten(dict(run.data.params)), files=files, system=system,
+                   started=started)  # fmt: skip
 
 
 MLFLOW_TABLES = {"experiments", "runs", "metrics", "latest_metrics", "params"}

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
+from benchbed.adapterkit.gpu import match_gpu_key, samples_frame
 from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_columns
 
 IDENT, MAGIC, FORMAT_VERSION = b":W&B", 0xBEE1, 0
@@ -173,6 +174,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
     step_key = "_step"
     started = math.nan
     command: list[str] = []
+    gpu: tuple[list[float], list[str], list[float]] = ([], [], [])  # the GPU items of the system metrics records
     skipped = 0
     for raw in log:
         record = record_type()  # a fresh message each time: re-parsing into one keeps growing its arena
@@ -199,6 +201,8 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
             command = list(record.environment.args) or command  # wandb writes a second, empty one
         elif kind == "summary":  # decoded below: the last one, or all of them when there is no history
             summaries = [raw] if row_keys else [*summaries, raw]
+        elif kind == "stats":  # system metrics, sampled by wandb beside the history (the UI's system.* charts)
+            _gpu_items(record.stats, gpu)
     damaged = log.damaged
     summary: dict[str, Any] = {}
     for raw in summaries if not row_keys else summaries[-1:]:
@@ -224,10 +228,26 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         partial=damaged is not None,
         started=started,
         command=command,
+        system=samples_frame(*gpu),
     )
     if not row_keys and damaged is None and not allow_empty:
         raise HistoryError(no_rows_message(str(wandb_file), history.summary))
     return history
+
+
+def _gpu_items(stats: Any, into: tuple[list[float], list[str], list[float]]) -> None:
+    """The GPU items of one system metrics record (wandb's `StatsRecord`: a timestamp and key/value_json items)."""
+    wall = stats.timestamp.seconds + stats.timestamp.nanos / 1e9
+    for item in stats.item:
+        if match_gpu_key(item.key) is None:
+            continue
+        try:
+            value = float(json.loads(item.value_json))
+        except (ValueError, TypeError):
+            continue
+        into[0].append(wall)
+        into[1].append(item.key)
+        into[2].append(value)
 
 
 def _numbers(values: list[Any]) -> np.ndarray:

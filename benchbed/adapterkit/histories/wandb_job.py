@@ -74,6 +74,7 @@ def merge_parts(folder: Path, names: list[str], parts: list[History]) -> History
         partial=any(p.partial for p in parts),
         started=min((p.started for p in parts if not math.isnan(p.started)), default=math.nan),
         command=[a for p in parts for a in p.command],
+        system=pd.concat([p.system for p in parts], ignore_index=True),  # the same index in two parts: one GPU
     )
 
 

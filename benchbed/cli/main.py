@@ -91,7 +91,8 @@ COMMANDS: dict[str, Lazy] = {
     ),
     "untrust": Lazy(
         "benchbed.cli.nightly:untrust",
-        "Mark NIGHT (a night id, as `benchbed history` and the nightly page show it) untrusted: it stops serving "
+        "Mark NIGHT (a night id, as `benchbed history` and the nightly page show it, or `latest` for the store's "
+        "newest night) untrusted: it stops serving "
         "as a baseline night and as a point of a reference band, and its records stay in the store as they are.",
     ),
     "reproduce": Lazy(

@@ -30,7 +30,7 @@ class Presentation:
 
 OTHER_FAMILY = "other"
 _T, _G, _S, _Q, _B, _L = "trainer", "generator / throughput", "staleness", "groups", "sandbox", "learning"
-_H = "GPU hardware"
+_H = "hardware"
 # Display order is the order of this table; every registered metric is listed (registering one that is not fails).
 PRESENTATION: dict[str, Presentation] = {
     "trainer_idle_ratio": Presentation(_T, higher_is_better=False, headline=True, column="idle"),

@@ -313,6 +313,12 @@ def test_every_design_metric_is_registered():
         "final_reward_mean",
         "reward_gain",
         "reward_gain_per_gpu_hour",
+        # issue 38: GPU utilisation beside the timers (docs/reference/metrics.md)
+        "gpu_busy_ratio",
+        "trainer_gpu_busy_ratio",
+        "generator_gpu_busy_ratio",
+        "trainer_gpu_idle_gap",
+        "gpu_power_mean_w",
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)

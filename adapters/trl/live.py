@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from benchbed.adapters.trl.discover import STATE_FILE
 from benchbed.adapters.trl.emit import total_rewards
 from benchbed.adapters.trl.launch import ARGS_FILE, BATCHES_FILE, ROWS_FILE
 from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
@@ -79,10 +80,24 @@ class TrlReader:
                 ended = True
             elif row is not None:
                 self._row(row, now)
-        if ended:
+        if ended or (not self._rows.path.exists() and self._trained_to_the_end()):
             self._credit_starts(math.inf)
             self.figures.ended = True
         return len(rows) + len(batches) + len(starts)
+
+    def _trained_to_the_end(self) -> bool:
+        """Without the rows file (a TRL script benchbed did not render, or an older render), the run has ended when
+        trainer_state.json logs TRL's end-of-training summary (parse.Run.finished); its steps show only then."""
+        try:
+            state = json.loads((Path(self.run_dir) / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return False
+        history = state.get("log_history") if isinstance(state, dict) else None
+        if not isinstance(history, list) or not any(isinstance(e, dict) and "train_runtime" in e for e in history):
+            return False
+        self.warnings.append(f"{self.run_dir}: no {ROWS_FILE} (written by the scripts benchbed renders): no live "
+                             f"steps; the figures are the finished run's")  # fmt: skip
+        return True
 
     def _decode(self, name: str, line: str) -> dict[str, Any] | None:
         if not line.strip():

@@ -111,3 +111,22 @@ def test_trl_is_watchable_and_an_adapter_without_a_reader_is_refused_naming_both
     check_watchable("trl", "spec.toml")
     with pytest.raises(Exception, match=r"spec\.toml: benchbed watch follows ref, trl runs live; the sim adapter's"):
         check_watchable("sim", "spec.toml")
+
+
+def test_a_run_without_the_rows_file_ends_when_trl_logs_its_summary_with_a_warning(tmp_path: Path) -> None:
+    run = shutil.copytree(FIXTURE.parent / "grpo-spg2-sandbox", tmp_path / "run")  # rendered before the rows file
+    state = json.loads((run / "trainer_state.json").read_text())
+    summary = state["log_history"].pop()
+    assert "train_runtime" in summary
+    (run / "trainer_state.json").write_text(json.dumps(state))
+    figures = LiveFigures(warmup_steps=1)
+    reader = live_reader("trl", run, figures)
+    reader.update(now=0.0)
+    assert not figures.ended and reader.warnings == []  # still training, as far as the files say
+    state["log_history"].append(summary)
+    (run / "trainer_state.json").write_text(json.dumps(state))
+    reader.update(now=1.0)
+    reader.close()
+    assert figures.ended and figures.step_numbers == []
+    assert reader.warnings == [f"{run}: no {ROWS_FILE} (written by the scripts benchbed renders): no live steps; the "
+                               "figures are the finished run's"]  # fmt: skip

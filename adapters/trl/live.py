@@ -1,13 +1,16 @@
 """`benchbed watch` of a TRL run benchbed launched: the rows the script sends to W&B (launch.ROWS_FILE, written as
 they are logged; W&B's own offline log reaches the disk only at the end), the batch log and the sandbox events, read
 as they grow. The rows are cut into steps by the same StepCutter that parse.py runs over the W&B history, and the
-batches give the samples as emit.py counts them, so the live figures are the ones the finished run's metrics give."""
+batches give the samples as emit.py counts them, so the live figures are the ones the finished run's metrics give.
+A run of TRL's asynchronous GRPO (the plan's mode "async") has its steps from its logged `perf/*` figures instead,
+summed as parse.parse_async sums them."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from benchbed.adapters.trl.timeline import GLOBAL_STEP, KEYMAP, PROFILING, StepC
 
 from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
+from benchbed.adapterkit.handoff import read_handoff
 from benchbed.engine.eventlog import EVENTS_DIRNAME
 from benchbed.sandbox.events import Ev
 from benchbed.watch.live import LiveFigures
@@ -53,6 +57,9 @@ class TrlReader:
     _generated: int = 0  # batches credited so far (the next one's index)
     _trained: dict[int, list[float]] = field(default_factory=dict)  # v_train -> staleness of the samples it trains
     _starts: list[tuple[float, bool]] = field(default_factory=list)  # sandbox starts not yet credited: (t, ready)
+    _async: bool | None = None  # TRL's asynchronous GRPO (the plan's mode), known at the first row
+    _async_seen: set[int] = field(default_factory=set)
+    _async_keys: dict[str, str] = field(default_factory=dict)  # native -> canonical, roles step, component, counter
 
     def __post_init__(self) -> None:
         run_dir = Path(self.run_dir)
@@ -67,19 +74,12 @@ class TrlReader:
         rows = self._rows.read()
         batches, starts = self._batches.read(), self._sandboxes.read()
         for line in batches:
-            if (entry := self._decode(BATCHES_FILE, line)) is not None:
-                self._batch_line(entry)
+            self._handle(BATCHES_FILE, line, self._batch_line)
         for line in starts:
-            event = self._decode(f"{EVENTS_DIRNAME}/{SANDBOX_LOG_ROLE}.jsonl", line)
-            if event is not None and event.get("ev") == "sandbox" and event.get("step") in (Ev.READY, Ev.FAILED):
-                self._starts.append((float(event["t"]), event["step"] == Ev.READY))
+            self._handle(f"{EVENTS_DIRNAME}/{SANDBOX_LOG_ROLE}.jsonl", line, self._start)
         ended = False
         for line in rows:
-            row = self._decode(ROWS_FILE, line)
-            if row is not None and "run_end" in row:
-                ended = True
-            elif row is not None:
-                self._row(row, now)
+            ended = self._handle(ROWS_FILE, line, lambda row: self._row(row, now)) or ended
         if ended or (not self._rows.path.exists() and self._trained_to_the_end()):
             self._credit_starts(math.inf)
             self.figures.ended = True
@@ -99,15 +99,26 @@ class TrlReader:
                              f"steps; the figures are the finished run's")  # fmt: skip
         return True
 
-    def _decode(self, name: str, line: str) -> dict[str, Any] | None:
+    def _handle(self, name: str, line: str, handler: Callable[[dict[str, Any]], None]) -> bool:
+        """One line of `name` to its handler; whether it is the rows' `run_end`. A line that is not what the script
+        writes is a warning (the final parse names what it cannot read)."""
         if not line.strip():
-            return None
+            return False
         try:
             value = json.loads(line)
+            if isinstance(value, dict) and "run_end" in value:
+                return True
+            if isinstance(value, dict):
+                handler(value)
         except json.JSONDecodeError:
             self.warnings.append(f"{name}: a line that is not JSON (the final parse names it)")
-            return None
-        return value if isinstance(value, dict) else None
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            self.warnings.append(f"{name}: a line without what the script writes there ({type(exc).__name__}: {exc})")
+        return False
+
+    def _start(self, event: dict[str, Any]) -> None:
+        if event.get("ev") == "sandbox" and event.get("step") in (Ev.READY, Ev.FAILED):
+            self._starts.append((float(event["t"]), event["step"] == Ev.READY))
 
     def _batch_line(self, entry: dict[str, Any]) -> None:
         if entry.get("format") == "benchbed-trl-batches":  # the header, written once TRL's arguments are saved
@@ -131,14 +142,38 @@ class TrlReader:
         if isinstance(step, int | float):
             self._global_step = float(step)
         step_end = any(k.startswith("train/") and k != GLOBAL_STEP for k in row)
-        profiled = {k: float(v) for k, v in row.items() if k.startswith(PROFILING)}
-        try:
-            k = self._cutter.row(float(row["_timestamp"]), self._global_step, step_end, profiled)
-        except (KeyError, TypeError, ValueError):
-            self.warnings.append(f"{ROWS_FILE}: a row without its _timestamp")
+        if self._async is None:  # the plan benchbed wrote before launching says which trainer runs
+            handoff = read_handoff(Path(self.run_dir), self.warnings)
+            self._async = handoff is not None and handoff.mode == "async"
+        if self._async:
+            if step_end:
+                self._async_step(row, now)
             return
+        profiled = {k: float(v) for k, v in row.items() if k.startswith(PROFILING)}
+        k = self._cutter.row(float(row["_timestamp"]), self._global_step, step_end, profiled)
         if k is not None:
             self._step(k, now)
+
+    def _async_step(self, row: dict[str, Any], now: float) -> None:
+        """A step of TRL's asynchronous GRPO: its `perf/*` and `batch/*` figures (logged as `train/<key>`), summed
+        per canonical key as parse.parse_async sums them; a step without `perf/step_s` (the first) has no time."""
+        k = int(self._global_step)
+        if k in self._async_seen:
+            return
+        self._async_seen.add(k)
+        if not self._async_keys:
+            release, _ = KEYMAP.nearest(self._header.get("versions", {}).get("trl", ""))
+            for role in ("step", "component", "counter"):
+                self._async_keys.update({n: c for n, c in KEYMAP.mapping(release, role, "async").items()
+                                         if n not in self._async_keys})  # fmt: skip
+        summed: dict[str, float] = {}
+        for key, value in row.items():
+            canonical = self._async_keys.get(key.removeprefix("train/")) if key.startswith("train/") else None
+            if canonical is not None:
+                summed[canonical] = summed.get(canonical, 0.0) + float(value)
+        if K.TRAINER_STEP in summed:
+            self.figures.step(k, summed[K.TRAINER_STEP], summed.get(K.TRAINER_WAIT, 0.0),
+                              int(summed.get(K.SAMPLES_TRAINED, 0)), now)  # fmt: skip
 
     def _step(self, k: int, now: float) -> None:
         """Step k ended: credit its batches (logged at global_step k − 1 or before) and sandbox starts, then it."""

@@ -130,3 +130,47 @@ def test_a_run_without_the_rows_file_ends_when_trl_logs_its_summary_with_a_warni
     assert figures.ended and figures.step_numbers == []
     assert reader.warnings == [f"{run}: no {ROWS_FILE} (written by the scripts benchbed renders): no live steps; the "
                                "figures are the finished run's"]  # fmt: skip
+
+
+def test_asynchronous_grpo_steps_are_its_perf_figures_as_parse_sums_them(tmp_path: Path) -> None:
+    """TRL's AsyncGRPOTrainer logs per-step `perf/*` and `batch/*` figures (key names imitated from TRL 1.16.0's
+    trl/experimental/async_grpo/async_grpo_trainer.py, as in test_trl_parts.py; a real run needs a GPU and vLLM);
+    the Trainer's W&B callback sends each as `train/<key>`, the row the rendered script writes."""
+    log = [{"step": 1, "perf/fwd_bwd_s": 0.5, "perf/rollout_wait_s": 2.0, "batch/samples_per_step": 8.0},
+           *({"step": k, "perf/step_s": 1.0 + k / 10, "perf/fwd_bwd_s": 0.5, "perf/optimizer_s": 0.1,
+              "perf/rollout_wait_s": 0.1 * k, "perf/weight_sync_s": 0.1, "batch/samples_per_step": 8.0,
+              "sample/staleness_mean": 1.0} for k in (2, 3, 4)),
+           {"train_runtime": 4.0, "step": 4}]  # fmt: skip
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": log, "global_step": 4, "max_steps": 4}))
+    (tmp_path / "training_args.json").write_text(json.dumps({"num_generations": 4, "per_device_train_batch_size": 8}))
+    (tmp_path / "benchbed-plan.json").write_text(json.dumps({"schema_version": 1, "adapter": "trl", "mode": "async",
+                                                             "argv": ["python", "trl_grpo.py"]}))  # fmt: skip
+    rows = [{"_timestamp": 100.0 + e["step"], **{f"train/{k}": v for k, v in e.items() if k != "step"},
+             "train/global_step": e["step"]} for e in log[:-1]]  # fmt: skip
+    (tmp_path / ROWS_FILE).write_text("".join(json.dumps(r) + "\n" for r in [*rows, {"run_end": 105.0}]))
+    figures = LiveFigures(warmup_steps=1)
+    reader = live_reader("trl", tmp_path, figures)
+    reader.update(now=0.0)
+    reader.close()
+    assert figures.ended and figures.step_numbers == [2, 3, 4]  # step 1 has no perf/step_s: no time
+    live = figures.figures()["run"]
+    assert live["trainer_idle_ratio"] == pytest.approx((0.2 + 0.3 + 0.4) / (1.2 + 1.3 + 1.4))  # steps 2-4, by hand
+    assert live["trainer_throughput_sps"] == pytest.approx(24 / (1.2 + 1.3 + 1.4))
+    metrics = compute_metrics(get_adapter("trl").parse(tmp_path), warmup_steps=1)
+    assert live["trainer_idle_ratio"] == pytest.approx(metrics["trainer_idle_ratio"].value, rel=1e-12)
+    assert live["trainer_throughput_sps"] == pytest.approx(metrics["trainer_throughput_sps"].value, rel=1e-12)
+
+
+def test_lines_that_are_not_what_the_script_writes_are_warnings_and_the_rest_is_read(tmp_path: Path) -> None:
+    run = shutil.copytree(FIXTURE, tmp_path / "run")
+    rows = _lines(ROWS_FILE)
+    (run / ROWS_FILE).write_text("".join([rows[0], "{not json\n", '{"train/loss": 1.0}\n', *rows[1:]]))
+    figures = LiveFigures(warmup_steps=1)
+    reader = live_reader("trl", run, figures)
+    reader.update(now=0.0)
+    reader.close()
+    assert figures.ended and figures.step_numbers == list(range(1, STEPS + 1))
+    assert reader.warnings == [
+        f"{ROWS_FILE}: a line that is not JSON (the final parse names it)",
+        f"{ROWS_FILE}: a line without what the script writes there (KeyError: '_timestamp')",
+    ]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,6 +82,12 @@ class Adapter(ABC):
     def find_runs(self, path: Path) -> list[Path]:
         """The run directories under the directory `path`, outermost first; by default `path` is one run."""
         return [Path(path)]
+
+    def live_reader(self) -> Callable[..., Any] | None:
+        """What follows this adapter's runs while they run (`benchbed watch`): called with the run directory and the
+        LiveFigures to feed, it returns a reader (benchbed.watch.readers.LiveReader); None, the default, when the
+        adapter's files are read only once the run ends."""
+        return None
 
     def figure_definitions(self) -> dict[str, FigureDefinition]:
         """How the framework defines each of its own figures (`framework_<name>` -> its definition and unit), so a

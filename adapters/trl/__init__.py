@@ -17,4 +17,5 @@ class TrlAdapter(FrameworkAdapter):
     renderer = ".render:render_plan"
     parser = ".parse:parse_path"
     run_marker = ".discover:marks_run"
+    watcher = ".live:TrlReader"  # the rows the rendered script tees from W&B, as they are logged
     keymap = "keymap.toml"  # its framework figures' definitions (TRL reads no tracker history through the kit)

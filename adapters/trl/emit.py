@@ -84,7 +84,7 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
         if table is None or len(table) != n:
             run.warnings.append(f"step {step}: no record of batch {g}'s {n} samples; left out")
             continue
-        rewards = _total_rewards(table, names, weights)
+        rewards = total_rewards(table, names, weights)
         slices = _slices(run, g, n, schedule.per_device_batch)
         window = timeline.generation.get(step) if timeline is not None else None
         v_start = schedule.version_at(schedule.generation_micro_step(g))
@@ -111,7 +111,7 @@ def emit_samples(builder: TraceBuilder, run: Run, schedule: Schedule, last: int,
                 builder.add(K.ROLLOUT_GROUP, "point", **point)
 
 
-def _total_rewards(table: pd.DataFrame, names: list[str], weights: list[float] | None) -> list[float]:
+def total_rewards(table: pd.DataFrame, names: list[str], weights: list[float] | None) -> list[float]:
     """TRL's reward per sample: the weighted sum of the reward functions' columns, NaNs left out (nansum)."""
     columns = names or [c for c in table.columns if c not in TOKEN_COLUMNS]
     weights = weights or [1.0] * len(columns)

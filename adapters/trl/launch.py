@@ -4,18 +4,22 @@ and callbacks, then train. Heavy imports (torch, transformers, datasets, trl) ha
 Besides TRL's own outputs (trainer_state.json, the W&B offline run), the script leaves `benchbed-trl-batches.jsonl`:
 per generated batch, the rewards each reward function returned, the token counts, and the permutation TRL drew
 to shuffle the batch before cutting it into per-step slices, so the parser knows exactly which sample each
-optimizer step trained on. (TRL's own completions tables, `log_completions`, would cost a quarter of each step:
-with W&B on, TRL also logs each as a W&B table.)"""
+optimizer step trained on (TRL's own completions tables, `log_completions`, would cost a quarter of each step:
+with W&B on, TRL also logs each as a W&B table); and `benchbed-trl-rows.jsonl`, each row the run sends to W&B as
+it is sent, for `benchbed watch` (W&B's offline record log reaches the disk only when the process ends)."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import importlib.util
 import json
+import math
 import os
 import random
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from benchbed.adapters.trl.options import TESTED_BELOW, TESTED_MIN, TESTED_RANGE
 from benchbed.adapters.trl.rewards import SandboxChecker, arith
 
 BATCHES_FILE = "benchbed-trl-batches.jsonl"
+ROWS_FILE = "benchbed-trl-rows.jsonl"
 ARGS_FILE = "training_args.json"  # TRL's resolved GRPOConfig, as TrainingArguments.to_json_string writes it
 
 
@@ -231,9 +236,37 @@ def write_header(trainer: Any) -> None:
     (out / BATCHES_FILE).write_text(json.dumps(header) + "\n")
 
 
+def _append(path: Path, line: dict[str, Any]) -> None:
+    with path.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def log_rows(out: Path) -> None:
+    """Write each W&B row as the run logs it: one JSON line per `wandb.log` call, its numbers and the `_timestamp`
+    W&B stores (stamped here, so W&B keeps this same time). When the process exits, after W&B has closed its run
+    (its exit hooks, registered later, run first), a last line `{"run_end": time}`: the run's files are complete."""
+    path = out / ROWS_FILE
+    path.write_text("")
+    atexit.register(lambda: _append(path, {"run_end": time.time()}))
+    try:
+        from wandb.sdk.wandb_run import Run
+    except ImportError:
+        return
+    log = Run.log
+
+    @functools.wraps(log)
+    def logged(self: Any, data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        stamped = {"_timestamp": time.time(), **data}
+        _append(path, {k: v for k, v in stamped.items() if isinstance(v, int | float) and math.isfinite(v)})
+        return log(self, stamped, *args, **kwargs)
+
+    Run.log = logged
+
+
 def run(trainer: Any, recorder: Recorder) -> None:
     """Train, save the final state, and close what the reward functions opened (sandboxes) on every path out."""
     write_header(trainer)
+    log_rows(Path(trainer.args.output_dir))
     recorder.install(trainer)
     try:
         trainer.train()

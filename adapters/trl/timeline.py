@@ -65,10 +65,6 @@ def read_timeline(run_dir: Path, warnings: list[str], origin: float | None = Non
 
 def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str, origin: float | None = None) -> Timeline:
     """Pure: a history frame (`step`, `wall_time`, key columns) -> the timeline."""
-    components = KEYMAP.at(release, "component", "sync")
-    timed = KEYMAP.at(release, "native", "sync")
-    phases = [e for e in timed if e.within != "step"]  # generation and rewards, inside the batch's preparation
-    natives = [e for e in timed if e.within == "step"]
     frame = frame.sort_values("step", kind="stable")
     profiled = [c for c in frame.columns if isinstance(c, str) and c.startswith(PROFILING)]
     walls = frame["wall_time"].to_numpy(dtype=float)
@@ -78,26 +74,50 @@ def timeline_from(frame: pd.DataFrame, warnings: list[str], release: str, origin
     logged = [c for c in frame.columns if isinstance(c, str) and c.startswith("train/") and c != GLOBAL_STEP]
     step_end = frame[logged].notna().any(axis=1).to_numpy() if logged else [False] * len(frame)
     values = {c: frame[c].to_numpy(dtype=float) for c in profiled}
-    timeline = Timeline(origin=math.nan if origin is None else origin)
-    pending: list[tuple[str, float, float]] = []  # native key, start, end (epoch)
-    previous_end: float | None = None
+    cutter = StepCutter(Timeline(origin=math.nan if origin is None else origin), release)
     for row, wall in enumerate(walls):
-        pending += [(c, wall - values[c][row], wall) for c in profiled if math.isfinite(values[c][row])]
-        step = steps[row]
-        if not step_end[row] or not math.isfinite(step) or int(step) in timeline.step_bounds:
-            continue
-        k = int(step)
-        start = previous_end if previous_end is not None else min((s for _, s, _ in pending), default=wall)
-        timeline.step_bounds[k] = (start, wall)
-        previous_end = wall
-        _assign(timeline, k, pending, components, phases, natives)
-        pending = []
+        cutter.row(float(wall), float(steps[row]), bool(step_end[row]), {c: float(values[c][row]) for c in profiled})
+    timeline = cutter.timeline
     if math.isnan(timeline.origin):
         timeline.origin = min((b[0] for b in timeline.step_bounds.values()), default=0.0)
-    if pending:
-        warnings.append(f"{len(pending)} profiling rows after the last logged step (a step cut short) left out")
+    if cutter.pending:
+        warnings.append(f"{len(cutter.pending)} profiling rows after the last logged step (a step cut short) left out")
     _shift(timeline)
     return timeline
+
+
+@dataclass
+class StepCutter:
+    """History rows, in order, cut into steps on `timeline` (epoch seconds): a row's profiling timers are spans that
+    end at the row's time; a row logging train/* keys ends its step, which starts where the previous step ended (the
+    first, where its first timed block began). The parser feeds it a whole history, the live reader row by row."""
+
+    timeline: Timeline
+    release: str
+    pending: list[tuple[str, float, float]] = field(default_factory=list)  # native key, start, end (epoch)
+    previous_end: float | None = None
+    _entries: tuple[list[KeyEntry], list[KeyEntry], list[KeyEntry]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        timed = KEYMAP.at(self.release, "native", "sync")
+        phases = [e for e in timed if e.within != "step"]  # generation and rewards, inside the batch's preparation
+        natives = [e for e in timed if e.within == "step"]
+        self._entries = (KEYMAP.at(self.release, "component", "sync"), phases, natives)
+
+    def row(self, wall: float, step: float, step_end: bool, profiled: dict[str, float]) -> int | None:
+        """One row: `step` (its train/global_step), whether it logs train/* keys, its profiling timers (seconds, NaN
+        where absent); the step it ends, or None."""
+        self.pending += [(key, wall - seconds, wall) for key, seconds in profiled.items() if math.isfinite(seconds)]
+        if not step_end or not math.isfinite(step) or int(step) in self.timeline.step_bounds:
+            return None
+        k = int(step)
+        first = min((s for _, s, _ in self.pending), default=wall)
+        start = self.previous_end if self.previous_end is not None else first
+        self.timeline.step_bounds[k] = (start, wall)
+        self.previous_end = wall
+        _assign(self.timeline, k, self.pending, *self._entries)
+        self.pending = []
+        return k
 
 
 def _assign(timeline: Timeline, k: int, spans: list[tuple[str, float, float]], components: list[KeyEntry],

@@ -31,7 +31,8 @@ class FrameworkAdapter(Adapter):
 
     An adapter that reads tracker histories (W&B, MLflow, TensorBoard) also sets `history_parser` (History) ->
     Trace, `history_kinds` (the sources `parse` hands to it) and `keymap` (its key-map file, whose `identify`
-    list says which keys mark a history as this framework's)."""
+    list says which keys mark a history as this framework's). One whose runs can be followed while they run sets
+    `watcher` (run_dir, LiveFigures) -> a live reader (benchbed.watch.readers.LiveReader)."""
 
     renderer: ClassVar[Ref]
     parser: ClassVar[Ref]
@@ -39,6 +40,7 @@ class FrameworkAdapter(Adapter):
     history_parser: ClassVar[Ref | None] = None
     history_kinds: ClassVar[tuple[str, ...]] = ("wandb", "wandb-cloud", "mlflow", "tensorboard")
     keymap: ClassVar[str | None] = None  # file name beside the adapter's package, e.g. "keymap.toml"
+    watcher: ClassVar[Ref | None] = None  # (run_dir, LiveFigures) -> its live reader, for `benchbed watch`
 
     def render(self, spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         """The command that runs `spec` with its artifacts written under `run_dir`."""
@@ -54,6 +56,10 @@ class FrameworkAdapter(Adapter):
             if history_kind(Path(path)) in self.history_kinds:
                 return self.parse_history(open_history(Path(path)))
         return self._function("parser")(Path(path))
+
+    def live_reader(self) -> Callable[..., Any] | None:
+        """The `watcher` the adapter declares (see benchbed.adapter.Adapter.live_reader), or None."""
+        return None if type(self).watcher is None else self._function("watcher")
 
     def parse_history(self, history: History) -> Trace:
         """A tracker's history of a run as the canonical trace, through the adapter's key map."""

@@ -10,10 +10,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from benchbed.engine.eventlog import EVENTS_DIRNAME
-from benchbed.errors import BenchbedError
+from benchbed.errors import AdapterError, BenchbedError
 from benchbed.sandbox.events import Ev
 from benchbed.watch.live import LiveFigures
 from benchbed.watch.tail import DirTail
@@ -129,19 +129,60 @@ HANDLERS: dict[str, Callable[[RefReader, dict[str, Any], float], None]] = {
     "sandbox": _sandbox, "run_end": _run_end,
 }  # fmt: skip
 
-READERS: dict[str, type[RefReader]] = {"ref": RefReader}
+
+class LiveReader(Protocol):
+    """What `benchbed watch` asks of a live reader: read the appended bytes into its LiveFigures, say what it could
+    not read, release its files."""
+
+    framework: str
+    warnings: list[str]
+
+    def update(self, now: float) -> int: ...
+
+    @property
+    def resets(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+# The readers of the core's own files; an adapter's own reader is the `live_reader` it declares (Adapter.live_reader).
+READERS: dict[str, Callable[[Path, LiveFigures], LiveReader]] = {"ref": RefReader}
+
+
+def reader_of(adapter: str) -> Callable[[Path, LiveFigures], LiveReader] | None:
+    """What builds `adapter`'s live reader: the core's, else the one the adapter declares; None when it has none."""
+    if adapter in READERS:
+        return READERS[adapter]
+    from benchbed.adapter import get_adapter
+
+    try:
+        return get_adapter(adapter).live_reader()
+    except AdapterError:
+        return None
+
+
+def watchable() -> list[str]:
+    """The adapters whose runs can be followed live."""
+    from benchbed.adapter import available_adapters
+
+    return sorted(set(READERS) | {name for name in available_adapters() if reader_of(name) is not None})
+
+
+def _builder(adapter: str, where: str | Path) -> Callable[[Path, LiveFigures], LiveReader]:
+    build = reader_of(adapter)
+    if build is None:
+        raise BenchbedError(
+            f"{where}: benchbed watch follows {', '.join(watchable())} runs live; the {adapter} adapter's "
+            "files are read once the run ends (benchbed ingest)"
+        )
+    return build
 
 
 def check_watchable(adapter: str, where: str | Path) -> None:
     """Refuse, in one line naming `where`, an adapter whose files have no live reader (before anything launches)."""
-    if adapter not in READERS:
-        raise BenchbedError(
-            f"{where}: benchbed watch follows {', '.join(sorted(READERS))} runs live; the {adapter} adapter's "
-            "files are read once the run ends (benchbed ingest)"
-        )
+    _builder(adapter, where)
 
 
-def live_reader(adapter: str, run_dir: Path, figures: LiveFigures) -> RefReader:
+def live_reader(adapter: str, run_dir: Path, figures: LiveFigures) -> LiveReader:
     """The live reader of `adapter`'s files; a clear error naming the adapters that have one."""
-    check_watchable(adapter, run_dir)
-    return READERS[adapter](Path(run_dir), figures)
+    return _builder(adapter, run_dir)(Path(run_dir), figures)

@@ -16,7 +16,7 @@ from benchbed.metrics.registry import display_order
 from benchbed.record import MetricValue
 from benchbed.watch.alarms import Alarm, AlarmRule, check, load_rules
 from benchbed.watch.live import LiveFigures, Sums, figures_of
-from benchbed.watch.readers import RefReader, live_reader
+from benchbed.watch.readers import LiveReader, live_reader
 
 # The figures a step row carries (every live figure), in the registry's display order.
 SHOWN = tuple(sorted([*figures_of(Sums(), math.nan), "generator_utilization"], key=display_order))
@@ -50,7 +50,7 @@ class Watch:
     clock: Callable[[], float] = time.time
     figures: LiveFigures = field(init=False)
     alarms: list[Alarm] = field(default_factory=list)
-    _reader: RefReader = field(init=False)
+    _reader: LiveReader = field(init=False)
     _fired: set[str] = field(default_factory=set)
     _seen: int = 0
 

@@ -102,7 +102,7 @@ def test_refusals_are_one_line() -> None:
     unwatchable = benchbed("run", quickstart, "--watch")
     assert unwatchable.returncode == 2
     assert unwatchable.stderr.strip().splitlines() == [
-        f"benchbed: error: {quickstart}: benchbed watch follows ref runs live; the sim adapter's files are read "
+        f"benchbed: error: {quickstart}: benchbed watch follows ref, trl runs live; the sim adapter's files are read "
         "once the run ends (benchbed ingest)"
     ]
     port_alone = benchbed("run", quickstart, "--prometheus-port", "9")

@@ -7,6 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.adapterkit.adapter import HistoryAdapter
 
+COUNTDOWN = "examples.countdown.unified_trainer.train_countdown_unified_tinker"  # rLLM's Tinker example
+
 
 class RllmOptions(BaseModel):
     """The spec's `[rllm]` table."""
@@ -14,8 +16,7 @@ class RllmOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     checkout: str = Field("/workspace/rllm", description="the rLLM checkout the command runs in")
-    entrypoint: str = Field("examples.countdown.unified_trainer.train_countdown_unified_tinker",
-                            description="the training script's module (`python -m`), a Hydra app over rLLM's config")  # fmt: skip
+    entrypoint: str = Field(COUNTDOWN, description="the training script's module (`python -m`), a Hydra app")
     fwd_bwd_group_size: int | None = Field(None, gt=0, description="rllm.async_training.fwd_bwd_group_size")
     partial_rollout: bool = Field(False, description="rllm.async_training.partial_rollout (no drain at weight sync)")
     test_freq: int = Field(0, ge=0, description="rllm.trainer.test_freq (steps between validations; 0: none)")

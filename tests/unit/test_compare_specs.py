@@ -8,7 +8,19 @@ from pathlib import Path
 from benchbed.spec import load_spec
 
 COMPARE = Path(__file__).resolve().parents[2] / "experiments" / "compare"
-FRAMEWORKS = ("verl", "slime", "prime_rl", "trl", "areal", "nemo_rl", "skyrl", "openrlhf", "roll")
+FRAMEWORKS = (
+    "verl",
+    "slime",
+    "prime_rl",
+    "trl",
+    "areal",
+    "nemo_rl",
+    "skyrl",
+    "openrlhf",
+    "roll",
+    "miles",
+    "tinker_cookbook",
+)
 
 
 def test_every_framework_runs_the_same_workload_on_the_same_gpus() -> None:

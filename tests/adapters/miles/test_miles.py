@@ -45,7 +45,9 @@ def test_a_fully_async_run_ingests_to_the_hand_computed_figures(ingest: Callable
 def test_rewards_and_evaluations_are_quality_rows() -> None:
     trace = ADAPTER.parse(RUN)
     reward = trace.of("quality.reward_mean").sort_values("step")
-    assert list(reward["value"]) == pytest.approx([0.3 + 0.05 * k for k in range(5)])  # the trainer's rollout/raw_reward
+    assert list(reward["value"]) == pytest.approx(
+        [0.3 + 0.05 * k for k in range(5)]
+    )  # the trainer's rollout/raw_reward
     score = trace.of("quality.eval.gsm8k").sort_values("step")
     assert list(zip(score["step"], score["value"], strict=True)) == [(3, 0.375), (5, 0.5)]  # eval at rollouts 2, 4
 

@@ -5,6 +5,7 @@ command rendered from a spec."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,3 +106,17 @@ def test_the_fixtures_regenerate(fixture_generator: Callable, tmp_path: Path) ->
     for name in ("meta.json", "metrics.jsonl", "phases/20251206_19.jsonl"):
         mine, theirs = tmp_path / RUN.name / "dashboard" / name, RUN / "dashboard" / name
         assert mine.read_bytes() == theirs.read_bytes(), name
+
+
+def test_bad_lines_are_named_by_file_and_line_and_skipped(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    metrics, phases = run / "dashboard" / "metrics.jsonl", run / "dashboard" / "phases" / "20251206_19.jsonl"
+    metrics.write_text(metrics.read_text() + '{"step": 5}\n')
+    phases.write_text('{"name": "train"}\n' + phases.read_text())
+    trace = ADAPTER.parse(run)
+    assert (
+        f'{metrics}:23: not a MetricsRecord; expected {{"ts": T, "step": N, "metrics": {{...}}}}' in trace.meta.warnings
+    )
+    assert f"{phases}:1: not a PhaseEvent; expected {{name, t0, t1, node, gpus, rank, role}}" in trace.meta.warnings
+    assert len(trace.of("trainer.step")) == 5 and len(trace.of("native.phase/train")) == 10

@@ -93,7 +93,7 @@ def read_metric_rows(rows: Iterable[tuple[str, dict[str, Any]]], data: RunData, 
         raise NotThisFrameworkError(
             f"not a prime-rl run: {source} has {n_rows} row(s) but none with prime-rl trainer keys "
             f"({', '.join(list(TRAINER_TIMERS)[:2])}) or orchestrator keys (time/wait_for_policy, off_policy/*, "
-            f"progress/*); {detail}"
+            f"progress/total_*, progress/num_*); {detail}"
         )
     if roles.get(""):
         data.warnings.append(f"{source}: {roles['']} row(s) matched neither trainer nor orchestrator keys; ignored")

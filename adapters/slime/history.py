@@ -23,6 +23,14 @@ ROLLOUT_STEP, TRAIN_STEP, EVAL_STEP = "rollout/step", "train/step", "eval/step"
 
 
 def parse_history(history: History) -> Trace:
+    """The trace of the per-rollout dicts `collect_history` reads."""
+    c = collect_history(history)
+    trace = build_trace(c, detect_mode(c))
+    trace.meta.extra["history"] = history.source.as_dict()
+    return with_gpu_samples(trace, history).validate()
+
+
+def collect_history(history: History) -> Collected:
     """Rows are read per process (run), in the order that process logged them: a trainer `perf` dict takes the
     `train/*` rows logged before it, as in the console log. Wall times are the tracker's (epoch) clock; the run
     starts when the tracker says it did."""
@@ -56,6 +64,4 @@ def parse_history(history: History) -> Trace:
             f"not a slime history: {uri}: no row on slime's `rollout/step` axis carries its trainer "
             f"({', '.join(M.TRAINER_PERF_MARKERS)}) or rollout manager ({', '.join(M.ROLLOUT_PERF_MARKERS)}) keys"
         )
-    trace = build_trace(c, detect_mode(c))
-    trace.meta.extra["history"] = history.source.as_dict()
-    return with_gpu_samples(trace, history).validate()
+    return c

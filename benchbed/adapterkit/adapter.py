@@ -78,11 +78,30 @@ class FrameworkAdapter(Adapter):
         return self._function("history_parser")(history)
 
     def recognises(self, keys: Iterable[str]) -> bool:
-        """Whether a history with these keys is this framework's: one of them matches the key map's `identify`."""
+        """Whether a history with these keys is this framework's: one of them matches the key map's `identify`, and
+        no registered adapter whose key map `extends` this one recognises them (a fork's history logs its base's
+        keys too: it is the fork's)."""
         if self.keymap is None:
             return False
+        keys = list(keys)
         pattern = self._keymap().identifier()
-        return any(pattern.match(k) for k in keys)
+        return any(pattern.match(k) for k in keys) and not any(fork.recognises(keys) for fork in self._forks())
+
+    def _forks(self) -> list[FrameworkAdapter]:
+        """The registered adapters whose key maps extend this adapter's framework."""
+        from benchbed.adapter import available_adapters, get_adapter
+        from benchbed.errors import AdapterError
+
+        framework, forks = self._keymap().framework, []
+        for name in available_adapters():
+            try:
+                adapter = get_adapter(name)
+            except AdapterError:  # a broken outside adapter extends nothing
+                continue
+            mapped = name != self.name and isinstance(adapter, FrameworkAdapter) and adapter.keymap is not None
+            if mapped and adapter._keymap().extends == framework:
+                forks.append(adapter)
+        return forks
 
     def figure_definitions(self) -> dict[str, FigureDefinition]:
         """From the key map's `framework` entries: `framework_<name>` -> the native keys it is read from, each with

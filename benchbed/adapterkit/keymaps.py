@@ -17,8 +17,11 @@ beside the role, never a role word of its own:
 - `rate_timer` (a rate, unit `*/s`): the native key of the timer it was divided by; the count is rate x timer.
 An optional `[lines]` table names the console lines the adapter reads: name = a Python regular expression.
 An optional `identify` list holds native keys (patterns as above) that only this framework logs: a tracker history
-with any of them is this framework's (`benchbed ingest` without --adapter). The loader refuses an unknown role,
-field, unit, canonical key, release, `within`, `process` or `rate_timer`, naming the file and the entry."""
+with any of them is this framework's (`benchbed ingest` without --adapter). An optional `extends` names the framework
+whose key map this one extends (a fork that logs its keys and more of its own, such as Miles of slime): the fork's
+parser reads the base's keys through the base's map, and a history both recognise is the fork's. The loader
+refuses an unknown role, field, unit, canonical key, release, `within`, `process` or `rate_timer`, naming the file
+and the entry."""
 
 from __future__ import annotations
 
@@ -143,6 +146,7 @@ class KeyMap:
     entries: tuple[KeyEntry, ...]
     lines: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False)  # [lines], compiled
     identify: tuple[str, ...] = ()  # native keys (patterns) that mark a history as this framework's
+    extends: str = ""  # the framework whose key map this one extends ('' = none)
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -267,8 +271,11 @@ def load_keymap(path: Path) -> KeyMap:
     identify = raw.get("identify") or []
     if not isinstance(identify, list) or not all(isinstance(k, str) and k for k in identify):
         raise AdapterError(f'{path}: `identify` must be a list of native keys, e.g. ["timing_s/step"]')
+    extends = raw.get("extends", "")
+    if not isinstance(extends, str):
+        raise AdapterError(f'{path}: `extends` must name a framework, e.g. "slime"')
     framework = raw.get("framework", path.parent.name)
-    return KeyMap(framework, path, releases, facts, tuple(entries), lines, identify=tuple(identify))
+    return KeyMap(framework, path, releases, facts, tuple(entries), lines, identify=tuple(identify), extends=extends)
 
 
 def _entry(where: str, item: dict[str, Any], releases: tuple[str, ...]) -> KeyEntry:

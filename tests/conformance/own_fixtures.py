@@ -26,6 +26,8 @@ COMMITTED: dict[str, tuple[str, ...]] = {
     "roll": ("roll/async-*", "roll/sync-*", "roll/console/*.log"),  # histories and console logs: make_*.py there
     "open_instruct": ("open_instruct/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md)
     "rllm": ("rllm/*-steps",),  # made by make_fixtures.py beside them (real wandb offline; README.md there)
+    "miles": ("miles/*-steps",),  # dashboard folders written by make_fixtures.py beside them (README.md there)
+    "tinker_cookbook": ("tinker_cookbook/*-steps",),  # log folders written by make_fixtures.py beside them
 }
 GENERATED = ("sim", "sandbox")  # runs produced at test time by the adapter's own launch
 

@@ -292,7 +292,9 @@ def test_key_map_refuses_unknown_keys_units_releases_roles_and_line_patterns(tmp
             load_keymap(_write_map(tmp_path / f"{len(body)}-{len(message)}.toml", body))
 
 
-@pytest.mark.parametrize("framework", ["verl", "slime", "prime_rl", "trl", "example", "example_history"])
+@pytest.mark.parametrize(
+    "framework", ["verl", "slime", "prime_rl", "trl", "example", "example_history", "miles", "tinker_cookbook"]
+)
 def test_every_adapter_key_map_loads_with_the_shared_roles(framework: str) -> None:
     root = Path(__file__).resolve().parents[2] / "adapters" / framework / "keymap.toml"
     km = load_keymap(root)
@@ -334,3 +336,34 @@ def test_framework_adapter_resolves_references_and_keeps_functions_unbound(tmp_p
     (tmp_path / "a" / "b" / "toy.log").write_text("\n\nfirst\n")
     assert _Toy().find_runs(tmp_path) == [tmp_path / "a" / "b"]
     assert _Toy().parse(tmp_path / "a" / "b" / "toy.log") == b"first\n"
+
+
+def test_chrome_trace_pairs_begin_and_end_events_per_track(tmp_path: Path) -> None:
+    from benchbed.adapterkit.chrome_trace import complete_events
+
+    lines = [
+        {"name": "outer", "ph": "B", "pid": 0, "tid": 7, "ts": 1_000_000, "args": {"track": "Task-1"}},
+        {"name": "thread_name", "ph": "M", "pid": 0, "tid": 7, "ts": 0, "args": {"name": "Task-1"}},
+        {"name": "other", "ph": "B", "pid": 0, "tid": 8, "ts": 1_500_000},
+        {"name": "inner", "ph": "B", "pid": 0, "tid": 7, "ts": 2_000_000},
+        {"name": "x", "ph": "X", "pid": 1, "tid": 1, "ts": 2_500_000, "dur": 250_000},
+        {"name": "inner", "ph": "E", "pid": 0, "tid": 7, "ts": 3_000_000},
+        {"name": "outer", "ph": "E", "pid": 0, "tid": 7, "ts": 4_000_000, "args": {"step": 3}},
+        {"name": "stray", "ph": "E", "pid": 0, "tid": 9, "ts": 4_500_000},
+    ]
+    path = tmp_path / "trace_events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    warnings: list[str] = []
+    table, truncated = complete_events(path, warnings)
+    got = list(zip(table["name"], table["t0"], table["t1"], table["line"], strict=True))
+    assert got == [("outer", 1.0, 4.0, 1), ("inner", 2.0, 3.0, 4), ("x", 2.5, 2.75, 5)]  # by the line each began
+    assert table["args"][0] == {"track": "Task-1", "step": 3} and not truncated  # B's args, then E's
+    assert warnings == [f"{path}:8: skipped 'E' event with no 'B' open on pid 0 tid 9",
+                        f"{path}:3: 'B' event 'other' never ended; left out"]  # fmt: skip
+
+
+def test_a_key_map_may_extend_another_frameworks(tmp_path: Path) -> None:
+    body = 'extends = "base"\n[[key]]\nnative = "a"\nrole = "native"\n'
+    assert load_keymap(_write_map(tmp_path / "fork.toml", body)).extends == "base"
+    with pytest.raises(AdapterError, match="`extends` must name a framework"):
+        load_keymap(_write_map(tmp_path / "bad.toml", body.replace('"base"', "1")))

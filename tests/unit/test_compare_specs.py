@@ -9,7 +9,7 @@ from benchbed.spec import load_spec
 
 COMPARE = Path(__file__).resolve().parents[2] / "experiments" / "compare"
 FRAMEWORKS = ("verl", "slime", "prime_rl", "trl", "areal", "nemo_rl", "skyrl", "openrlhf", "roll")
-FRAMEWORKS += ("open_instruct", "rllm")
+FRAMEWORKS += ("open_instruct", "rllm", "miles", "tinker_cookbook")
 
 
 def test_every_framework_runs_the_same_workload_on_the_same_gpus() -> None:

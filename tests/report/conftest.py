@@ -82,12 +82,15 @@ def sim_run() -> Callable[..., tuple[RunRecord, Trace]]:
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FRAMEWORK_FIXTURES = (("verl", "verl/verl-0.9.1-v1_sync"), ("slime", "slime/fully_async_swe"),
                       ("prime_rl", "prime_rl/head-559b447"))  # fmt: skip
-# One asynchronous run per framework adapter: the README's nine-framework comparison (docs/guides/compare.md)
-NINE_FRAMEWORKS = (("verl", "verl/verl-0.9.1-fully_async"), ("slime", "slime/fully_async_swe"),
-                   ("prime_rl", "prime_rl/head-559b447"), ("trl", "trl/grpo-spg2-sandbox"),
-                   ("areal", "areal/grpo-async-6x8"), ("nemo_rl", "nemo_rl/async-6-steps"),
-                   ("skyrl", "skyrl/fully-async-6-steps"), ("openrlhf", "openrlhf/async-3c3be62"),
-                   ("roll", "roll/async-8eb27cc"))  # fmt: skip
+# One run per framework adapter (asynchronous where the fixtures have one): the README's comparison of the thirteen
+# frameworks (docs/guides/compare.md)
+ALL_FRAMEWORKS = (("verl", "verl/verl-0.9.1-fully_async"), ("slime", "slime/fully_async_swe"),
+                  ("prime_rl", "prime_rl/head-559b447"), ("trl", "trl/grpo-spg2-sandbox"),
+                  ("areal", "areal/grpo-async-6x8"), ("nemo_rl", "nemo_rl/async-6-steps"),
+                  ("skyrl", "skyrl/fully-async-6-steps"), ("openrlhf", "openrlhf/async-3c3be62"),
+                  ("roll", "roll/async-8eb27cc"), ("open_instruct", "open_instruct/async-6-steps"),
+                  ("rllm", "rllm/fully-async-6-steps"), ("miles", "miles/fully-async-5-steps"),
+                  ("tinker_cookbook", "tinker_cookbook/sync-4-steps"))  # fmt: skip
 
 
 def _fixture_run(adapter: str, fixture: str) -> tuple[RunRecord, Trace]:
@@ -115,7 +118,7 @@ def _matrix_run(concurrency: int, seed: int) -> tuple[RunRecord, Trace]:
 @pytest.fixture(scope="session")
 def framework_runs() -> list[tuple[RunRecord, Trace]]:
     """One fixture run of each framework adapter, parsed and measured as `benchbed ingest` would."""
-    return [_fixture_run(adapter, fixture) for adapter, fixture in NINE_FRAMEWORKS]
+    return [_fixture_run(adapter, fixture) for adapter, fixture in ALL_FRAMEWORKS]
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
+from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, attrs_json
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
@@ -44,6 +45,9 @@ def parse_path(path: Path) -> Trace:
 
 def parse_history(history: History) -> Trace:
     """Rows numbered i_batch + 1; in async mode only the training loop's rows (it logs `training_client/step`)."""
+    if not any(KEYMAP.identifier().match(k) for k in history.keys):  # time/total alone is open-instruct's too
+        raise NotThisFrameworkError(f"not a tinker_cookbook history: {history.source.uri} logs none of "
+                                    f"{', '.join(KEYMAP.identify)}")  # fmt: skip
     mode = "async" if ASYNC_STEP in history.keys else "sync"
     frame = history.frame
     if mode == "async":

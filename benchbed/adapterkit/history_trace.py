@@ -105,13 +105,16 @@ def epoch_origin(history: History) -> float:
     first system sample's wall time (NaN when it recorded no time at all)."""
     if np.isfinite(history.started):
         return float(history.started)
-    times = np.concatenate([history.frame[WALL_TIME].to_numpy(dtype=float), history.system["wall_time"].to_numpy()])
+    logged = history.frame[WALL_TIME].to_numpy(dtype=float) if WALL_TIME in history.frame else np.empty(0)
+    times = np.concatenate([logged, history.system["wall_time"].to_numpy(dtype=float)])
     times = times[np.isfinite(times)]
     return float(times.min()) if len(times) else float("nan")
 
 
 def step_log_times(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(steps, the wall time each was logged at): a step's row is logged when the step ends."""
+    if WALL_TIME not in frame:
+        return np.empty(0, dtype=np.int64), np.empty(0)
     timed = frame[[STEP, WALL_TIME]].dropna()
     logged = timed.groupby(STEP)[WALL_TIME].max()
     return logged.index.to_numpy(dtype=np.int64), logged.to_numpy(dtype=float)

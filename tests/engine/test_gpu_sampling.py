@@ -4,6 +4,7 @@ machine has no NVIDIA GPU), the samples in the trace's steps, and the GPU metric
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -18,12 +19,23 @@ from benchbed.metrics import compute_metrics
 from benchbed.pipeline import _with_sampled_gpus
 from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
-from .fake_nvml import FakeGpu, FakeNvml
+from .fake_nvml import FakeGpu, FakeNvml, NVMLError
 from .refrun import run_ref
 
 
-def test_without_nvml_nothing_is_sampled_and_nothing_fails(tmp_path: Path) -> None:
-    assert load_nvml() is None  # this machine: pynvml installed (the gpu extra) or not, no NVIDIA driver
+class NoDriver(FakeNvml):
+    """pynvml installed on a machine without the NVIDIA driver: nvmlInit fails (NVMLError_LibraryNotFound)."""
+
+    def nvmlInit(self) -> None:  # noqa: N802 (pynvml's name)
+        raise NVMLError("NVML Shared Library Not Found")
+
+
+@pytest.mark.parametrize(
+    "pynvml", [None, NoDriver([FakeGpu()]), FakeNvml([])], ids=["no-package", "no-driver", "no-gpu"]
+)
+def test_without_nvml_nothing_is_sampled_and_nothing_fails(pynvml: object, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", pynvml)  # None: `import pynvml` raises ImportError
+    assert load_nvml() is None
     with gpu_sampling(tmp_path) as sampling:
         assert sampling is False
     assert not (tmp_path / SAMPLES_FILENAME).exists()

@@ -18,3 +18,4 @@ class VerlAdapter(FrameworkAdapter):
     run_marker = ".discover:marks_run"
     history_parser = ".history:parse_history"
     keymap = "keymap.toml"
+    watcher = ".live:verl_reader"  # the file logger's metrics.jsonl, as verl appends to it

@@ -1,0 +1,89 @@
+"""A live reader for a framework whose per-step figures are the lines of a metrics JSONL (`{"step": N, "data": {...}}`,
+verl's file logger): each update turns the lines appended since the last one into the adapter's own trace rows
+(`to_trace`, the parse the finished run gets), and feeds each step's duration, wait and trained samples to the live
+figures. The run has ended once benchbed's record of it says so (a run benchbed launched), or never for a run it
+did not launch: `benchbed watch` is then stopped by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from benchbed import keys as K
+from benchbed.trace import Trace
+from benchbed.watch.live import LiveFigures
+from benchbed.watch.tail import FileTail
+
+Rows = list[tuple[int, dict[str, Any], int]]  # (step, data, line number) of the new complete lines
+RECORD_FILENAME = "record.json"  # benchbed.store's record of a run it launched
+
+
+@dataclass
+class JsonlStepsReader:
+    """Follows `run_dir/name`; `to_trace(rows, path)` is the adapter's parse of some of its lines."""
+
+    run_dir: Path
+    figures: LiveFigures
+    name: str
+    to_trace: Callable[[Rows, str], Trace]
+    framework: str
+    warnings: list[str] = field(default_factory=list)
+    _tail: FileTail = field(init=False)
+    _lines: int = 0
+
+    def __post_init__(self) -> None:
+        self._tail = FileTail(Path(self.run_dir) / self.name)
+
+    @property
+    def resets(self) -> int:
+        return self._tail.resets
+
+    def update(self, now: float) -> int:
+        """Read the lines appended since the last update; the number of new lines."""
+        lines = self._tail.read()
+        rows: Rows = []
+        for text in lines:
+            self._lines += 1
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                self.warnings.append(f"{self._tail.path}:{self._lines}: not a JSON line (the final parse names it)")
+                continue
+            step, data = (record.get("step"), record.get("data")) if isinstance(record, dict) else (None, None)
+            if isinstance(step, int) and isinstance(data, dict):
+                rows.append((step, data, self._lines))
+        if rows:
+            self._feed(self.to_trace(rows, str(self._tail.path)), now)
+        self.figures.ended = self.figures.ended or _finished(Path(self.run_dir))
+        return len(lines)
+
+    def _feed(self, trace: Trace, now: float) -> None:
+        """Each step of the new rows: its duration, wait (NaN where the framework logs none) and trained samples."""
+        aggs = trace.events[trace.events["kind"] == "agg"]
+        per_step = {key: _per_step(aggs, key) for key in (K.TRAINER_STEP, K.TRAINER_WAIT, K.SAMPLES_TRAINED)}
+        for step, step_s in per_step[K.TRAINER_STEP].items():
+            wait_s = per_step[K.TRAINER_WAIT].get(step, math.nan)
+            samples = per_step[K.SAMPLES_TRAINED].get(step, 0.0)
+            self.figures.step(int(step), float(step_s), float(wait_s), int(samples), now)
+
+    def close(self) -> None:
+        self._tail.close()
+
+
+def _per_step(aggs: pd.DataFrame, key: str) -> dict[int, float]:
+    rows = aggs[aggs["key"] == key]
+    return {int(k): float(v) for k, v in rows.groupby("step", sort=True)["value"].sum().items()}
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether benchbed's record of the run (a run it launched) says the run is over."""
+    try:
+        return json.loads((run_dir / RECORD_FILENAME).read_text()).get("status") not in (None, "started")
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -102,8 +102,8 @@ def test_refusals_are_one_line() -> None:
     unwatchable = benchbed("run", quickstart, "--watch")
     assert unwatchable.returncode == 2
     assert unwatchable.stderr.strip().splitlines() == [
-        f"benchbed: error: {quickstart}: benchbed watch follows ref, trl runs live; the sim adapter's files are read "
-        "once the run ends (benchbed ingest)"
+        f"benchbed: error: {quickstart}: benchbed watch follows ref, trl, verl runs live; the sim adapter's files are "
+        "read once the run ends (benchbed ingest)"
     ]
     port_alone = benchbed("run", quickstart, "--prometheus-port", "9")
     assert port_alone.returncode == 2 and "add --watch" in port_alone.stderr

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from benchbed.adapters.verl.parse import parse_path
+
 from benchbed.metrics.compute import compute_metrics
 from benchbed.spec import load_spec
 from benchbed.store import read_record

@@ -204,7 +204,7 @@ def test_cpu_profile_refuses_modes_other_than_sync(mode: str, tmp_path: Path) ->
 
 
 def test_cpu_model_head_size_must_be_one_vllm_cpu_attention_takes() -> None:
-    with pytest.raises(SpecError, match="verl.cpu_model.: the head size hidden/heads = 16 is not one vLLM's CPU attention takes"):
+    with pytest.raises(SpecError, match="verl.cpu_model.: the head size hidden/heads = 16 is not one vLLM"):
         spec("v1_sync", verl__profile="cpu", verl__cpu_model={"hidden": 64, "heads": 4})
 
 

@@ -32,7 +32,7 @@ def check(spec: ExperimentSpec, opts: VerlOptions, mode: str) -> None:
         raise SpecError(f"{where}: [verl] profile='cpu' trains with FSDP; drop engine='megatron' and preset")
 
 
-def overrides(spec: ExperimentSpec, opts: VerlOptions, run_dir: Path) -> dict[str, Any]:
+def overrides(spec: ExperimentSpec, opts: VerlOptions, python: str, run_dir: Path) -> dict[str, Any]:
     """The Hydra overrides of a CPU run (before the spec's own [verl] overrides, which win)."""
     home = run_dir / CPU_DIR
     data = str(home / "train.parquet")
@@ -47,7 +47,9 @@ def overrides(spec: ExperimentSpec, opts: VerlOptions, run_dir: Path) -> dict[st
         # Ray is told of one GPU and more CPUs than a small machine has: verl places every worker on GPU bundles
         # (use_gpu=True, single_controller/ray/base.py:210) and gives its helpers a CPU each
         "ray_kwargs.ray_init.num_cpus": opts.ray_cpus,
-        "+ray_kwargs.ray_init.num_gpus": 1,
+        "+ray_kwargs.ray_init.num_gpus": 1,  # launch.py drops both counts on a running cluster (a Ray job)
+        # verl's workers in the environment's python, also where a Ray cluster's raylet runs another one
+        "ray_kwargs.ray_init.runtime_env.py_executable": python,
         "actor_rollout_ref.actor.strategy": "fsdp2",
         "actor_rollout_ref.ref.strategy": "fsdp2",
         "actor_rollout_ref.actor.use_torch_compile": False,

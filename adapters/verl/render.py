@@ -242,14 +242,14 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     ov["trainer.rollout_data_dir"] = str(run_dir / "rollout_data")
     ov["trainer.default_local_dir"] = str(run_dir / "checkpoints")
     ov["hydra.run.dir"] = str(run_dir / "hydra")
+    python = _python(opts.python)
     if cpu:
-        ov.update(cpu_profile.overrides(spec, opts, run_dir))
+        ov.update(cpu_profile.overrides(spec, opts, python, run_dir))
     ov.update(opts.overrides)
     if not cpu:
         _check_model_parallel(ov, spec.resources.trainer_gpus)
     entry = ENTRY_MODULES[mode]
     hydra_args = hydra_overrides(ov, "[verl] overrides")
-    python = _python(opts.python)
     argv = cpu_profile.argv(python, run_dir, entry, hydra_args) if cpu else [python, "-m", entry, *hydra_args]
     env = {
         "VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_FILE),

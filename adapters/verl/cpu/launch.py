@@ -1,6 +1,7 @@
 """Build what benchbed's CPU profile of verl trains on, then run verl: a tiny random-weight Qwen3 (or Qwen3-MoE)
 from a config with a character tokenizer, and a parquet set of arithmetic prompts, all in this directory and built
-once (nothing is downloaded). `python launch.py MODULE ARGS...` then replaces itself with `python -m MODULE ARGS...`.
+once (nothing is downloaded). `python launch.py MODULE ARGS...` then replaces itself with `python -m MODULE ARGS...`
+(on a running Ray cluster, without the Ray resource counts).
 Written by benchbed (adapters/verl/cpu/); it reads its settings from setup.json beside it."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 CHARS = [chr(c) for c in range(32, 127)]  # printable ASCII, one token each
+RAY_COUNTS = ("ray_kwargs.ray_init.num_cpus=", "+ray_kwargs.ray_init.num_gpus=")
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"
 
 
@@ -74,6 +76,15 @@ def build_data(path: Path, prompts: int, seed: int) -> None:
     pd.DataFrame(rows).to_parquet(path)
 
 
+def verl_args(argv: list[str], ray_address: str | None) -> list[str]:
+    """The overrides verl gets: on a running Ray cluster (RAY_ADDRESS set, as in a Ray job) without the CPU and
+    GPU counts Ray is told of, which Ray refuses from a driver that joins a cluster ("When connecting to an
+    existing cluster, num_cpus and num_gpus must not be provided"): the cluster's own resources count."""
+    if not ray_address:
+        return argv
+    return [arg for arg in argv if not arg.startswith(RAY_COUNTS)]
+
+
 def main(argv: list[str]) -> None:
     setup = json.loads((HERE / "setup.json").read_text())
     model_dir, data = HERE / "model", HERE / "train.parquet"
@@ -81,7 +92,7 @@ def main(argv: list[str]) -> None:
         build_model(model_dir, setup["model"], setup["model"]["seed"])
     if not data.exists():
         build_data(data, setup["prompts"], setup["model"]["seed"])
-    os.execv(sys.executable, [sys.executable, "-m", *argv])
+    os.execv(sys.executable, [sys.executable, "-m", *verl_args(argv, os.environ.get("RAY_ADDRESS"))])
 
 
 if __name__ == "__main__":

@@ -211,3 +211,23 @@ def test_cpu_model_head_size_must_be_one_vllm_cpu_attention_takes() -> None:
 def test_cpu_profile_refuses_megatron(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="profile='cpu' trains with FSDP"):
         ADAPTER.render(spec("v1_sync", verl__profile="cpu", verl__preset="qwen3-30b-a3b"), tmp_path)
+
+
+def test_cpu_launcher_drops_the_ray_counts_only_on_a_running_cluster() -> None:
+    """verl_cpu/launch.py: Ray refuses CPU and GPU counts from a driver joining a cluster (a Ray job)."""
+    from benchbed.adapters.verl.cpu.launch import verl_args
+
+    argv = ["verl.trainer.main_ppo", "ray_kwargs.ray_init.num_cpus=16", "+ray_kwargs.ray_init.num_gpus=1",
+            "ray_kwargs.ray_init.runtime_env.py_executable=/env/bin/python", "trainer.device=cpu"]  # fmt: skip
+    assert verl_args(argv, None) == argv
+    assert verl_args(argv, "") == argv
+    assert verl_args(argv, "127.0.0.1:6379") == [argv[0], *argv[3:]]
+
+
+def test_cpu_reward_is_one_when_the_response_starts_with_the_sum() -> None:
+    from benchbed.adapters.verl.cpu.reward import compute_score
+
+    assert compute_score("benchbed/arith", "19<eos>", "19") == 1.0
+    assert compute_score("benchbed/arith", " 19", "19") == 1.0
+    assert compute_score("benchbed/arith", "1", "19") == 0.0
+    assert compute_score("benchbed/arith", "91", "19") == 0.0

@@ -41,6 +41,9 @@ def overrides(spec: ExperimentSpec, opts: VerlOptions, python: str, run_dir: Pat
         "data.train_files": data,
         "data.val_files": data,  # verl builds a validation set even when it never validates (ray_trainer)
         "data.max_prompt_length": PROMPT_TOKENS,
+        # no DataLoader worker processes: a Ray job's end kills them under the task runner, which then prints a
+        # traceback (torch/utils/data/_utils/signal_handling.py:73) that reads as a crash
+        "data.dataloader_num_workers": 0,
         "trainer.device": "cpu",
         "trainer.nnodes": 1,
         "trainer.n_gpus_per_node": 1,  # one FSDP rank, on the GPU bundle Ray is told of (below)

@@ -17,22 +17,22 @@ from benchbed.spec import ExperimentSpec
 CPU_DIR = "verl_cpu"  # the run-directory folder the profile's files, model and data set live in
 PLUGIN_MODULE = "benchbed_verl_cpu"
 SCRIPTS = (f"{PLUGIN_MODULE}.py", "launch.py", "reward.py")
-CPU_MODES = ("v1_sync",)
+CPU_MODES = ("v1_sync", "v1_colocate_async")  # the colocated V1 trainers: the ones run on a CPU
 KV_CACHE_GIB = 1  # vLLM's CPU KV cache (VLLM_CPU_KVCACHE_SPACE); the tiny model needs far less
 PROMPT_TOKENS = 16  # the longest arithmetic prompt, `99+99=`, is 6 characters, one token each
 
 
 def check(spec: ExperimentSpec, opts: VerlOptions, mode: str) -> None:
-    """The CPU profile runs the synchronous colocated trainer with FSDP, and no Megatron preset."""
+    """The CPU profile runs verl's colocated trainers (sync, colocate_async) with FSDP, and no Megatron preset."""
     where = spec.source or "spec"
     if mode not in CPU_MODES:
-        raise SpecError(f"{where}: [verl] profile='cpu' runs mode {', '.join(CPU_MODES)} "
-                        f"(colocated, max_staleness 0); got {mode!r}")  # fmt: skip
+        raise SpecError(f"{where}: [verl] profile='cpu' runs the colocated modes {', '.join(CPU_MODES)} "
+                        f"(resources.colocated = true); got {mode!r}")  # fmt: skip
     if opts.engine == "megatron" or opts.preset not in (None, "none"):
         raise SpecError(f"{where}: [verl] profile='cpu' trains with FSDP; drop engine='megatron' and preset")
 
 
-def overrides(spec: ExperimentSpec, opts: VerlOptions, python: str, run_dir: Path) -> dict[str, Any]:
+def overrides(opts: VerlOptions, python: str, run_dir: Path) -> dict[str, Any]:
     """The Hydra overrides of a CPU run (before the spec's own [verl] overrides, which win)."""
     home = run_dir / CPU_DIR
     data = str(home / "train.parquet")

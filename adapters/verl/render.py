@@ -244,7 +244,7 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     ov["hydra.run.dir"] = str(run_dir / "hydra")
     python = _python(opts.python)
     if cpu:
-        ov.update(cpu_profile.overrides(spec, opts, python, run_dir))
+        ov.update(cpu_profile.overrides(opts, python, run_dir))
     ov.update(opts.overrides)
     if not cpu:
         _check_model_parallel(ov, spec.resources.trainer_gpus)

@@ -40,7 +40,9 @@ EXIT_GRACE_S = 60  # Ray stops its raylet and workers after the driver has exite
 LAUNCHERS = {
     "local": [],
     "slurm": ["--launcher", "slurm", "--set", "slurm.gpus_per_node=0"],
-    "ray": ["--launcher", "ray"],
+    "ray": ["--launcher", "ray"],  # with --ray-address of the verl_ray_head below
+    # verl's colocated asynchronous trainer: generation goes on while the trainer trains, one version behind at most
+    "colocate-async": ["--set", 'verl.mode="v1_colocate_async"', "--set", "workload.max_staleness=1"],
 }
 VERL_RAY_CPUS = 16  # as the profile tells a Ray it starts itself: verl gives each helper a CPU
 
@@ -57,8 +59,8 @@ def _environment() -> None:
 
 @pytest.fixture(scope="module", params=list(LAUNCHERS))
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """A run, launched once per launcher from the repository root: benchbed's exit code and output, the run
-    directory and its record."""
+    """A run, launched once per launcher (and the asynchronous mode, locally) from the repository root: benchbed's
+    exit code and output, the run directory and its record."""
     _environment()
     launch = list(LAUNCHERS[request.param])
     if request.param == "slurm":
@@ -179,3 +181,19 @@ def test_a_run_stopped_midway_is_stored_partial(killed: dict) -> None:
     while processes_in(killed["dir"]) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert processes_in(killed["dir"]) == []
+
+
+@pytest.mark.parametrize("run", ["colocate-async"], indirect=True)
+def test_the_asynchronous_run_trains_at_most_one_version_stale(run: dict) -> None:
+    """verl's own staleness (v_train - v_start of each step's oldest trajectory) never passes the spec's
+    max_staleness: the warm-up batch generated before step 1's update is trained in step 2. benchbed's framework
+    figures are verl's, averaged over the window (a per-step max included)."""
+    steps = _jsonl(run["dir"] / "metrics.jsonl")
+    worst = {step: data["training/off_policy/trajectory_staleness_worst/max"] for step, data in steps.items()}
+    assert worst[1] == 0 and worst[2] == 1 and max(worst.values()) == 1
+    window = [data for step, data in steps.items() if step > load_spec(SPEC).warmup_steps]
+    metrics = run["record"].metrics
+    for ours, theirs in (("framework_staleness_max", "trajectory_staleness_worst/max"),
+                         ("framework_staleness_mean", "trajectory_staleness_worst/mean")):  # fmt: skip
+        expected = sum(d[f"training/off_policy/{theirs}"] for d in window) / len(window)
+        assert metrics[ours].value == pytest.approx(expected, abs=1e-9)

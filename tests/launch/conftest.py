@@ -110,8 +110,9 @@ def ray_cluster() -> Iterator[RayCluster]:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def start_ray_head(address: str, temp_dir: Path) -> int:
-    """`ray start --head` on 127.0.0.1 (CPU only, small object store), then wait for a first job to finish.
+def start_ray_head(address: str, temp_dir: Path, cpus: int = 2, gpus: int = 0) -> int:
+    """`ray start --head` on 127.0.0.1 (CPU only unless told of `gpus`, small object store), then wait for a first
+    job to finish.
 
     Returns the process group of the head's daemons. Not --block: that mode tears the head down when any helper
     (e.g. the Ray Client server, which gives up after 30 s on a loaded machine) exits."""
@@ -121,7 +122,7 @@ def start_ray_head(address: str, temp_dir: Path) -> int:
     argv = [
         sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--node-ip-address=127.0.0.1",
         f"--port={free_port()}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-        f"--dashboard-port={address.rsplit(':', 1)[1]}", "--num-cpus=2", "--num-gpus=0",
+        f"--dashboard-port={address.rsplit(':', 1)[1]}", f"--num-cpus={cpus}", f"--num-gpus={gpus}",
         "--object-store-memory=100000000", f"--temp-dir={temp_dir}", "--disable-usage-stats",
         f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
         f"--metrics-export-port={free_port()}",

@@ -95,6 +95,31 @@ def test_printed_config_is_read_from_a_real_console() -> None:
     assert reading.actors == {"TaskRunnerV1"}
 
 
+def test_the_config_ends_where_its_braces_close(tmp_path: Path) -> None:
+    """verl 0.9.1's V1 task runner prints more lines between its config and the file logger's first line (as in
+    benchbed's real CPU runs); a value pprint put on a line of its own, and braces inside strings, are read too."""
+    lines = [
+        "{'actor_rollout_ref': {'actor': {'fsdp_config': ",
+        "{'_target_': 'verl.workers.config.FSDPEngineConfig', 'dtype': 'bf{16'},",
+        "                                 'ppo_mini_batch_size': 2}},",
+        " 'data': {'train_batch_size': 16, 'prompt_key': 'x)]'},",
+        " 'trainer': {'use_v1': True, 'v1': {'trainer_mode': 'sync'}}}",
+        "Using dataset class: RLHFDataset",
+        "dataset len: 6",
+        "LLMServerManager: ['192.0.2.2:39597']",
+        "Creating file logger at /tmp/run/metrics.jsonl",
+    ]
+    warnings: list[str] = []
+    cfg = config_from_lines(lines, 0, tmp_path / "c.log", warnings)
+    assert warnings == []
+    assert cfg == {
+        "actor_rollout_ref": {"actor": {"fsdp_config": {"_target_": "verl.workers.config.FSDPEngineConfig",
+                                                        "dtype": "bf{16"}, "ppo_mini_batch_size": 2}},
+        "data": {"train_batch_size": 16, "prompt_key": "x)]"},
+        "trainer": {"use_v1": True, "v1": {"trainer_mode": "sync"}},
+    }  # fmt: skip
+
+
 def test_deduplicated_config_falls_back_to_the_needed_fields(tmp_path: Path) -> None:
     lines = [
         "{'actor_rollout_ref': {'actor': {'ppo_mini_batch_size': 2,",

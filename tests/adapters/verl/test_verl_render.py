@@ -157,3 +157,79 @@ def test_case_study_3_sweeps_rollout_concurrency() -> None:
         assert ov["actor_rollout_ref.actor.megatron.context_parallel_size"] == "4"
         per_replica.append(int(ov["async_training.concurrent_samples_per_replica"]))
     assert per_replica == [16, 43, 60, 160]  # 24 rollout GPUs / TP4 = 6 replicas
+
+
+def test_cpu_profile_plan_builds_its_model_then_runs_verl_on_the_cpu(tmp_path: Path) -> None:
+    """experiments/verl-grpo-cpu.toml: the launcher in the run directory, the environment's python made absolute,
+    the plug-in on every verl process's path, the tiny model and data set in the run directory."""
+    plan = ADAPTER.render(load_spec(EXPERIMENTS / "verl-grpo-cpu.toml"), tmp_path)
+    home = tmp_path.resolve() / "verl_cpu"
+    assert plan.argv[:3] == [str(Path(".envs/verl-cpu/bin/python").absolute()), str(home / "launch.py"),
+                             "verl.trainer.main_ppo"]  # fmt: skip
+    assert plan.captures["pip-freeze.txt"][0] == plan.argv[0]
+    ov = dict(arg.split("=", 1) for arg in plan.argv[3:])
+    assert ov["actor_rollout_ref.model.path"] == str(home / "model")
+    assert ov["data.train_files"] == ov["data.val_files"] == str(home / "train.parquet")
+    assert ov["trainer.device"] == "cpu" and ov["trainer.n_gpus_per_node"] == "1" and ov["trainer.nnodes"] == "1"
+    assert ov["+ray_kwargs.ray_init.num_gpus"] == "1" and ov["ray_kwargs.ray_init.num_cpus"] == "16"
+    assert ov["+actor_rollout_ref.rollout.enable_sleep_mode"] == "false"
+    assert ov["actor_rollout_ref.rollout.load_format"] == "auto"
+    assert ov["reward.custom_reward_function.path"] == str(home / "reward.py")
+    assert "custom_reward_function.path" not in ov  # the top-level key, which verl 0.9.1 ignores
+    assert ov["trainer.total_training_steps"] == "3" and ov["data.train_batch_size"] == "2"
+    assert plan.env["PYTHONPATH"] == str(home)
+    assert plan.env["VERL_USE_EXTERNAL_MODULES"] == "benchbed_verl_cpu" and plan.env["VERL_PLATFORM"] == "cpu"
+    assert plan.env["VLLM_SERVER_DEV_MODE"] == "1" and plan.env["VLLM_TARGET_DEVICE"] == "cpu"
+    names = {"verl_cpu/benchbed_verl_cpu.py", "verl_cpu/launch.py", "verl_cpu/reward.py", "verl_cpu/setup.json"}
+    assert names <= set(plan.files)
+    setup = json.loads(plan.files["verl_cpu/setup.json"])
+    assert setup["prompts"] == 6  # 2 prompts per step x 3 steps: one pass over the data set
+    assert setup["model"]["arch"] == "qwen3" and setup["model"]["hidden"] // setup["model"]["heads"] == 32
+    assert json.loads(plan.files[HANDOFF_FILE])["profile"] == "cpu"
+
+
+def test_cpu_profile_spec_overrides_win_and_a_bare_python_stays_on_path(tmp_path: Path) -> None:
+    s = spec("v1_sync", verl__profile="cpu", verl__python="python3", resources__trainer_gpus=0,
+             verl__overrides={"ray_kwargs.ray_init.num_cpus": 4})  # fmt: skip
+    plan = ADAPTER.render(s, tmp_path)
+    assert plan.argv[0] == "python3"
+    assert overrides(plan)["ray_kwargs.ray_init.num_cpus"] == "4"
+    assert "model_engine" not in overrides(plan)  # the Megatron preset the model name matches is not applied
+
+
+@pytest.mark.parametrize("mode", ["v1_separate_async", "fully_async", "one_step_off", "v0"])
+def test_cpu_profile_refuses_modes_that_are_not_colocated_v1(mode: str, tmp_path: Path) -> None:
+    with pytest.raises(
+        SpecError, match=f"profile='cpu' runs the colocated modes v1_sync, v1_colocate_async .*got '{mode}'"
+    ):
+        ADAPTER.render(spec(mode, verl__profile="cpu", workload__max_staleness=1), tmp_path)
+
+
+def test_cpu_model_head_size_must_be_one_vllm_cpu_attention_takes() -> None:
+    with pytest.raises(SpecError, match="verl.cpu_model.: the head size hidden/heads = 16 is not one vLLM"):
+        spec("v1_sync", verl__profile="cpu", verl__cpu_model={"hidden": 64, "heads": 4})
+
+
+def test_cpu_profile_refuses_megatron(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="profile='cpu' trains with FSDP"):
+        ADAPTER.render(spec("v1_sync", verl__profile="cpu", verl__preset="qwen3-30b-a3b"), tmp_path)
+
+
+def test_cpu_launcher_drops_the_ray_counts_only_on_a_running_cluster() -> None:
+    """verl_cpu/launch.py: Ray refuses CPU and GPU counts from a driver joining a cluster (a Ray job)."""
+    from benchbed.adapters.verl.cpu.launch import verl_args
+
+    argv = ["verl.trainer.main_ppo", "ray_kwargs.ray_init.num_cpus=16", "+ray_kwargs.ray_init.num_gpus=1",
+            "ray_kwargs.ray_init.runtime_env.py_executable=/env/bin/python", "trainer.device=cpu"]  # fmt: skip
+    assert verl_args(argv, None) == argv
+    assert verl_args(argv, "") == argv
+    assert verl_args(argv, "127.0.0.1:6379") == [argv[0], *argv[3:]]
+
+
+def test_cpu_reward_is_one_when_the_response_starts_with_the_sum() -> None:
+    from benchbed.adapters.verl.cpu.reward import compute_score
+
+    assert compute_score("benchbed/arith", "19<eos>", "19") == 1.0
+    assert compute_score("benchbed/arith", " 19", "19") == 1.0
+    assert compute_score("benchbed/arith", "1", "19") == 0.0
+    assert compute_score("benchbed/arith", "91", "19") == 0.0

@@ -3,7 +3,7 @@
 test Ray head, in the environment `make verl-cpu` builds. What benchbed reads back is checked against verl's own
 output: its file-logger JSONL and its console log.
 
-Each run takes about 3 minutes and 10.5 GB of memory, one at a time; they need .envs/verl-cpu (skipped without
+Each run takes about 3 minutes and 7 GiB of memory, one at a time; they need .envs/verl-cpu (skipped without
 it, a failure in CI)."""
 
 from __future__ import annotations

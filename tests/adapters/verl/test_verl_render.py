@@ -233,3 +233,9 @@ def test_cpu_reward_is_one_when_the_response_starts_with_the_sum() -> None:
     assert compute_score("benchbed/arith", " 19", "19") == 1.0
     assert compute_score("benchbed/arith", "1", "19") == 0.0
     assert compute_score("benchbed/arith", "91", "19") == 0.0
+
+
+def test_cpu_moe_experiment_builds_a_qwen3_moe(tmp_path: Path) -> None:
+    plan = ADAPTER.render(load_spec(EXPERIMENTS / "verl-grpo-cpu-moe.toml"), tmp_path)
+    model = json.loads(plan.files["verl_cpu/setup.json"])["model"]
+    assert (model["arch"], model["experts"], model["top_k"]) == ("qwen3_moe", 4, 2)

@@ -249,6 +249,8 @@ class Simulation:
     def dispatch(self, now: float) -> None:
         """Resume buffered partial groups first, then start new groups while slots are free and admission allows."""
         if self.buffered:
+            if self.batch_mode and self.dispatch_round > self.version + self.lookahead:
+                return  # sync and one-step-off: buffered partials resume with the next admitted round, not before
             self.resume(now)
             if self.buffered:
                 return

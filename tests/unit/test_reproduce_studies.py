@@ -9,7 +9,7 @@ import pytest
 
 from benchbed.diagnosis.levers import levers_for
 from benchbed.diagnosis.rules import diagnose_metrics
-from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, case_specs, reproduce
+from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, case_specs, reproduce, simulate_in_process
 
 NEW_STUDIES = ("vime", "marin", "seer", "april", "arrol")
 NAMING = ("name", "adapter", "description")  # a spec's own identity, not a parameter
@@ -84,3 +84,15 @@ def test_long_tail_and_generation_bound_runs_name_the_new_levers():
     assert generation.regime == "generation_bound"
     fields = [lever.field for lever in levers_for(generation, "sim", {"sim": {"prefill": {"disaggregated": False}}})]
     assert "sim.prefill.disaggregated" in fields and "sim.early_prune" in fields
+
+
+def test_marin_runs_are_weight_sync_bound_from_the_sync_share_of_the_step():
+    shares = {}
+    for spec in case_specs("marin/qwen-gsm8k"):
+        run = simulate_in_process(spec)
+        assert diagnose_metrics(run.metrics).regime == "weight_sync_bound"
+        shares[spec.name] = run.metrics["trainer_weight_sync_ratio"]
+    # sync: 2.44 s of sync in a 1.79 + 3.0 + 2.44 s step; async: generation overlapped, 7.44 s (with the 5 s pause
+    # wait) in a 3.0 + 7.44 s step
+    assert shares["reproduce-marin-sync"] == pytest.approx(2.4395 / (1.79 + 3.0 + 2.4395), abs=0.005)
+    assert shares["reproduce-marin-async"] == pytest.approx(7.4395 / (3.0 + 7.4395), abs=0.01)

@@ -59,21 +59,25 @@ class JsonlStepsReader:
             if isinstance(step, int) and isinstance(data, dict):
                 rows.append((step, data, self._lines))
         if rows:
-            self._feed(self.to_trace(rows, str(self._tail.path)), now)
-        self.figures.ended = self.figures.ended or _finished(Path(self.run_dir))
+            feed_steps(self.to_trace(rows, str(self._tail.path)), self.figures, now)
+        self.figures.ended = self.figures.ended or finished(Path(self.run_dir))
         return len(lines)
-
-    def _feed(self, trace: Trace, now: float) -> None:
-        """Each step of the new rows: its duration, wait (NaN where the framework logs none) and trained samples."""
-        aggs = trace.events[trace.events["kind"] == "agg"]
-        per_step = {key: _per_step(aggs, key) for key in (K.TRAINER_STEP, K.TRAINER_WAIT, K.SAMPLES_TRAINED)}
-        for step, step_s in per_step[K.TRAINER_STEP].items():
-            wait_s = per_step[K.TRAINER_WAIT].get(step, math.nan)
-            samples = per_step[K.SAMPLES_TRAINED].get(step, 0.0)
-            self.figures.step(int(step), float(step_s), float(wait_s), int(samples), now)
 
     def close(self) -> None:
         self._tail.close()
+
+
+def feed_steps(trace: Trace, figures: LiveFigures, now: float, before: Callable[[int], None] | None = None) -> None:
+    """Each step of a trace of new rows: its duration, wait (NaN where the framework logs none) and trained samples;
+    `before(step)` is called first (to credit what was observed during that step)."""
+    aggs = trace.events[trace.events["kind"] == "agg"]
+    per_step = {key: _per_step(aggs, key) for key in (K.TRAINER_STEP, K.TRAINER_WAIT, K.SAMPLES_TRAINED)}
+    for step, step_s in per_step[K.TRAINER_STEP].items():
+        if before is not None:
+            before(int(step))
+        wait_s = per_step[K.TRAINER_WAIT].get(step, math.nan)
+        samples = per_step[K.SAMPLES_TRAINED].get(step, 0.0)
+        figures.step(int(step), float(step_s), float(wait_s), int(samples), now)
 
 
 def _per_step(aggs: pd.DataFrame, key: str) -> dict[int, float]:
@@ -81,7 +85,7 @@ def _per_step(aggs: pd.DataFrame, key: str) -> dict[int, float]:
     return {int(k): float(v) for k, v in rows.groupby("step", sort=True)["value"].sum().items()}
 
 
-def _finished(run_dir: Path) -> bool:
+def finished(run_dir: Path) -> bool:
     """Whether benchbed's record of the run (a run it launched) says the run is over."""
     try:
         return json.loads((run_dir / RECORD_FILENAME).read_text()).get("status") not in (None, "started")

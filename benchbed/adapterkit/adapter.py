@@ -67,7 +67,7 @@ class FrameworkAdapter(Adapter):
             return own
         from benchbed.adapterkit.live_history import history_or_own
 
-        return functools.partial(history_or_own, self.name, self._function("history_parser"), own)
+        return functools.partial(history_or_own, self.name, self.history_kinds, self._function("history_parser"), own)
 
     def parse_history(self, history: History) -> Trace:
         """A tracker's history of a run as the canonical trace, through the adapter's key map."""

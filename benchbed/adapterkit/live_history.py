@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+import pandas as pd
+
 from benchbed.adapterkit.gpu import match_gpu_key
-from benchbed.adapterkit.histories.history import History, HistorySource, frame_from_rows
+from benchbed.adapterkit.histories.history import PART, STEP, WALL_TIME, History, HistorySource
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace
 from benchbed.watch.live import LiveFigures
@@ -95,7 +98,7 @@ class HistoryStepsReader:
             logged: dict[int, float] = {}
             for step, wall, _ in new.rows:
                 logged[step] = max(logged.get(step, -math.inf), math.inf if wall is None else wall)
-            frame = frame_from_rows(new.rows, new.parts or None)
+            frame = rows_frame(new.rows, new.parts)
             history = History(self.follower.source, frame, config=dict(self.follower.config))
             try:
                 trace = self.parse(history)
@@ -122,6 +125,24 @@ class HistoryStepsReader:
             self.follower.close()
 
 
+def rows_frame(rows: list[Row], parts: list[str]) -> pd.DataFrame:
+    """The history frame of a few rows (what `frame_from_rows` gives, keys in first-seen order), built as one matrix:
+    a handful of rows with many keys would otherwise cost a pandas column each."""
+    keys: dict[str, int] = {}
+    for _, _, values in rows:
+        for key in values:
+            keys.setdefault(key, len(keys))
+    matrix = np.full((len(rows), len(keys)), np.nan)
+    for i, (_, _, values) in enumerate(rows):
+        for key, value in values.items():
+            matrix[i, keys[key]] = value
+    head = {STEP: np.array([r[0] for r in rows], dtype=np.int64),
+            WALL_TIME: np.array([math.nan if r[1] is None else r[1] for r in rows], dtype=float)}  # fmt: skip
+    if parts:
+        head[PART] = parts
+    return pd.concat([pd.DataFrame(head), pd.DataFrame(matrix, columns=list(keys))], axis=1)
+
+
 def utilization(samples: tuple[list[float], list[str], list[float]]) -> list[tuple[float, float]]:
     """(wall time, ratio) of the utilization samples among a history's GPU samples (gpu_keys.toml's scale)."""
     out = []
@@ -132,12 +153,15 @@ def utilization(samples: tuple[list[float], list[str], list[float]]) -> list[tup
     return out
 
 
-def follower_for(location: Path) -> Follower | None:
+def follower_for(location: Path, kinds: tuple[str, ...] = ("wandb", "tensorboard", "mlflow")) -> Follower | None:
     """The follower of the history at `location` (a W&B run directory or `.wandb` file, TensorBoard event files, an
-    MLflow file store or run folder), or None when it holds none of them."""
+    MLflow file store or run folder) when its kind is one of `kinds` (those the adapter reads as histories), or
+    None."""
     from benchbed.adapterkit.histories.locate import MLFLOW, TENSORBOARD, WANDB, history_kind
 
     kind = history_kind(location)
+    if kind not in kinds:
+        return None
     if kind == WANDB:
         from benchbed.adapterkit.live_wandb import WandbFollower
 
@@ -153,7 +177,7 @@ def follower_for(location: Path) -> Follower | None:
     return None
 
 
-def follower_inside(run_dir: Path) -> Follower | None:
+def follower_inside(run_dir: Path, kinds: tuple[str, ...]) -> Follower | None:
     """The follower of a history benchbed's run directory holds: `wandb/` (its latest run), `mlruns/`, or the first
     folder (two levels down at most) holding TensorBoard event files."""
     from benchbed.adapterkit.histories.tensorboard import EVENT_FILE
@@ -161,23 +185,23 @@ def follower_inside(run_dir: Path) -> Follower | None:
 
     runs = run_dirs_under(run_dir / "wandb") if (run_dir / "wandb").is_dir() else []
     if runs:
-        return follower_for(runs[-1])
+        return follower_for(runs[-1], kinds)
     if (run_dir / "mlruns").is_dir():
-        return follower_for(run_dir / "mlruns")
+        return follower_for(run_dir / "mlruns", kinds)
     events = sorted([*run_dir.glob(f"*/{EVENT_FILE}*"), *run_dir.glob(f"*/*/{EVENT_FILE}*")])
-    return follower_for(events[0].parent) if events else None
+    return follower_for(events[0].parent, kinds) if events else None
 
 
-def history_or_own(name: str, parse: Callable[[History], Trace], own: Callable[..., Any] | None, run_dir: Path,
-                   figures: LiveFigures) -> Any:  # fmt: skip
-    """The live reader of `run_dir`: the history follower when it is a tracker history, else the adapter's own
-    `watcher` where it declares one, else the follower of the history the directory holds (looked for at each
-    update until it appears)."""
+def history_or_own(name: str, kinds: tuple[str, ...], parse: Callable[[History], Trace], own: Callable[..., Any] | None,
+                   run_dir: Path, figures: LiveFigures) -> Any:  # fmt: skip
+    """The live reader of `run_dir` for the adapter `name`, which reads the history `kinds` through `parse`: the
+    history follower when `run_dir` is such a history, else the adapter's own `watcher` where it declares one, else
+    the follower of the history the directory holds (looked for at each update until it appears)."""
     run_dir = Path(run_dir)
-    follower = follower_for(run_dir) if run_dir.exists() else None
+    follower = follower_for(run_dir, kinds) if run_dir.exists() else None
     if follower is not None:
         return HistoryStepsReader(run_dir, figures, lambda: follower, parse, name)
     if own is not None:
         return own(run_dir, figures)
-    return HistoryStepsReader(run_dir, figures, lambda: follower_for(run_dir) or follower_inside(run_dir), parse,
-                              name)  # fmt: skip
+    return HistoryStepsReader(run_dir, figures, lambda: follower_for(run_dir, kinds) or follower_inside(run_dir, kinds),
+                              parse, name)  # fmt: skip

@@ -188,3 +188,30 @@ def test_gpu_busy_from_wandb_system_records_live(tmp_path: Path) -> None:
     assert run["gpu_busy_ratio"] == pytest.approx(0.55, rel=1e-12)
     assert run["gpu_busy_ratio"] == pytest.approx(_ingested(source_run)["gpu_busy_ratio"], rel=1e-12)
     assert run["gpu_idle_gap"] == pytest.approx(0.45 - run["trainer_idle_ratio"], rel=1e-12)
+
+
+def test_a_truncated_record_log_is_read_again_and_a_damaged_chunk_stops_the_following(tmp_path: Path) -> None:
+    from benchbed.adapterkit.live_tensorboard import TfRecordTail
+    from benchbed.adapterkit.live_wandb import RecordLogTail
+
+    data = next(next((SYNC / "wandb").glob("offline-run-*")).glob("run-*.wandb")).read_bytes()
+    path = tmp_path / "run-x.wandb"
+    path.write_bytes(data)
+    tail = RecordLogTail(path)
+    entries = tail.read()
+    assert len(entries) > 10 and tail.read() == []
+    path.write_bytes(data[:5000])  # a new log in its place, shorter than what was read
+    again = tail.read()
+    assert tail.resets == 1 and 0 < len(again) < len(entries) and again == entries[: len(again)]
+    damaged = bytearray(data)
+    damaged[5000 + 20] ^= 0xFF  # inside a chunk past the first 5,000 bytes
+    path.write_bytes(bytes(damaged))
+    tail.read()
+    assert tail.damage is not None and "checksum mismatch" in tail.damage and tail.read() == []
+    events = next((SYNC / "tensorboard_log").glob("events.out.tfevents.*")).read_bytes()
+    tb = tmp_path / "events.out.tfevents.1.x"
+    tb.write_bytes(events[:-3])  # the last record still being written
+    records = TfRecordTail(tb)
+    first = records.read()
+    tb.write_bytes(events)
+    assert len(records.read()) == 1 and records.damage is None and len(first) > 1

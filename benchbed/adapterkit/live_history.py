@@ -198,10 +198,27 @@ def history_or_own(name: str, kinds: tuple[str, ...], parse: Callable[[History],
     history follower when `run_dir` is such a history, else the adapter's own `watcher` where it declares one, else
     the follower of the history the directory holds (looked for at each update until it appears)."""
     run_dir = Path(run_dir)
-    follower = follower_for(run_dir, kinds) if run_dir.exists() else None
+    follower = (follower_for(run_dir, kinds) or console_follower(run_dir, name)) if run_dir.exists() else None
     if follower is not None:
         return HistoryStepsReader(run_dir, figures, lambda: follower, parse, name)
     if own is not None:
         return own(run_dir, figures)
-    return HistoryStepsReader(run_dir, figures, lambda: follower_for(run_dir, kinds) or follower_inside(run_dir, kinds),
-                              parse, name)  # fmt: skip
+
+    def locate() -> Follower | None:
+        return follower_for(run_dir, kinds) or follower_inside(run_dir, kinds) or console_follower(run_dir, name)
+
+    return HistoryStepsReader(run_dir, figures, locate, parse, name)
+
+
+def console_follower(location: Path, framework: str) -> Follower | None:
+    """The follower of `framework`'s console log at `location` (the log itself, or one directly in the folder) when
+    its console format (console.toml) recognises it; None otherwise."""
+    from benchbed.adapterkit.histories.console_formats import format_of
+    from benchbed.adapterkit.live_console import ConsoleFollower
+
+    fmt = format_of(framework)
+    if fmt is None:
+        return None
+    logs = [location] if location.is_file() else sorted(p for p in location.glob("*.log") if p.is_file())
+    found = next((log for log in logs if fmt.recognises(log)), None)
+    return ConsoleFollower(found, fmt) if found is not None else None

@@ -215,3 +215,49 @@ def test_a_truncated_record_log_is_read_again_and_a_damaged_chunk_stops_the_foll
     first = records.read()
     tb.write_bytes(events)
     assert len(records.read()) == 1 and records.damage is None and len(first) > 1
+
+
+def test_a_console_log_is_followed_through_rotation_and_truncation(tmp_path: Path) -> None:
+    """AReaL's console log (tests/fixtures/areal/console, read through adapters/areal/console.toml) written line by
+    line into a run directory, rotated (renamed, a new log opened) a third of the way and truncated in place
+    (copytruncate) two thirds of the way: every step is seen once and the figures end on ingest's of the whole log."""
+    source = Path(__file__).parents[1] / "fixtures" / "areal" / "console" / "grpo-async-6x8.log"
+    lines = source.read_bytes().splitlines(keepends=True)
+    run_dir = tmp_path / "trial"
+    run_dir.mkdir()
+    log = run_dir / "trial.log"
+    figures = LiveFigures(warmup_steps=1)
+    reader = live_reader("areal", run_dir, figures)
+    rng = random.Random(5)
+    at = 0
+    for event, until in (("rotate", len(lines) // 3), ("truncate", 2 * len(lines) // 3), ("end", len(lines))):
+        while at < until:
+            piece = b"".join(lines[at : min(until, at + rng.randint(1, 6))])
+            cut = rng.randint(0, len(piece))
+            with log.open("ab") as fh:
+                fh.write(piece[:cut])  # the piece's end, half a line maybe, comes after an update
+            reader.update(now=float(at))
+            with log.open("ab") as fh:
+                fh.write(piece[cut:])
+            at = min(until, at + len(piece.splitlines()))
+            reader.update(now=float(at))
+        if event == "rotate":
+            log.rename(run_dir / "trial.log.1")
+            log.write_bytes(b"")
+        elif event == "truncate":
+            reader.update(now=float(at))
+            (run_dir / "trial.log.2").write_bytes(log.read_bytes())
+            log.write_bytes(b"")
+    reader.update(now=float(at))
+    assert not figures.ended
+    (run_dir / "record.json").write_text('{"status": "succeeded"}')
+    reader.update(now=float(at + 1))
+    reader.close()
+    assert figures.ended and reader.resets == 2 and reader.warnings == []
+    trace = get_adapter("areal").parse(source)
+    steps = sorted(int(s) for s in trace.events.loc[trace.events["key"] == "trainer.step", "step"].unique())
+    assert figures.step_numbers == steps
+    metrics = {name: m.value for name, m in compute_metrics(trace, warmup_steps=1).items()}
+    run = figures.figures()["run"]
+    for name in FIGURES:
+        assert run[name] == pytest.approx(metrics[name], rel=1e-12), name

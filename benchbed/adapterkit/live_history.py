@@ -1,8 +1,9 @@
 """A live reader for any adapter whose runs are tracker histories (W&B `.wandb`, TensorBoard event files, an MLflow
-file store): the format's follower reads only what was appended since the last update and hands back whole rows;
-each batch of rows goes through the adapter's own history parser (the parse the finished run gets) and its steps
-feed the live figures, as JsonlStepsReader does for JSONL. GPU samples of the history (W&B and MLflow system
-metrics) feed the GPU-busy figure. A history location picks its follower by what it holds (histories.history_kind)."""
+file store) or console logs of its console.toml format: the format's follower (live_wandb, live_tensorboard,
+live_mlflow, live_console) reads only what was appended since the last update and hands back whole rows; each batch
+of rows goes through the adapter's own history parser (the parse the finished run gets) and its steps feed the live
+figures, as JsonlStepsReader does for JSONL. GPU samples of the history (W&B and MLflow system metrics) feed the
+GPU-busy figure. A location picks its follower by what it holds (histories.history_kind)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from benchbed.adapterkit.gpu import match_gpu_key
 from benchbed.adapterkit.histories.history import PART, STEP, WALL_TIME, History, HistorySource
-from benchbed.errors import NotThisFrameworkError
+from benchbed.errors import BenchbedError, NotThisFrameworkError
 from benchbed.trace import Trace
 from benchbed.watch.live import LiveFigures
 
@@ -65,12 +66,11 @@ class HistoryStepsReader:
     parse: Callable[[History], Trace]
     framework: str
     follower: Follower | None = None
-    _warnings: list[str] = field(default_factory=list)
     _gpu: list[tuple[float, float]] = field(default_factory=list)  # (wall time, utilization) not yet credited
 
     @property
     def warnings(self) -> list[str]:
-        return self.follower.warnings if self.follower is not None else self._warnings
+        return self.follower.warnings if self.follower is not None else []
 
     @property
     def resets(self) -> int:
@@ -103,6 +103,9 @@ class HistoryStepsReader:
             try:
                 trace = self.parse(history)
             except NotThisFrameworkError:  # rows without the framework's figures (a validation-only step): no steps
+                trace = None
+            except BenchbedError as exc:  # the parser refuses these rows alone; ingest reads the whole history
+                self.follower.warnings.append(f"{self.follower.source.uri}: rows not shown live: {exc}")
                 trace = None
             if trace is not None:
                 feed_steps(trace, self.figures, now, lambda step: self._credit(logged.get(step, math.inf)))

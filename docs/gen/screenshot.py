@@ -1,7 +1,9 @@
 """Make docs/img/report-annotated.png: the quickstart's report in headless Chromium, with numbered outlines on
-the parts that docs/get-started/report.md explains.
+the parts that docs/get-started/report.md explains; or, with --report and --part, one part of a report already
+written (the README's comparison pictures).
 
     .venv/bin/python docs/gen/screenshot.py [--out docs/img/report-annotated.png]
+    .venv/bin/python docs/gen/screenshot.py --report matched.html --part '#compare-breakdown' --out PNG
 
 It runs `benchbed demo` into a temporary store (the report a new user sees), opens the report, draws the outlines
 in the page and takes the screenshot. Each annotated part is found by a CSS selector of the report's template;
@@ -11,11 +13,14 @@ a part that is missing is an error, so a changed report cannot leave the picture
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "img" / "report-annotated.png"
@@ -67,8 +72,9 @@ def quickstart_report(store: Path) -> Path:
     return reports[-1]
 
 
-def screenshot(report: Path, out: Path, parts: tuple[tuple[int, str, str], ...] = PARTS) -> list[str]:
-    """Annotate `report` in headless Chromium and save the page as a PNG; returns the selectors not found."""
+@contextlib.contextmanager
+def _browser(report: Path) -> Iterator[Any]:
+    """Headless Chromium (selenium) with `report` open in a window WIDTH pixels wide."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -85,22 +91,52 @@ def screenshot(report: Path, out: Path, parts: tuple[tuple[int, str, str], ...] 
     options.add_argument(f"--window-size={WIDTH},1000")
     driver = webdriver.Chrome(options=options, service=Service(driver_path))
     try:
-        driver.get(report.as_uri())
+        driver.get(report.resolve().as_uri())
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def screenshot(report: Path, out: Path, parts: tuple[tuple[int, str, str], ...] = PARTS) -> list[str]:
+    """Annotate `report` in headless Chromium and save the page as a PNG; returns the selectors not found."""
+    with _browser(report) as driver:
         missing = driver.execute_script(ANNOTATE, [[n, selector] for n, selector, _ in parts])
         height = driver.execute_script("return document.documentElement.scrollHeight")
         driver.set_window_size(WIDTH, height)
         out.parent.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(out))
         return missing
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+
+
+def part_screenshot(report: Path, selector: str, out: Path) -> None:
+    """Save one part of `report` (the element `selector` finds) as a PNG; a part the report lacks is an error."""
+    from selenium.common.exceptions import NoSuchElementException
+    from selenium.webdriver.common.by import By
+
+    with _browser(report) as driver:
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(WIDTH, height)
+        try:
+            element = driver.find_element(By.CSS_SELECTOR, selector)
+        except NoSuchElementException:
+            raise SystemExit(f"{report}: no part {selector!r} in the report") from None
+        out.parent.mkdir(parents=True, exist_ok=True)
+        element.screenshot(str(out))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"PNG to write (default: {OUT.relative_to(ROOT)})")
+    parser.add_argument("--report", type=Path, help="a report `benchbed report` wrote (with --part)")
+    parser.add_argument("--part", help="CSS selector of the report's part to save, e.g. '#compare-breakdown'")
     args = parser.parse_args()
+    if (args.report is None) != (args.part is None):
+        parser.error("--report and --part go together")
+    if args.report is not None:
+        part_screenshot(args.report, args.part, args.out)
+        print(args.out)
+        return
     with tempfile.TemporaryDirectory(prefix="benchbed-docs-") as tmp:
         missing = screenshot(quickstart_report(Path(tmp)), args.out)
     if missing:

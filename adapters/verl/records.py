@@ -117,12 +117,11 @@ def read_console(path: Path) -> Reading:
     """Step lines (read by the kit's console history reader), the pprinted config, Ray actor names, crash markers
     and version hints from a console log, in one pass."""
     out = Reading()
-    lines, cut_off = read_text_lines(path)
     steps = StepLines(path)
     before_steps: list[str] = []  # where the task runner pprints its config
     dump_start: int | None = None
     writers: list[str] = []  # which process printed each line before the steps (Ray actor and pid)
-    for number, raw in enumerate(lines, 1):
+    for number, raw, cut_off in read_text_lines(path):
         actor, pid, line = split_ray_line(raw)
         actor = actor or None
         if actor:
@@ -139,7 +138,7 @@ def read_console(path: Path) -> Reading:
             hint = _VERSION_HINT.search(line)
             if hint:
                 out.text_hints.append(hint.group(1))
-        steps.feed(number, line, actor, number == cut_off, out.warnings)
+        steps.feed(number, line, actor, cut_off, out.warnings)
     for row in steps.rows:
         if fits_int64(row.step):
             out.records.add(row.step, row.data, str(path), row.line)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchbed import progress
 from benchbed.adapterkit.histories.jsonl import read_step_columns, read_step_records
 from benchbed.adapterkit.step_columns import Places, Record, StepColumns
 
@@ -72,3 +73,37 @@ def test_columns_read_the_lines_the_dict_reader_reads(tmp_path: Path) -> None:
     assert f"{path}:4: not a file-logger record (step 10000000000000000000)" in warned[1]
     assert warned[-1] == f"{path}: a is NaN or infinite at step(s) 2; left out there"
     assert not math.isnan(columns.get(0, "a"))
+
+
+def test_the_column_reader_reports_its_progress(tmp_path: Path) -> None:
+    """What the CLI's bar on a terminal draws: bytes read of the file's size, every 4 MiB and at the end."""
+    path = tmp_path / "metrics.jsonl"
+    line = '{"step": %d, "data": {"pad": "' + "x" * 1000 + '", "a": 1.0}}\n'
+    path.write_text("".join(line % step for step in range(1, 9001)))
+    size = path.stat().st_size
+    reports: list[tuple[str, int, int]] = []
+    with progress.reporting(lambda what, done, total: reports.append((what, done, total))):
+        columns, _ = read_step_columns(path, [])
+    assert len(columns) == 9000
+    assert reports[-1] == ("reading metrics.jsonl", size, size)
+    assert len(reports) == size // progress.EVERY + 1 and all(total == size for _, _, total in reports)
+
+
+def test_text_lines_stream_as_split_numbers_them(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A console log is read a line at a time with the numbers and cut-off mark `text.split("\\n")` gave; a line
+    past the limit keeps its first LINE_LIMIT bytes and the next line keeps its number."""
+    from benchbed.adapterkit.histories import console
+
+    path = tmp_path / "console.log"
+    for text in ["", "a\n", "a", "a\r\rb\nc\n\n", "x\xff\n\u00e9"]:
+        path.write_bytes(text.encode("utf-8", "surrogateescape") if "\xff" not in text else b"x\xff\n\xc3\xa9")
+        with path.open("r", errors="replace", newline="") as fh:  # the whole-file read it replaces
+            expected = fh.read().split("\n")
+        got = list(console.read_text_lines(path))
+        assert [line for _, line, _ in got] == expected
+        assert [n for n, _, _ in got] == list(range(1, len(expected) + 1))
+        assert [n for n, _, cut in got if cut] == ([] if path.read_bytes().endswith(b"\n") else [len(expected)])
+    monkeypatch.setattr(console, "LINE_LIMIT", 8)
+    path.write_bytes(b"0123456789abcdef\nshort\n0123456789")
+    assert list(console.read_text_lines(path)) == [(1, "01234567", False), (2, "short", False),
+                                                   (3, "01234567", True)]  # fmt: skip

@@ -8,6 +8,7 @@ size: in a store of 10 machines against the same machine alone in its own store.
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -134,16 +135,28 @@ def history_json(root: Path) -> str:
 
 def test_history_json_on_one_long_series(benchmark, stores, medians: dict[str, float]) -> None:
     """Issue 39's case: the whole `history --json` command on one series of 100,000 records over 6,680 nights (two
-    watched metrics, every night in the document). Target: under 1.5 s; reported against the catalog read alone."""
+    watched metrics, every night in the document). Target: under 1.5 s; reported against the catalog read alone,
+    in wall-clock seconds and in CPU seconds (user + system: on a shared machine under load the wall clock mostly
+    counts the time waiting for a core)."""
     root, count = stores["one series"]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     assert catalog_read(root) == count * 6  # a point per record and metric (write_store records six)
-    read_s = time.perf_counter() - start
+    read_s, read_cpu = time.perf_counter() - start, time.process_time() - cpu
+    children = children_cpu()
     text = benchmark.pedantic(history_json, args=(root,), rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    command_cpu = (children_cpu() - children) / (ROUNDS + 1)
     assert [len(series["nights"]) for series in json.loads(text)["series"]] == [count // 15] * 2
     ratio(f"benchbed history --json, one series of {count:,} records", median_of(benchmark), "catalog read in-process",
           read_s, None)  # fmt: skip
+    ratio(f"history --json CPU s (start-up included), {count:,} records", command_cpu, "catalog read in-process, CPU s",
+          read_cpu, None)  # fmt: skip
     assert median_of(benchmark) < ONE_SERIES_TARGET_S, f"history --json: {median_of(benchmark):.2f} s"
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def nightly_baseline(root: Path) -> list[Series]:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter
-from typing import Any
 
 import numpy as np
 from benchbed.adapters.verl.keymap import ModeMap
-from benchbed.adapters.verl.records import Record
 
 from benchbed import keys as K
 from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.adapterkit.rows import AggRows
+from benchbed.adapterkit.step_columns import KeyTable, Places, StepColumns
 from benchbed.trace import TraceBuilder, attrs_json
 
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
@@ -28,7 +25,11 @@ class Segment:
     """A stretch of records with rising steps; a resumed run starts a new one at a lower step."""
 
     index: int
-    records: list[Record] = field(default_factory=list)
+    records: StepColumns
+    rows: np.ndarray  # the segment's records (indices into `records`), in order
+
+    def steps(self) -> np.ndarray:
+        return self.records.array("steps", self.rows)
 
 
 @dataclass
@@ -45,30 +46,36 @@ class StepSummary:
     local_steps: dict[int, int] = field(default_factory=dict)
 
 
-def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
-    """Merge log calls that share a step (disjoint keys) and cut a new segment where the step goes back."""
-    segments = [Segment(0)]
-    current: Record | None = None
+def segments_of(records: StepColumns, warnings: list[str]) -> list[Segment]:
+    """Merge log calls that share a step (disjoint keys; the merged record is added to `records`) and cut a new
+    segment where the step goes back."""
+    segments: list[list[int]] = [[]]
+    current = -1
     repeats = 0
-    for rec in records:
-        if current is not None and rec.step == current.step and current.data.keys().isdisjoint(rec.data.keys()):
-            current.data = {**current.data, **rec.data}
-            continue
-        if current is not None and rec.step == current.step and rec.data.items() <= current.data.items():
-            repeats += 1  # the same line twice (a log captured by two handlers, or pasted twice)
-            continue
-        if current is not None and rec.step <= current.step:
+    steps = records.steps
+    for i in range(len(records)):
+        step = steps[i]
+        if current >= 0 and step == steps[current]:
+            if set(records.keys(current)).isdisjoint(records.keys(i)):
+                merged = {**records.data(current), **records.data(i)}
+                current = records.add(step, merged, records.source(current), records.lines[current])
+                segments[-1][-1] = current
+                continue
+            if records.data(i).items() <= records.data(current).items():
+                repeats += 1  # the same line twice (a log captured by two handlers, or pasted twice)
+                continue
+        if current >= 0 and step <= steps[current]:
             warnings.append(
-                f"{rec.source}:{rec.line}: step {rec.step} follows step {current.step}: the run was resumed "
-                f"(segment {len(segments)} starts here); both segments are kept, so steps {rec.step}.."
-                f"{current.step} appear twice"
+                f"{records.where(i)}: step {step} follows step {steps[current]}: the run was resumed "
+                f"(segment {len(segments)} starts here); both segments are kept, so steps {step}.."
+                f"{steps[current]} appear twice"
             )
-            segments.append(Segment(len(segments)))
-        current = Record(rec.step, rec.data, rec.source, rec.line)
-        segments[-1].records.append(current)
+            segments.append([])
+        current = i
+        segments[-1].append(i)
     if repeats:
-        warnings.append(f"{records[0].source}: {repeats} repeated record(s) (same step, same values) read once")
-    return [s for s in segments if s.records]
+        warnings.append(f"{records.source(0)}: {repeats} repeated record(s) (same step, same values) read once")
+    return [Segment(index, records, np.array(rows, dtype=np.int64)) for index, rows in enumerate(segments) if rows]
 
 
 def _classifier(mm: ModeMap) -> Callable[[str], Action]:
@@ -106,10 +113,10 @@ def _classifier(mm: ModeMap) -> Callable[[str], Action]:
     return classify
 
 
-def _plan(data: dict[str, Any], classify: Callable[[str], Action]) -> list[tuple[str, str, str]]:
+def _plan(keys: tuple[str, ...], classify: Callable[[str], Action]) -> list[tuple[str, str, str]]:
     """The keys of a record that matter, with what to do with each (records of a run share their key set)."""
     out = []
-    for key in data:
+    for key in keys:
         kind, target = classify(key)
         if kind != "ignore":
             out.append((key, kind, target))
@@ -134,22 +141,23 @@ def emit_steps(
     offset = 1 - mm.first_step
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
-        for before, after in zip(segment.records, segment.records[1:], strict=False):
-            if after.step > before.step + 1:
-                summary.gaps.append((before.step + 1 + offset, after.step - 1 + offset))
-        by_plan: dict[tuple[str, ...], list[int]] = {}
-        for i, rec in enumerate(segment.records):
-            signature = tuple(rec.data)
-            if signature not in plans:
-                plans[signature] = _plan(rec.data, classify)
-                summary.timing_keys.update(key for key, kind, _ in plans[signature] if kind in _TIMING_KINDS)
-            by_plan.setdefault(signature, []).append(i)
-        timers = _Timers(len(segment.records))
-        for signature, positions in by_plan.items():
-            records = [segment.records[i] for i in positions]
-            plan = plans[signature]
-            timers.read(positions, records, [entry for entry in plan if entry[1] in _TIMING_KINDS], mm.step_timer)
-            _emit_figures(records, [entry for entry in plan if entry[1] not in _TIMING_KINDS], rows, attrs, offset)
+        steps = segment.steps()
+        for at in np.flatnonzero(steps[1:] > steps[:-1] + 1).tolist():
+            summary.gaps.append((int(steps[at]) + 1 + offset, int(steps[at + 1]) - 1 + offset))
+        columns = segment.records
+        tables, table_rows = columns.array("table_of", segment.rows), columns.array("row_of", segment.rows)
+        timers = _Timers(len(segment.rows))
+        for t in _in_order_of_appearance(tables):
+            table = columns.tables[t]
+            if table.keys not in plans:
+                plans[table.keys] = _plan(table.keys, classify)
+                summary.timing_keys.update(key for key, kind, _ in plans[table.keys] if kind in _TIMING_KINDS)
+            plan = plans[table.keys]
+            positions = np.flatnonzero(tables == t)
+            at_rows = table_rows[positions]
+            timers.read(positions, table, at_rows, [entry for entry in plan if entry[1] in _TIMING_KINDS])
+            figures = [entry for entry in plan if entry[1] not in _TIMING_KINDS]
+            _emit_figures(steps[positions], table, at_rows, figures, rows, attrs, offset)
         _emit_timing(segment, timers, mm, rows, samples_for, summary, attrs)
     rows.flush(builder)
     return summary
@@ -158,33 +166,22 @@ def emit_steps(
 _TIMING_KINDS = ("inside", "outside", "step", "timer")
 
 
-def _table(records: list[Record], keys: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
-    """Values of `keys` in records that all hold them, as a (records x keys) float array with NaN where a value is
-    not a number (null, text, a bool), and the mask of those non-numbers (None when every value is a number)."""
-    n, m = len(records), len(keys)
-    get = itemgetter(*keys)
-    flat: list[Any] = (
-        list(chain.from_iterable(get(rec.data) for rec in records)) if m > 1 else [get(rec.data) for rec in records]
-    )
-    if set(map(type, flat)) <= _NUMBER_TYPES:
-        return np.array(flat, dtype=np.float64).reshape(n, m), None
-    number = np.fromiter(((v.__class__ is float or v.__class__ is int) for v in flat), bool, n * m)
-    values = np.array([v if ok else math.nan for v, ok in zip(flat, number, strict=True)], dtype=np.float64)
-    return values.reshape(n, m), ~number.reshape(n, m)
-
-
-_NUMBER_TYPES = {float, int}
+def _in_order_of_appearance(codes: np.ndarray) -> list[int]:
+    """The distinct values of `codes`, in the order each first appears."""
+    distinct, first = np.unique(codes, return_index=True)
+    return distinct[np.argsort(first)].tolist()
 
 
 def _emit_figures(
-    records: list[Record], plan: list[tuple[str, str, str]], rows: AggRows, attrs: str, offset: int
-) -> None:
+    steps: np.ndarray, table: KeyTable, at_rows: np.ndarray, plan: list[tuple[str, str, str]], rows: AggRows,
+    attrs: str, offset: int,
+) -> None:  # fmt: skip
     """verl's own and native figures of records that share a key set: one block of rows per key, NaN and
     non-numbers left out."""
-    if not plan or not records:
+    if not plan or not len(steps):
         return
-    steps = np.fromiter((rec.step for rec in records), np.int64, len(records)) + offset
-    values, _ = _table(records, [key for key, _, _ in plan])
+    steps = steps + offset
+    values, _ = table.matrix(at_rows, [key for key, _, _ in plan])
     counted = steps >= 1  # verl's validation before training is logged at step 0: the trace counts steps from 1
     for j, (_, _, target) in enumerate(plan):
         column = values[:, j]
@@ -208,12 +205,11 @@ class _Timers:
         self.negative: dict[int, list[str]] = {}
         self.null_step = np.zeros(n, dtype=bool)
 
-    def read(self, positions: list[int], records: list[Record], plan: list[tuple[str, str, str]], step_timer: str
-             ) -> None:  # fmt: skip
+    def read(self, at: np.ndarray, table: KeyTable, at_rows: np.ndarray, plan: list[tuple[str, str, str]]) -> None:
+        """The timers of `plan` of the records at `at` (rows `at_rows` of `table`)."""
         if not plan:
             return
-        at = np.asarray(positions)
-        values, not_number = _table(records, [key for key, _, _ in plan])
+        values, not_number = table.matrix(at_rows, [key for key, _, _ in plan])
         with np.errstate(invalid="ignore"):
             below_zero = values < 0
         for j in np.flatnonzero(below_zero.any(axis=0)):
@@ -242,10 +238,10 @@ class _Timers:
 def _local_steps(segment: Segment, kept: np.ndarray) -> np.ndarray:
     """fully_async: how many local trainer steps each sync-cycle record covers (from training/global_step); records
     not kept (negative timers) are passed over."""
-    local = np.ones(len(segment.records), dtype=np.int64)
+    local = np.ones(len(segment.rows), dtype=np.int64)
     prev_global = None
     for i in np.flatnonzero(kept):
-        global_step = segment.records[i].data.get("training/global_step")
+        global_step = segment.records.get(int(segment.rows[i]), "training/global_step")
         if isinstance(global_step, (int, float)) and prev_global is not None:
             local[i] = max(1, int(global_step) - prev_global)
         elif isinstance(global_step, (int, float)) and segment.index == 0:
@@ -266,10 +262,9 @@ def _emit_timing(
 ) -> None:
     """trainer.step and its five components per record, and samples trained. A record with a negative timer keeps
     none of its times (a duration below zero is impossible: none of them can be trusted)."""
-    records = segment.records
-    steps = np.fromiter((rec.step for rec in records), np.int64, len(records)) + (1 - mm.first_step)
+    steps = segment.steps() + (1 - mm.first_step)
     summary.null_step.extend(int(s) for s in steps[timers.null_step])
-    kept = np.ones(len(records), dtype=bool)
+    kept = np.ones(len(steps), dtype=bool)
     for i, keys in sorted(timers.negative.items()):
         summary.negative[int(steps[i])] = keys
         kept[i] = False
@@ -293,7 +288,7 @@ def _emit_timing(
     at = np.flatnonzero(whole)
     total = step_time[at] + timers.outside[at]
     rows.extend(K.TRAINER_STEP, steps[at], total, "trainer", attrs)
-    where = [f"{records[i].source}:{records[i].line}" for i in at]
+    where = Places(segment.records, segment.rows[at])
     parts = summary.breakdown.settle_many(steps[at], total, {k: v[at] for k, v in timers.named.items()}, where)
     for key, values in parts.items():
         rows.extend(key, steps[at], values, "trainer", attrs)

@@ -26,19 +26,23 @@ def emit_eviction_counts(
 
     finished = trained + groups dropped for staleness or filtered (zero advantage) x G; groups whose agent loop
     failed are not finished. Returns whether anything was emitted."""
-    if not group_size or not any(key in rec.data for s in segments for rec in s.records for key in EVICTION_KEYS):
+    if not group_size or not any(
+        key in s.records.keys(i) for s in segments for i in s.rows.tolist() for key in EVICTION_KEYS
+    ):
         return False
     rows = AggRows()
     for segment in segments:
         attrs = attrs_json({"segment": segment.index}) if segment.index else ""
-        for rec in segment.records:
-            trained = samples_for(rec.step, 1) if "timing_s/step" in rec.data else None
+        records = segment.records
+        for i in segment.rows.tolist():
+            step = records.steps[i]
+            trained = samples_for(step, 1) if "timing_s/step" in records.keys(i) else None
             if trained is None:
                 continue
-            stale = float(rec.data.get(STALE) or 0) * group_size
-            filtered = float(rec.data.get(FILTERED) or 0) * group_size
-            rows.add(K.SAMPLES_ACCEPTED, rec.step, trained, "", attrs)
-            rows.add(K.SAMPLES_DROPPED_STALE, rec.step, stale, "", attrs)
-            rows.add(K.SAMPLES_FINISHED, rec.step, trained + stale + filtered, "", attrs)
+            stale = float(records.get(i, STALE) or 0) * group_size
+            filtered = float(records.get(i, FILTERED) or 0) * group_size
+            rows.add(K.SAMPLES_ACCEPTED, step, trained, "", attrs)
+            rows.add(K.SAMPLES_DROPPED_STALE, step, stale, "", attrs)
+            rows.add(K.SAMPLES_FINISHED, step, trained + stale + filtered, "", attrs)
     rows.flush(builder)
     return True

@@ -4,10 +4,10 @@ through the same step rules as the file logger's records."""
 from __future__ import annotations
 
 from benchbed.adapters.verl.parse import Inputs, build_trace
-from benchbed.adapters.verl.records import Record
 
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.history_trace import with_gpu_samples
+from benchbed.adapterkit.step_columns import StepColumns
 from benchbed.errors import NotThisFrameworkError
 from benchbed.trace import Trace
 
@@ -15,7 +15,10 @@ from benchbed.trace import Trace
 def parse_history(history: History) -> Trace:
     """Each history row is one `Tracking.log(data, step)` (rows of one step merged, as the trackers merge them)."""
     uri = history.source.uri
-    records = [Record(step, data, uri, i + 1) for i, (step, _, data) in enumerate(history.rows()) if data]
+    records = StepColumns()
+    for i, (step, _, data) in enumerate(history.rows()):
+        if data:
+            records.add(step, data, uri, i + 1)
     if not records:
         raise NotThisFrameworkError(f"not a verl history: {uri}: no rows with numeric values")
     version = history.packages.get("verl")

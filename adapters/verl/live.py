@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchbed.adapters.verl.parse import Inputs, build_trace
-from benchbed.adapters.verl.records import Record
 from benchbed.adapters.verl.render import METRICS_FILE
 
 from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.live_jsonl import JsonlStepsReader, Rows
+from benchbed.adapterkit.step_columns import StepColumns
 from benchbed.trace import Trace
 from benchbed.watch.live import LiveFigures
 
@@ -22,7 +22,9 @@ def verl_reader(run_dir: Path, figures: LiveFigures) -> JsonlStepsReader:
     plan = read_handoff(Path(run_dir), warnings)
 
     def to_trace(rows: Rows, path: str) -> Trace:
-        records = [Record(step, data, path, line) for step, data, line in rows]
+        records = StepColumns()
+        for step, data, line in rows:
+            records.add(step, data, path, line)
         return build_trace(Inputs(records=records, warnings=[], config=None, timing_source=path, sources=[path],
                                   plan=plan))  # fmt: skip
 

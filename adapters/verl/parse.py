@@ -22,13 +22,14 @@ from benchbed.adapters.verl.emit import Segment, emit_steps, segments_of
 from benchbed.adapters.verl.evictions import emit_eviction_counts
 from benchbed.adapters.verl.failed_start import failed_start
 from benchbed.adapters.verl.keymap import mode_map
-from benchbed.adapters.verl.records import Reading, Record, read_console, read_jsonl
+from benchbed.adapters.verl.records import Reading, read_console, read_jsonl
 from benchbed.adapters.verl.rollouts import read_rollout_dumps
 from benchbed.adapters.verl.worker_logs import ToolFailures, scan_worker_logs
 
 from benchbed.adapterkit.artifacts import Artifacts
 from benchbed.adapterkit.handoff import Handoff
 from benchbed.adapterkit.lines import head_bytes
+from benchbed.adapterkit.step_columns import StepColumns
 from benchbed.errors import AdapterError, NotThisFrameworkError
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
@@ -108,13 +109,13 @@ def parse_path(path: Path) -> Trace:
         )
     readings = [read_jsonl(p) for p in jsonl]
     consoles = [read_console(p) for p in console_files]
-    records: list[Record] = [r for reading in readings for r in reading.records]
+    records = _joined([reading.records for reading in readings])
     primary: list[Reading] = readings
     if not records and consoles:
         best = max(consoles, key=lambda c: len(c.records))
         records, primary = best.records, [best]
         if jsonl:
-            warnings.append(f"{jsonl[0]}: no complete records; steps were read from {best.records[0].source}")
+            warnings.append(f"{jsonl[0]}: no complete records; steps were read from {best.records.source(0)}")
     if not records and readings and not consoles and not found.of(WORKER_LOGS):
         raise AdapterError(_unreadable(jsonl[0], readings[0].warnings))
     for reading in readings + consoles:
@@ -122,7 +123,7 @@ def parse_path(path: Path) -> Trace:
     explicit = version_from_files(path) if path.is_dir() else None
     if explicit is None:
         hints = [
-            (h, c.records[0].source if c.records else str(console_files[0])) for c in consoles for h in c.text_hints
+            (h, c.records.source(0) if c.records else str(console_files[0])) for c in consoles for h in c.text_hints
         ]
         explicit = hints[0] if hints else None
     return build_trace(
@@ -147,7 +148,7 @@ class Inputs:
     """What a verl run's files (or a tracker's history of it) give the trace: the per-step records and the facts
     around them."""
 
-    records: list[Record]
+    records: StepColumns
     warnings: list[str]
     config: dict[str, Any] | None
     timing_source: str  # the file or URI named in warnings about the records' timers
@@ -164,11 +165,11 @@ class Inputs:
 def build_trace(inp: Inputs) -> Trace:
     """The trace of a verl run from its records: detection, steps, samples, warnings, metadata."""
     records, warnings, config, plan = inp.records, inp.warnings, inp.config, inp.plan
-    keys = {k for r in records for k in r.data} if len(records) < 2000 else _sampled_keys(records)
+    keys = records.key_set() if len(records) < 2000 else _sampled_keys(records)
     det = detect(keys, config, inp.actors, inp.explicit_version, plan.mode if plan else None, warnings)
     builder = TraceBuilder()
     per_step, per_local, group = _sizes(det.mode, config, plan)
-    segments = segments_of(records, warnings)
+    segments = segments_of(records, warnings)  # merged records are added to `records`
     step_of = cycle_of_local_step(segments) if det.mode == "fully_async" else None
     dumps = inp.dumps
     rollout_counts = read_rollout_dumps(dumps, det.mode, builder, warnings, step_of) if dumps else {}
@@ -222,11 +223,11 @@ def build_trace(inp: Inputs) -> Trace:
 
 def cycle_of_local_step(segments: list[Segment]) -> Callable[[int], int]:
     """fully_async dumps rollouts by local trainer step; its records are sync cycles ending at a local step."""
+    records = [(segment.records, i) for segment in segments for i in segment.rows.tolist()]
     ends = sorted(
-        (int(rec.data["training/global_step"]), rec.step)
-        for segment in segments
-        for rec in segment.records
-        if isinstance(rec.data.get("training/global_step"), (int, float))
+        (int(global_step), columns.steps[i])
+        for columns, i in records
+        if isinstance(global_step := columns.get(i, "training/global_step"), (int, float))
     )
     bounds = [end for end, _ in ends]
 
@@ -269,13 +270,24 @@ def _by(counts: Any, index: int) -> dict[str, int]:
     return out
 
 
-def _sampled_keys(records: list[Record]) -> set[str]:
+def _sampled_keys(records: StepColumns) -> set[str]:
     """Keys of a long run from a spread of records (first, last, and every 500th)."""
-    picks = records[:50] + records[-50:] + records[::500]
-    return {k for r in picks for k in r.data}
+    every = range(len(records))
+    return records.key_set([*every[:50], *every[-50:], *every[::500]])
 
 
-def _timing_warnings(summary: Any, records: list[Record], source: str, warnings: list[str]) -> None:
+def _joined(parts: list[StepColumns]) -> StepColumns:
+    """The records of several files as one set, in file order (one file's columns as they are)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = StepColumns()
+    for part in parts:
+        for i in range(len(part)):
+            out.add(part.steps[i], part.data(i), part.source(i), part.lines[i])
+    return out
+
+
+def _timing_warnings(summary: Any, records: StepColumns, source: str, warnings: list[str]) -> None:
     if records and not summary.timing_keys:
         warnings.append(
             f"{source}: no verl timing keys ({', '.join(EXPECTED_TIMERS)} ...): trainer step time, idle ratio and "

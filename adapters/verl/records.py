@@ -15,8 +15,9 @@ from benchbed.adapterkit.histories.console import (
     parse_step_line,
     read_text_lines,
 )
-from benchbed.adapterkit.histories.jsonl import read_step_records
+from benchbed.adapterkit.histories.jsonl import read_step_columns
 from benchbed.adapterkit.lines import first_content_line, loads_lenient
+from benchbed.adapterkit.step_columns import Record, StepColumns, fits_int64
 from benchbed.errors import NotThisFrameworkError
 from benchbed.logtext import split_ray_line
 
@@ -35,20 +36,10 @@ __all__ = [
 
 
 @dataclass
-class Record:
-    """One `Tracking.log(data, step)` call: where it came from and its numeric values."""
-
-    step: int
-    data: dict[str, Any]
-    source: str
-    line: int
-
-
-@dataclass
 class Reading:
     """Records read from one file, plus what the file said about the run beyond its metrics."""
 
-    records: list[Record] = field(default_factory=list)
+    records: StepColumns = field(default_factory=StepColumns)  # one `Tracking.log(data, step)` call each
     warnings: list[str] = field(default_factory=list)
     truncated: bool = False
     crashed: bool = False
@@ -76,12 +67,10 @@ def is_file_logger_jsonl(path: Path) -> bool:
 
 
 def read_jsonl(path: Path) -> Reading:
-    """Every `{"step": N, "data": {...}}` line (the kit's JSONL record reader); a cut-off last line is dropped with
-    a warning (the run stopped), a NaN or inf value is left out of its line (one warning per key)."""
+    """Every `{"step": N, "data": {...}}` line (the kit's JSONL record reader, into columns); a cut-off last line is
+    dropped with a warning (the run stopped), a NaN or inf value is left out of its line (one warning per key)."""
     out = Reading()
-    records, out.truncated = read_step_records(path, out.warnings, flat=False)
-    source = str(path)
-    out.records = [Record(r.step, r.data, source, r.line) for r in records]
+    out.records, out.truncated = read_step_columns(path, out.warnings)
     return out
 
 
@@ -128,12 +117,11 @@ def read_console(path: Path) -> Reading:
     """Step lines (read by the kit's console history reader), the pprinted config, Ray actor names, crash markers
     and version hints from a console log, in one pass."""
     out = Reading()
-    lines, cut_off = read_text_lines(path)
     steps = StepLines(path)
     before_steps: list[str] = []  # where the task runner pprints its config
     dump_start: int | None = None
     writers: list[str] = []  # which process printed each line before the steps (Ray actor and pid)
-    for number, raw in enumerate(lines, 1):
+    for number, raw, cut_off in read_text_lines(path):
         actor, pid, line = split_ray_line(raw)
         actor = actor or None
         if actor:
@@ -150,8 +138,12 @@ def read_console(path: Path) -> Reading:
             hint = _VERSION_HINT.search(line)
             if hint:
                 out.text_hints.append(hint.group(1))
-        steps.feed(number, line, actor, number == cut_off, out.warnings)
-    out.records = [Record(row.step, row.data, str(path), row.line) for row in steps.rows]
+        steps.feed(number, line, actor, cut_off, out.warnings)
+    for row in steps.rows:
+        if fits_int64(row.step):
+            out.records.add(row.step, row.data, str(path), row.line)
+        else:
+            out.warnings.append(f"{path}:{row.line}: step {row.step} is past any step count; line skipped")
     out.truncated = steps.truncated
     if before_steps:
         if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's

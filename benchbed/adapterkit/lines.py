@@ -86,7 +86,7 @@ class JsonLines:
                     report(label, done, total)
                     reported = done
                 if len(raw) == LINE_LIMIT and not raw.endswith(b"\n"):
-                    length = len(raw) + _skip_line(fh)
+                    length = len(raw) + skip_line(fh)
                     warn(f"{path}:{number}: skipped line of {length:,} bytes (longer than {LINE_LIMIT:,}: no JSON row)")
                     continue
                 try:
@@ -137,7 +137,7 @@ def read_utf8(path: Path, limit: int = WHOLE_FILE_LIMIT) -> str:
         raise TraceError(f"{path}:{line}: not UTF-8 text ({what}); expected the UTF-8 its framework writes") from None
 
 
-def _skip_line(fh: Any) -> int:
+def skip_line(fh: Any) -> int:
     """Read past the rest of the current line a chunk at a time (a 2 GiB line is never held); the bytes skipped."""
     skipped = 0
     while chunk := fh.readline(1 << 20):

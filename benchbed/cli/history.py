@@ -62,7 +62,9 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
 
         write_text(output, render_history_html(f"history of {store_dir}", series))
     if as_json:
-        click.echo(_json_text({"series": [s.to_json() for s in series], "untrusted": untrusted}))
+        out = click.get_binary_stream("stdout")  # the document as orjson wrote it: no 18 MB str decoded and re-encoded
+        out.write(_json_bytes({"series": [s.to_json() for s in series], "untrusted": untrusted}) + b"\n")
+        out.flush()
     else:
         headers = ("machine", "entry", "metric", "nights", "last median", "change points", "marked changes",
                    "last verdict")  # fmt: skip
@@ -82,19 +84,19 @@ def history(store_dir: Path, entry: str | None, metric: str | None, suite_name: 
         sys.exit(2)
 
 
-def _json_text(document: object) -> str:
-    """`json.dumps(document, indent=2)` as text, written by orjson (a year of one series' nights is some 18 MB, which
+def _json_bytes(document: object) -> bytes:
+    """`json.dumps(document, indent=2)` as bytes, written by orjson (a year of one series' nights is some 18 MB, which
     the standard library takes a second to write): non-ASCII escaped as the standard library does, and a value that is
     not a number written null, so that the document is JSON any reader parses."""
     import codecs
 
     import orjson
 
-    text = orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()
-    if text.isascii():
-        return text
+    data = orjson.dumps(document, option=orjson.OPT_INDENT_2)
+    if data.isascii():
+        return data
     codecs.register_error(_ESCAPE, lambda e: (json.dumps(e.object[e.start : e.end])[1:-1], e.end))  # type: ignore[attr-defined]
-    return text.encode("ascii", _ESCAPE).decode("ascii")
+    return data.decode().encode("ascii", _ESCAPE)
 
 
 def _stderr(markup: str, text: str) -> None:

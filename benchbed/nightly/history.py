@@ -505,8 +505,13 @@ def gate_night(
 ) -> tuple[Comparison, tuple[str, ...]]:
     """The night at `index` against the points of up to `gate.nights` trusted nights before it (a night marked
     untrusted is no baseline): the rank test, or for a metric in `gate.band` the reference band."""
-    before = [n for n in nights[:index] if n.night not in untrusted]
-    baseline_nights = before[max(0, len(before) - gate.nights) :]
+    baseline_nights: list[NightValues] = []  # the last gate.nights trusted nights before it, read back from it
+    for earlier in range(index - 1, -1, -1):
+        if len(baseline_nights) == gate.nights:
+            break
+        if (night := nights[earlier]).night not in untrusted:
+            baseline_nights.append(night)
+    baseline_nights.reverse()
     baseline = [v for n in baseline_nights for v in n.values]
     direction = True if (found := metric_direction(metric)) is None else found
     if metric in gate.band:

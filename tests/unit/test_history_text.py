@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -46,3 +47,12 @@ def test_gate_settings_read_what_gate_writes_with_the_same_defaults():
     assert GateSettings.from_json(recorded) == GateSettings(nights=7, alpha=0.01, min_effect=0.1)
     with pytest.raises(TypeError):
         GateSettings.from_json('{"nights": 3, "window": 2}')
+
+
+def test_history_json_bytes_are_the_standard_librarys_document() -> None:
+    """`history --json` writes orjson's bytes: the same text as json.dumps(indent=2), non-ASCII escaped as it does."""
+    from benchbed.cli.history import _json_bytes
+
+    document = {"series": [{"entry": "é→ü", "nights": [{"median": 1.5, "values": [1.5, 2]}]}], "untrusted": {}}
+    assert _json_bytes(document) == json.dumps(document, indent=2).encode()
+    assert _json_bytes({"x": "plain"}) == b'{\n  "x": "plain"\n}'

@@ -8,10 +8,12 @@ like `np.float64(0.25)`, `tensor(3.)` and `True` are numbers. Console lines carr
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_rows
+from benchbed.adapterkit.lines import LINE_LIMIT, skip_line
 from benchbed.logtext import split_ray_line
 
 STEP_LINE = re.compile(r"(?:^|[\s\r|\]])step:(?P<step>-?\d+) - ")
@@ -120,23 +122,34 @@ class StepLines:
             )
 
 
-def read_text_lines(path: Path) -> tuple[list[str], int | None]:
-    """(lines, number of the cut-off last line, None when the file ends with a newline); tqdm's `\\r` stays
-    inside lines, so line numbers match `grep -n`."""
-    with path.open("r", errors="replace", newline="") as fh:
-        text = fh.read()
-    lines = text.split("\n")
-    return lines, (None if text.endswith("\n") else len(lines))
+def read_text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(line number, line, whether it is the cut-off last line: no newline ends it), one line at a time, as
+    `text.split("\n")` of the whole file numbers them (after a last newline, an empty line); tqdm's `\r` stays inside
+    lines, so line numbers match `grep -n`. A line past LINE_LIMIT bytes keeps its first LINE_LIMIT (no log line is
+    that long: the file is no log), so neither the file nor one line of it is held whole."""
+    with path.open("rb") as fh:
+        number = 0
+        while raw := fh.readline(LINE_LIMIT):
+            number += 1
+            if len(raw) == LINE_LIMIT and not raw.endswith(b"\n"):
+                skip_line(fh)
+                fh.seek(-1, 1)
+                if fh.read(1) == b"\n":  # the line ended (its rest read past), not the file
+                    raw += b"\n"
+            if not raw.endswith(b"\n"):
+                yield number, raw.decode(errors="replace"), True
+                return
+            yield number, raw[:-1].decode(errors="replace"), False
+        yield number + 1, "", number == 0  # an empty file is one cut-off empty line, as split gives it
 
 
 def read_console_history(path: Path) -> History:
     """Every step line of a console log as a history row (no wall time: console step lines carry none)."""
     warnings: list[str] = []
     steps = StepLines(path)
-    lines, cut_off = read_text_lines(path)
-    for number, raw in enumerate(lines, 1):
+    for number, raw, cut_off in read_text_lines(path):
         actor, _, line = split_ray_line(raw)
-        steps.feed(number, line, actor or None, number == cut_off, warnings)
+        steps.feed(number, line, actor or None, cut_off, warnings)
     steps.finish(warnings)
     if not steps.rows:
         raise HistoryError(f"{path}: no `step:N - key:value` lines (the console format of verl's Tracking)")

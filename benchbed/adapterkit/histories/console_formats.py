@@ -150,8 +150,9 @@ def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
     current: int | None = None
     counted = fmt.first_step - 1
     warnings: list[str] = []
-    lines, cut_off = read_text_lines(path)
-    for number, raw in enumerate(lines, 1):
+    cut_off: int | None = None
+    for number, raw, cut in read_text_lines(path):
+        cut_off = number if cut else cut_off
         line = strip_ansi(split_ray_line(raw)[2]).rstrip("\r")
         opened = fmt.step.search(line) if fmt.step is not None else None
         if opened is not None:

@@ -57,7 +57,7 @@ def test_an_exported_secret_never_reaches_the_runs_files(tmp_path) -> None:
     import sys
     from pathlib import Path
 
-    quickstart = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"
+    quickstart = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.toml"
     key, auth = "wk-0123456789abcdef", "hfa-9876543210"
     spec = tmp_path / "s.toml"
     text = quickstart.read_text().replace('model = "Qwen/Qwen3-30B-A3B"', f'model = "{key}/Qwen3"')

@@ -15,7 +15,7 @@ from benchbed.errors import BenchbedError
 from benchbed.pipeline import SeveralRunsError, find_runs, ingest
 from benchbed.store import Store
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def benchbed(*args: object) -> subprocess.CompletedProcess[str]:

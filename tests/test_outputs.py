@@ -205,7 +205,7 @@ def stored_run_dir(store: Path) -> Path:
     return next(store.glob("*/sim/*/*"))
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"
 
 

@@ -14,13 +14,11 @@ stderr."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -36,23 +34,21 @@ settings.register_profile("fuzz", max_examples=2000, deadline=None, print_blob=T
 settings.load_profile(os.environ.get("BENCHBED_HYPOTHESIS_PROFILE", "ci"))
 
 
-def _in_process(*args: object, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-                timeout: float | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """`benchbed ARGS` through click's runner; `env` is added to this process's environment for the call only.
-    `timeout` is accepted for the same calls as the child variant; an in-process call is not timed out."""
+def _in_process(*args: object, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`benchbed ARGS` through click's runner; `env` is added to this process's environment for the call only."""
     from benchbed.cli.main import cli
 
     argv = [str(arg) for arg in args]
-    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
-        result = CliRunner().invoke(cli, argv, prog_name="benchbed", env=dict(env or {}), catch_exceptions=False)
+    result = CliRunner().invoke(cli, argv, prog_name="benchbed", env=dict(env or {}), catch_exceptions=False)
     return subprocess.CompletedProcess(["benchbed", *argv], result.exit_code, result.stdout, result.stderr)
 
 
-def _child(*args: object, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-           timeout: float = 300) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def _child(
+    *args: object, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """`python -m benchbed ARGS` as a child process; `env` is added to this process's environment."""
     return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)  # fmt: skip
+                          env={**os.environ, **(env or {})}, timeout=timeout)  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -5,14 +5,26 @@ cannot fail on a case no earlier run drew; `make fuzz` (BENCHBED_HYPOTHESIS_PROF
 
 SIGINT: a shell starts a background job (`make test &`, `nohup ... &`) with SIGINT ignored, and a process inherits
 that through exec, so the benchbed children of the Ctrl-C tests would ignore the SIGINT they are sent. The suite
-handles SIGINT as a foreground process does, and its children start with the default."""
+handles SIGINT as a foreground process does, and its children start with the default.
+
+`benchbed` runs the command in this process through click's runner (no interpreter start-up, no re-import per call);
+`benchbed_process` runs it as a child, for the tests where a real process is the point (exit through the process's
+own end, signals, inherited descriptors). Both answer with a `subprocess.CompletedProcess`: returncode, stdout,
+stderr."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
 
+import pytest
+from click.testing import CliRunner
 from hypothesis import settings
+
+Benchbed = Callable[..., subprocess.CompletedProcess[str]]
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -20,3 +32,32 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("fuzz", max_examples=2000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("BENCHBED_HYPOTHESIS_PROFILE", "ci"))
+
+
+def _in_process(*args: object, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`benchbed ARGS` through click's runner; `env` is added to this process's environment for the call only."""
+    from benchbed.cli.main import cli
+
+    argv = [str(arg) for arg in args]
+    result = CliRunner().invoke(cli, argv, prog_name="benchbed", env=dict(env or {}), catch_exceptions=False)
+    return subprocess.CompletedProcess(["benchbed", *argv], result.exit_code, result.stdout, result.stderr)
+
+
+def _child(
+    *args: object, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m benchbed ARGS` as a child process; `env` is added to this process's environment."""
+    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def benchbed() -> Benchbed:
+    """The `benchbed` command run in this process: `benchbed("ingest", path, "--store", store)`."""
+    return _in_process
+
+
+@pytest.fixture(scope="session")
+def benchbed_process() -> Benchbed:
+    """The `benchbed` command run as a child process, where a real process is the point."""
+    return _child

@@ -10,10 +10,10 @@ from typing import Any
 
 from benchbed.adapters.prime_rl.options import PrimeRLOptions
 from benchbed.adapters.prime_rl.presets import Preset, preset_by_name, preset_for_model
-from benchbed.adapters.prime_rl.toml_writer import dumps
 
 from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.templates import toml_text
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import ExperimentSpec
 
@@ -215,7 +215,7 @@ def render_plan(spec: ExperimentSpec, run_dir: Path, env: dict[str, str] | None 
     return LaunchPlan(
         argv=argv,
         cwd=str(checkout),
-        files={CONFIG_FILE: header + dumps(config), **handoff_files(handoff)},
+        files={CONFIG_FILE: header + toml_text(config), **handoff_files(handoff)},
         timeout_s=spec.timeout_s,
         submits_job="slurm" if "slurm" in config else None,
         description=f"prime-rl@{opts.commit} rl run {name} in {checkout}",

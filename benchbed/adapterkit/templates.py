@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import tomli_w
 import yaml
 
 if sys.version_info >= (3, 11):
@@ -112,6 +113,20 @@ def yaml_text(data: Any) -> str:
     """`data` as YAML in its own key order, every string quoted where a YAML 1.1, YAML 1.2 or OmegaConf reader
     would otherwise take it for a number, a boolean or null, so that a rendered config keeps strings strings."""
     return yaml.dump(data, Dumper=_StringKeepingDumper, sort_keys=False)
+
+
+def toml_text(data: Mapping[str, Any]) -> str:
+    """`data` as TOML (tomli-w: every string a quoted TOML string, any Unicode key or value, dates, nested tables);
+    None values are left out, TOML having no null (a framework reads an absent key as its default)."""
+    return tomli_w.dumps(_without_none(data))
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _without_none(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value]
+    return value
 
 
 @cache

@@ -154,6 +154,22 @@ def rank_sum_counts(counts: tuple[int, ...], m: int) -> np.ndarray:
     return row
 
 
+Medians = tuple[np.ndarray, np.ndarray, float | None, float | None, float | None]
+
+
+def _medians(baseline: Sequence[float | None], candidate: Sequence[float | None]) -> Medians:
+    """The finite values of each side, their medians (None for a side with none) and the candidate's median
+    relative to the baseline's (None when either is missing or the baseline's is 0)."""
+    base = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=float)
+    cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
+    base_median = median(base) if len(base) else None
+    cand_median = median(cand) if len(cand) else None
+    relative = None
+    if base_median is not None and cand_median is not None and base_median != 0:
+        relative = (cand_median - base_median) / abs(base_median)
+    return base, cand, base_median, cand_median, relative
+
+
 def compare_values(
     baseline: Sequence[float],
     candidate: Sequence[float],
@@ -167,13 +183,7 @@ def compare_values(
     otherwise `regression`/`improvement` when p < alpha and the medians differ by at least `min_effect`
     relative to the baseline in the worse/better direction, else `unchanged`.
     """
-    base = np.asarray([v for v in baseline if v is not None and math.isfinite(v)], dtype=float)
-    cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
-    base_median = median(base) if len(base) else None
-    cand_median = median(cand) if len(cand) else None
-    relative = None
-    if base_median is not None and cand_median is not None and base_median != 0:
-        relative = (cand_median - base_median) / abs(base_median)
+    base, cand, base_median, cand_median, relative = _medians(baseline, candidate)
 
     def result(verdict: Verdict, p: float | None, reason: str) -> Comparison:
         return Comparison(verdict, base_median, cand_median, relative, p, len(base), len(cand), reason)
@@ -217,13 +227,7 @@ def compare_to_band(
     points judge time to quality: the band is the reference mean ± max(band_sd standard deviations, min_width ×
     |mean|), and the candidates' median outside it on the worse side is a regression. One candidate value is
     enough, which is what a learning metric needs when a night affords one run."""
-    ref = np.asarray([v for v in reference if v is not None and math.isfinite(v)], dtype=float)
-    cand = np.asarray([v for v in candidate if v is not None and math.isfinite(v)], dtype=float)
-    ref_median = median(ref) if len(ref) else None
-    cand_median = median(cand) if len(cand) else None
-    relative = None
-    if ref_median is not None and cand_median is not None and ref_median != 0:
-        relative = (cand_median - ref_median) / abs(ref_median)
+    ref, cand, ref_median, cand_median, relative = _medians(reference, candidate)
 
     def result(verdict: Verdict, reason: str) -> Comparison:
         return Comparison(verdict, ref_median, cand_median, relative, None, len(ref), len(cand), reason)

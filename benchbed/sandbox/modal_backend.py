@@ -16,6 +16,7 @@ from typing import Any
 
 from benchbed.liveness import pid_alive
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
+from benchbed.sandbox.late import LateCloses
 from benchbed.sandbox.reasons import failure_reason
 from benchbed.sandbox.registry import require_credentials, require_sdk
 
@@ -82,7 +83,7 @@ class ModalBackend:
                      "benchbed_pid": str(os.getpid())}  # fmt: skip
         self.warnings: list[str] = []
         self._app: Any = None
-        self._late: set[asyncio.Task[Any]] = set()
+        self._late = LateCloses()
 
     async def _call(self, coro: Any, timeout: float | None = None) -> Any:
         return await asyncio.wait_for(coro, timeout or self.call_timeout_s)
@@ -109,7 +110,7 @@ class ModalBackend:
                 # Shielded: a create that lands after our deadline is terminated, never left running.
                 sandbox = await asyncio.wait_for(asyncio.shield(create), max(0.0, end - loop.time()))
             except (asyncio.TimeoutError, asyncio.CancelledError):
-                self._terminate_when_done(create)
+                self._late.close_when_done(create, lambda sandbox: self._call(sandbox.terminate.aio()))
                 raise
             on_step("started")
             try:
@@ -132,16 +133,6 @@ class ModalBackend:
             raise SandboxFailure(classify(exc, exc_mod), f"{type(exc).__name__}: {exc}") from exc
         return Handle(id=sandbox.object_id, backend=self.name, key=key, state=ModalState(sandbox, spec),
                       warnings=self.warnings)  # fmt: skip
-
-    def _terminate_when_done(self, create: asyncio.Future[Any]) -> None:
-        async def later() -> None:
-            with contextlib.suppress(Exception):
-                sandbox = await create
-                await self._call(sandbox.terminate.aio())
-
-        task = asyncio.ensure_future(later())
-        self._late.add(task)
-        task.add_done_callback(self._late.discard)
 
     async def exec(
         self, handle: Handle, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None
@@ -210,8 +201,7 @@ class ModalBackend:
         return count
 
     async def shutdown(self) -> None:
-        if self._late:
-            await asyncio.wait(self._late, timeout=self.call_timeout_s)
+        await self._late.wait(self.call_timeout_s)
 
 
 async def _read_capped(stream: Any, cap: int) -> tuple[bytes, bool]:

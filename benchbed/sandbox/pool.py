@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchbed.sandbox.base import ExecResult, Handle, SandboxBackend, SandboxFailure, SandboxSpec
 from benchbed.sandbox.events import Ev, EventSink
+from benchbed.sandbox.late import LateCloses
 from benchbed.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class SandboxPool:
         self.events = events or EventSink()
         self._starting = asyncio.Semaphore(self.config.max_starting)
         self._live: dict[str, Handle] = {}
-        self._late: set[asyncio.Task[Any]] = set()
+        self._late = LateCloses()
         self._rng = random.Random(self.config.seed)
         self._n = 0
         self.swept = 0
@@ -74,8 +75,7 @@ class SandboxPool:
         for handle in list(self._live.values()):
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._close(handle))
-        if self._late:
-            await asyncio.wait(self._late, timeout=self.config.start_timeout_s + self.config.stop_timeout_s)
+        await self._late.wait(self.config.start_timeout_s + self.config.stop_timeout_s)
 
     async def shutdown(self) -> None:
         """close_all, then sweep orphans and stop the backend."""
@@ -129,11 +129,11 @@ class SandboxPool:
             try:
                 done, _ = await asyncio.wait({task}, timeout=deadline + 1.0)
             except asyncio.CancelledError:
-                self._adopt_late(task)
+                self._late.close_when_done(task, self.backend.close)
                 ev.emit(key, Ev.FAILED, attempt=attempt, reason="internal", attrs={"message": "cancelled"})
                 raise
             if not done:
-                self._adopt_late(task)
+                self._late.close_when_done(task, self.backend.close)
                 ev.emit(key, Ev.FAILED, attempt=attempt, reason="start_timeout",
                         attrs={"message": f"not ready within {deadline:g}s"})  # fmt: skip
                 raise SandboxFailure("start_timeout", f"sandbox not ready within {deadline:g}s")
@@ -151,18 +151,6 @@ class SandboxPool:
             return handle
         finally:
             self._starting.release()
-
-    def _adopt_late(self, task: asyncio.Task[Handle]) -> None:
-        """A create we stopped waiting for: close its sandbox whenever it turns up."""
-
-        async def closer() -> None:
-            with contextlib.suppress(Exception):
-                handle = await task
-                await self.backend.close(handle)
-
-        late = asyncio.ensure_future(closer())
-        self._late.add(late)
-        late.add_done_callback(self._late.discard)
 
     # ---- exec / close ------------------------------------------------------------------------------------------
     async def exec(self, handle: Handle, argv: list[str], timeout_s: float | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchbed.liveness import pid_alive
 from benchbed.sandbox.base import ExecResult, Handle, OnStep, SandboxFailure, SandboxSpec
+from benchbed.sandbox.late import LateCloses
 from benchbed.sandbox.reasons import failure_reason
 from benchbed.sandbox.registry import require_credentials, require_sdk
 
@@ -78,7 +79,7 @@ class PrimeBackend:
         self.labels = ["benchbed", f"benchbed-run-{self.run_id}", f"benchbed-host-{self.host}",
                        f"benchbed-pid-{os.getpid()}"]  # fmt: skip
         self.warnings: list[str] = []
-        self._late: set[asyncio.Task[Any]] = set()
+        self._late = LateCloses()
 
     async def _call(self, coro: Any, timeout: float | None = None) -> Any:
         return await asyncio.wait_for(coro, timeout or self.call_timeout_s)
@@ -100,7 +101,7 @@ class PrimeBackend:
             try:
                 sandbox = await asyncio.wait_for(asyncio.shield(create), max(0.0, end - loop.time()))
             except (asyncio.TimeoutError, asyncio.CancelledError):
-                self._delete_when_done(create)
+                self._late.close_when_done(create, lambda sandbox: self._call(self.client.delete(sandbox.id)))
                 raise
             sandbox_id = sandbox.id
             on_step("started")
@@ -121,16 +122,6 @@ class PrimeBackend:
             raise
         return Handle(id=sandbox_id, backend=self.name, key=key, state=PrimeState(sandbox_id, spec),
                       warnings=self.warnings)  # fmt: skip
-
-    def _delete_when_done(self, create: asyncio.Future[Any]) -> None:
-        async def later() -> None:
-            with contextlib.suppress(Exception):
-                sandbox = await create
-                await self._call(self.client.delete(sandbox.id))
-
-        task = asyncio.ensure_future(later())
-        self._late.add(task)
-        task.add_done_callback(self._late.discard)
 
     async def exec(
         self, handle: Handle, argv: list[str], *, timeout_s: float, env: dict[str, str] | None = None
@@ -198,8 +189,7 @@ class PrimeBackend:
             return 0
 
     async def shutdown(self) -> None:
-        if self._late:
-            await asyncio.wait(self._late, timeout=self.call_timeout_s)
+        await self._late.wait(self.call_timeout_s)
         closer = getattr(self.client, "aclose", None)
         if closer is not None:
             with contextlib.suppress(Exception):

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from benchbed.adapters.prime_rl.render import render_config
-from benchbed.adapters.prime_rl.toml_writer import dumps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchbed.adapterkit.templates import toml_text
 from benchbed.errors import SpecError
 from benchbed.sim.calibrate import Calibration
 from benchbed.spec import build_spec
@@ -50,13 +50,13 @@ def prime_rl_spec(config: dict[str, Any]) -> Any:
 @given(config=st.dictionaries(text, toml_values, max_size=4))
 def test_prime_rl_config_round_trips_through_tomllib(config: dict[str, Any]) -> None:
     rendered = render_config(prime_rl_spec(config))
-    assert tomllib.loads(dumps(rendered)) == rendered
+    assert tomllib.loads(toml_text(rendered)) == rendered
 
 
 def test_prime_rl_emoji_non_ascii_keys_and_dates_are_valid_toml() -> None:
     config = {"run_name": "nuit 🌙 café", "orchestrator": {"clé": {"x": 1}}, "started": dt.date(2026, 12, 1)}
     rendered = render_config(prime_rl_spec(config))
-    text_out = dumps(rendered)
+    text_out = toml_text(rendered)
     assert 'run_name = "nuit 🌙 café"' in text_out and '"clé"' in text_out
     parsed = tomllib.loads(text_out)
     assert parsed["run_name"] == "nuit 🌙 café" and parsed["orchestrator"]["clé"] == {"x": 1}

@@ -5,8 +5,6 @@ each framework's console log told by its format, so `benchbed ingest` needs no -
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -76,25 +74,20 @@ def test_a_log_no_format_or_several_formats_recognise_is_refused_naming_the_file
         console_adapter(both, available_adapters())
 
 
-def test_ingest_without_adapter_reads_a_console_log_and_names_one_it_cannot_tell(tmp_path: Path) -> None:
+def test_ingest_without_adapter_reads_a_console_log_and_names_one_it_cannot_tell(benchbed, tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     log.write_text(SKYRL)
-    done = _benchbed("ingest", log, "--warmup-steps", "0", "--store", tmp_path / "store", "--json")
+    done = benchbed("ingest", log, "--warmup-steps", "0", "--store", tmp_path / "store", "--json")
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)[0] if done.stdout.lstrip().startswith("[") else json.loads(done.stdout)
     assert record["adapter"]["name"] == "skyrl" and record["status"] == "succeeded"
     log.write_text(SKYRL + OPENRLHF)
-    done = _benchbed("ingest", log, "--store", tmp_path / "store2")
+    done = benchbed("ingest", log, "--store", tmp_path / "store2")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         f"benchbed: error: {log}: the console formats of several adapters recognise it (openrlhf, skyrl); name the "
         "framework that wrote it with --adapter"
     ]
     assert not (tmp_path / "store2").exists()
-
-
-def _benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
 
 
 CONSOLE_TITLES = {"nemo_rl": "a NeMo-RL console log", "skyrl": "a SkyRL console log", "roll": "a ROLL console log",
@@ -110,7 +103,7 @@ def test_a_log_with_no_line_of_the_named_framework_is_refused_saying_so(framewor
         get_adapter(framework).parse(log)
 
 
-def test_no_console_log_is_stored_as_succeeded_without_metrics(tmp_path: Path) -> None:
+def test_no_console_log_is_stored_as_succeeded_without_metrics(benchbed, tmp_path: Path) -> None:
     """Zero matching lines, or the framework's lines without its timing: refused, nothing stored; steps that give no
     metric (one step, the warm-up leaves none): kept as partial, saying why."""
     plain, untimed, short = tmp_path / "plain.log", tmp_path / "untimed.log", tmp_path / "short.log"
@@ -120,10 +113,10 @@ def test_no_console_log_is_stored_as_succeeded_without_metrics(tmp_path: Path) -
     for log, adapter, said in ((plain, "skyrl", "is not a SkyRL console log"),
                                (untimed, "skyrl", "untimed.log: a SkyRL console log, but no timing block; expected"),
                                (plain, None, "no adapter's console format")):  # fmt: skip
-        done = _benchbed("ingest", log, *(("--adapter", adapter) if adapter else ()), "--store", tmp_path / "none")
+        done = benchbed("ingest", log, *(("--adapter", adapter) if adapter else ()), "--store", tmp_path / "none")
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and said in done.stderr, said
     assert not (tmp_path / "none").exists()
-    done = _benchbed("ingest", short, "--store", tmp_path / "store", "--json")
+    done = benchbed("ingest", short, "--store", tmp_path / "store", "--json")
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     record = record[0] if isinstance(record, list) else record

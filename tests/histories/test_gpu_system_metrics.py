@@ -7,8 +7,6 @@ window (steps 2-6) GPUs 0-3 at 90, 70, 40, 20 % -> every GPU 55 %, the trainer's
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,16 +23,15 @@ WANDB = next((RUN / "wandb").glob("offline-run-*"))
 SOURCES = {"wandb": WANDB, "mlflow": RUN / "mlruns"}
 
 
-def _ingest(location: Path, store: Path, *flags: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "benchbed", "ingest", str(location), "--adapter", "verl", "--store",
-                           str(store), "--json", *flags], capture_output=True, text=True, timeout=300)  # fmt: skip
+def _ingest(benchbed, location: Path, store: Path, *flags: str) -> dict:
+    done = benchbed("ingest", location, "--adapter", "verl", "--store", store, "--json", *flags)
     assert done.returncode == 0, done.stderr
     return {name: m["value"] for name, m in json.loads(done.stdout)["metrics"].items()}
 
 
 @pytest.mark.parametrize("source", SOURCES)
-def test_gpu_metrics_match_the_schedule(source: str, tmp_path: Path) -> None:
-    metrics = _ingest(SOURCES[source], tmp_path, "--trainer-gpus", "2", "--generator-gpus", "2")
+def test_gpu_metrics_match_the_schedule(benchbed, source: str, tmp_path: Path) -> None:
+    metrics = _ingest(benchbed, SOURCES[source], tmp_path, "--trainer-gpus", "2", "--generator-gpus", "2")
     assert metrics["gpu_busy_ratio"] == pytest.approx(0.55)
     assert metrics["trainer_gpu_busy_ratio"] == pytest.approx(0.80)
     assert metrics["generator_gpu_busy_ratio"] == pytest.approx(0.30)
@@ -43,10 +40,10 @@ def test_gpu_metrics_match_the_schedule(source: str, tmp_path: Path) -> None:
     assert metrics["trainer_gpu_idle_gap"] == pytest.approx((1 - 0.80) - metrics["trainer_idle_ratio"])
 
 
-def test_colocated_gpus_serve_both_roles_and_no_gpu_counts_leave_roles_unknown(tmp_path: Path) -> None:
-    colocated = _ingest(WANDB, tmp_path / "a", "--trainer-gpus", "4", "--generator-gpus", "4", "--colocated")
+def test_colocated_gpus_serve_both_roles_and_no_gpu_counts_leave_roles_unknown(benchbed, tmp_path: Path) -> None:
+    colocated = _ingest(benchbed, WANDB, tmp_path / "a", "--trainer-gpus", "4", "--generator-gpus", "4", "--colocated")
     assert colocated["trainer_gpu_busy_ratio"] == colocated["generator_gpu_busy_ratio"] == pytest.approx(0.55)
-    unknown = _ingest(WANDB, tmp_path / "b")
+    unknown = _ingest(benchbed, WANDB, tmp_path / "b")
     assert unknown["gpu_busy_ratio"] == pytest.approx(0.55)
     assert "trainer_gpu_busy_ratio" not in unknown and "generator_gpu_busy_ratio" not in unknown
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from argparse import Namespace
 from pathlib import Path
 
@@ -29,11 +27,6 @@ PARAM_TOKEN = "hf_fakeParamToken123456"
 TAG_TOKEN = "hf_fakeTagToken24680135"
 TEXT_TOKEN = "hf_fakeTextToken13579246"
 HPARAM_TOKEN = "fake-hparam-key-11223344"
-
-
-def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
 
 
 def _stored(store: Path) -> tuple[Path, dict]:
@@ -61,7 +54,7 @@ def _same_figures(run_dir: Path, history_location: Path | str) -> None:
 
 
 def test_a_wandb_run_holding_keys_in_its_config_and_command_line_is_stored_without_them(
-    tmp_path: Path, wandb_run
+    benchbed, tmp_path: Path, wandb_run
 ) -> None:
     (original,) = (FIXTURES / "wandb").glob("offline-run-*")
     history = open_history(original)
@@ -88,7 +81,7 @@ def test_a_wandb_run_holding_keys_in_its_config_and_command_line_is_stored_witho
 
 @pytest.mark.parametrize("store_kind", ["file", "sqlite"])
 def test_an_mlflow_run_with_an_hf_token_param_is_stored_without_it(
-    tmp_path: Path, store_kind: str, monkeypatch: pytest.MonkeyPatch
+    benchbed, tmp_path: Path, store_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed: pip install 'benchbed[mlflow]'")
     from mlflow.entities import Metric, Param
@@ -124,7 +117,9 @@ def test_an_mlflow_run_with_an_hf_token_param_is_stored_without_it(
     _same_figures(run_dir, location)
 
 
-def test_a_run_directory_with_a_wandb_run_inside_is_copied_without_its_credentials(tmp_path: Path, wandb_run) -> None:
+def test_a_run_directory_with_a_wandb_run_inside_is_copied_without_its_credentials(
+    benchbed, tmp_path: Path, wandb_run
+) -> None:
     """`benchbed ingest RUN_DIR` of verl's console log and JSONL beside the W&B run verl's Tracking wrote there."""
     run = tmp_path / "run"
     shutil.copytree(Path(__file__).parents[1] / "fixtures" / "verl" / "verl-0.9.1-v1_sync", run)
@@ -140,7 +135,9 @@ def test_a_run_directory_with_a_wandb_run_inside_is_copied_without_its_credentia
     assert (run_dir / "native" / "console.log").read_bytes() == (run / "console.log").read_bytes()
 
 
-def test_a_tensorboard_run_whose_text_and_hparams_hold_credentials_is_stored_without_them(tmp_path: Path) -> None:
+def test_a_tensorboard_run_whose_text_and_hparams_hold_credentials_is_stored_without_them(
+    benchbed, tmp_path: Path
+) -> None:
     """A text summary with `--hf_token VALUE` (a logged command line) and an hparams session with an `api_key`: the
     event file that holds them is binary, so it is left out with a warning; the figures are all kept."""
     pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not installed")
@@ -171,7 +168,7 @@ def test_a_tensorboard_run_whose_text_and_hparams_hold_credentials_is_stored_wit
     )
 
 
-def test_a_run_directory_whose_event_file_logs_a_token_is_copied_without_it(tmp_path: Path) -> None:
+def test_a_run_directory_whose_event_file_logs_a_token_is_copied_without_it(benchbed, tmp_path: Path) -> None:
     """`benchbed ingest RUN_DIR` of verl's console log and JSONL beside an event file whose text summary holds a
     token: the event file is left out, the console log copied as it is."""
     pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not installed")

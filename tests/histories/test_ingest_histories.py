@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,12 +15,7 @@ RUN = FIXTURES / "histories" / "verl" / "verl-0.9.1-v1_sync"
 pytest.importorskip("wandb", reason="the `wandb` extra is not installed: pip install 'benchbed[wandb]'")
 
 
-def benchbed(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env)  # fmt: skip
-
-
-def test_a_wandb_run_is_ingested_without_naming_the_adapter(tmp_path: Path) -> None:
+def test_a_wandb_run_is_ingested_without_naming_the_adapter(benchbed, tmp_path: Path) -> None:
     (run_dir,) = (RUN / "wandb").glob("offline-run-*")
     done = benchbed("ingest", run_dir, "--store", tmp_path / "results", "--json")
     assert done.returncode == 0, done.stderr
@@ -34,7 +27,7 @@ def test_a_wandb_run_is_ingested_without_naming_the_adapter(tmp_path: Path) -> N
     assert (stored / "history.parquet").is_file() and (stored / "files" / "requirements.txt").is_file()
 
 
-def test_a_history_no_adapter_recognises_names_its_keys(tmp_path: Path, wandb_run) -> None:
+def test_a_history_no_adapter_recognises_names_its_keys(benchbed, tmp_path: Path, wandb_run) -> None:
     run_dir = wandb_run({"rows": [{"step": 1, "data": {"loss": 0.5}}]}, tmp_path / "w")
     done = benchbed("ingest", run_dir, "--store", tmp_path / "results")
     assert done.returncode == 2
@@ -48,10 +41,11 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_dead_mlflow_server_is_one_line_and_keeps_the_password_out(tmp_path: Path) -> None:
+def test_a_dead_mlflow_server_is_one_line_and_keeps_the_password_out(benchbed_process, tmp_path: Path) -> None:
     pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed")
     url = f"http://reader:hunter2-secret@127.0.0.1:{_closed_port()}/#/experiments/0/runs/{'a' * 32}"
-    done = benchbed("ingest", url, "--adapter", "verl", "--store", tmp_path / "results")
+    # a child: the MLflow client's request thread outlives the 30 s wait, and the process's end is what stops it
+    done = benchbed_process("ingest", url, "--adapter", "verl", "--store", tmp_path / "results")
     assert done.returncode == 2
     line = done.stderr.strip()
     assert len(line.splitlines()) == 1 and "hunter2-secret" not in line and "reader" not in line
@@ -59,7 +53,7 @@ def test_a_dead_mlflow_server_is_one_line_and_keeps_the_password_out(tmp_path: P
     assert not (tmp_path / "results").exists()
 
 
-def test_a_missing_path_is_named_and_a_non_history_needs_an_adapter(tmp_path: Path) -> None:
+def test_a_missing_path_is_named_and_a_non_history_needs_an_adapter(benchbed, tmp_path: Path) -> None:
     done = benchbed("ingest", tmp_path / "nope", "--store", tmp_path / "results")
     assert done.returncode == 2 and f"{tmp_path / 'nope'}: no such file or directory" in done.stderr
     (tmp_path / "console.log").write_text("step 1 done\n")
@@ -69,7 +63,7 @@ def test_a_missing_path_is_named_and_a_non_history_needs_an_adapter(tmp_path: Pa
     assert not (tmp_path / "results").exists()
 
 
-def test_a_wandb_file_cut_before_its_first_step_is_named_as_damaged(tmp_path: Path) -> None:
+def test_a_wandb_file_cut_before_its_first_step_is_named_as_damaged(benchbed, tmp_path: Path) -> None:
     (record_log,) = (RUN / "wandb").glob("offline-run-*/run-*.wandb")
     cut = tmp_path / record_log.name
     cut.write_bytes(record_log.read_bytes()[:3000])
@@ -81,7 +75,7 @@ def test_a_wandb_file_cut_before_its_first_step_is_named_as_damaged(tmp_path: Pa
 
 
 def test_an_infinite_timing_names_the_store_the_run_the_key_and_the_step(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    benchbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("mlflow", reason="the `mlflow` extra is not installed")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")

@@ -68,10 +68,9 @@ def test_a_sql_store_is_read_without_one_metric_object_per_point(tmp_path: Path)
     assert called == []
 
 
-def test_a_missing_or_foreign_store_is_one_line_and_nothing_is_created_or_altered(tmp_path: Path) -> None:
+def test_a_missing_or_foreign_store_is_one_line_and_nothing_is_created_or_altered(benchbed, tmp_path: Path) -> None:
     """mlflow's client would create a missing store, or add its tables to another program's SQLite database."""
     import sqlite3
-    import subprocess
 
     from benchbed.adapterkit.histories import HistoryError
 
@@ -84,8 +83,7 @@ def test_a_missing_or_foreign_store_is_one_line_and_nothing_is_created_or_altere
     with sqlite3.connect(foreign) as db:
         db.execute("CREATE TABLE runs (id INTEGER)")
     before = foreign.read_bytes()
-    done = subprocess.run([sys.executable, "-m", "benchbed", "ingest", str(foreign), "--store", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = benchbed("ingest", foreign, "--store", tmp_path / "out")
     no_tables = "no experiments, latest_metrics, metrics, params table"
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         f"benchbed: error: sqlite:///{foreign}: not an MLflow SQLite store ({no_tables})"]  # fmt: skip

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -107,10 +105,11 @@ def test_runs_of_different_jobs_are_not_merged(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("wandb_dir", "framework"), [(SLIME_WANDB, "slime"), (PRIME_WANDB, "prime_rl")])
-def test_benchbed_ingest_reads_them_with_or_without_adapter(wandb_dir: Path, framework: str, tmp_path: Path) -> None:
+def test_benchbed_ingest_reads_them_with_or_without_adapter(
+    benchbed, wandb_dir: Path, framework: str, tmp_path: Path
+) -> None:
     for named in ([], ["--adapter", framework]):
-        command = [sys.executable, "-m", "benchbed", "ingest", wandb_dir, *named, "--store", tmp_path / "results"]
-        done = subprocess.run([*map(str, command), "--json"], capture_output=True, text=True, timeout=300)
+        done = benchbed("ingest", wandb_dir, *named, "--store", tmp_path / "results", "--json")
         assert done.returncode == 0, done.stderr
         record = json.loads(done.stdout)
         assert record["adapter"]["name"] == framework and record["spec"]["source"] == str(wandb_dir.resolve())

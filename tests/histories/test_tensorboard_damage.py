@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -65,15 +63,12 @@ def test_four_flipped_bytes_fail_a_checksum_where_they_are(tmp_path: Path) -> No
     assert f"damaged at byte {target} (a record that fails its checksum)" in warning
 
 
-def test_ingest_of_a_cut_event_file_is_partial_with_the_offset(tmp_path: Path) -> None:
+def test_ingest_of_a_cut_event_file_is_partial_with_the_offset(benchbed, tmp_path: Path) -> None:
     data = EVENTS.read_bytes()
     run = tmp_path / "run"
     shutil.copytree(EVENTS.parent, run / "tensorboard_log")
     (run / "tensorboard_log" / EVENTS.name).write_bytes(data[: int(len(data) * 0.6)])
-    done = subprocess.run(
-        [sys.executable, "-m", "benchbed", "ingest", str(run / "tensorboard_log"), "--adapter", "verl", "--store",
-         str(tmp_path / "store"), "--json"], capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = benchbed("ingest", run / "tensorboard_log", "--adapter", "verl", "--store", tmp_path / "store", "--json")
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["status"] == "partial"

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 from benchbed.adapters.prime_rl.fields import field_list
+from benchbed.adapters.prime_rl.keypaths import flatten
 from benchbed.adapters.prime_rl.presets import preset_for_model
 from benchbed.adapters.prime_rl.render import CONFIG_FILE, render_config, render_plan
-from benchbed.adapters.prime_rl.toml_writer import dumps, flatten
 from prime_rl_fields import extract  # tools/, on pytest's pythonpath
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.handoff import HANDOFF_FILE
+from benchbed.adapterkit.templates import toml_text
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import build_spec, load_spec
 
@@ -164,7 +165,7 @@ def test_passthrough_config_is_merged_last() -> None:
 def test_toml_round_trips() -> None:
     for spec in (load_spec(CASE_1), load_spec(CASE_2), small_spec()):
         cfg = render_config(spec)
-        assert tomllib.loads(dumps(cfg)) == cfg
+        assert tomllib.loads(toml_text(cfg)) == cfg
 
 
 @pytest.mark.parametrize(
@@ -327,10 +328,10 @@ def test_prime_rl_config_models_accept_the_rendered_configs(tmp_path: Path) -> N
     paths = []
     for i, (spec_path, sets) in enumerate(overrides):
         path = tmp_path / f"rl-{i}.toml"
-        path.write_text(dumps(render_config(load_spec(spec_path, sets))))
+        path.write_text(toml_text(render_config(load_spec(spec_path, sets))))
         paths.append(str(path))
     small = tmp_path / "small.toml"
-    small.write_text(dumps(render_config(small_spec())))
+    small.write_text(toml_text(render_config(small_spec())))
     paths.append(str(small))
     python = os.environ["PRIME_RL_CONFIGS_PYTHON"]
     proc = subprocess.run([python, "-c", VALIDATE, *paths], capture_output=True, text=True, timeout=600)

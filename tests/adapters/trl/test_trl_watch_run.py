@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,21 +17,16 @@ STEP = re.compile(r"^watch step=(\d+) step_s=(\S+) trainer_idle=(\S+) generator_
 STEPS = 4
 
 
-def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=500)  # fmt: skip
-
-
-def test_run_watch_of_trl_updates_each_step_and_ends_on_the_post_hoc_figures(tmp_path: Path) -> None:
+def test_run_watch_of_trl_updates_each_step_and_ends_on_the_post_hoc_figures(benchbed_process, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    ran = benchbed("run", ROOT / "experiments" / "trl-grpo-cpu.toml", "--set", f"workload.steps={STEPS}", "--watch",
-                   "--interval", "0.2", "--store", store, "--json")  # fmt: skip
+    ran = benchbed_process("run", ROOT / "experiments" / "trl-grpo-cpu.toml", "--set", f"workload.steps={STEPS}",
+                           "--watch", "--interval", "0.2", "--store", store, "--json", timeout=500)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     record = json.loads(ran.stdout)
     lines = [STEP.match(line) for line in ran.stderr.splitlines() if line.startswith("watch step=")]
     assert all(lines) and [int(m.group(1)) for m in lines] == list(range(1, STEPS + 1))  # each step, once, in order
     run_dir = next(store.glob(f"*/trl/{record['spec_id']}/*"))
-    ingested = benchbed("ingest", run_dir, "--adapter", "trl", "--store", tmp_path / "again", "--json")
+    ingested = benchbed_process("ingest", run_dir, "--adapter", "trl", "--store", tmp_path / "again", "--json")
     assert ingested.returncode == 0, ingested.stderr
     post_hoc = {name: m["value"] for name, m in json.loads(ingested.stdout)["metrics"].items()}
     watched = {name: m["value"] for name, m in record["metrics"].items()}

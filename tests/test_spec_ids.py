@@ -10,7 +10,7 @@ import pytest
 
 from benchbed.spec import build_spec, expand, load_spec, load_spec_data
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 # spec file -> the spec ids of its matrix points, in matrix order, computed by benchbed at be09333 (a spec edited
 # since then is pinned to the id be09333 gives its new content: ref-partial, max_new_tokens 4 -> 16 in d7cff33;
 # grpo-cpu-matched gained a [verl] table whose CPU profile be09333 does not know: pinned to the id it has since)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +13,7 @@ from benchbed.errors import BenchbedError
 from benchbed.pipeline import SeveralRunsError, find_runs, ingest
 from benchbed.store import Store
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture
@@ -32,7 +25,9 @@ def two_verl_runs(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_directory_with_several_runs_is_refused_with_their_list(two_verl_runs: Path, tmp_path: Path) -> None:
+def test_a_directory_with_several_runs_is_refused_with_their_list(
+    benchbed, two_verl_runs: Path, tmp_path: Path
+) -> None:
     store = tmp_path / "results"
     assert find_runs(two_verl_runs, "verl") == sorted((two_verl_runs / "runs").iterdir())
     with pytest.raises(SeveralRunsError, match=r"holds 2 verl runs; pass one of them, or --all") as caught:
@@ -43,7 +38,7 @@ def test_a_directory_with_several_runs_is_refused_with_their_list(two_verl_runs:
     assert not store.exists() or not any(store.rglob("record.json"))
 
 
-def test_all_ingests_each_run(two_verl_runs: Path, tmp_path: Path) -> None:
+def test_all_ingests_each_run(benchbed, two_verl_runs: Path, tmp_path: Path) -> None:
     store = tmp_path / "results"
     result = benchbed("ingest", two_verl_runs, "--adapter", "verl", "--all", "--store", store, "--json")
     assert result.returncode == 0, result.stderr

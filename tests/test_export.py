@@ -22,7 +22,7 @@ from benchbed.sim import simulate_spec
 from benchbed.spec import build_spec
 from benchbed.trace import Trace, TraceBuilder, TraceMeta, read_trace
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ADAPTER_FIXTURES = [
     ("verl", "verl/verl-0.9.1-v1_sync"), ("verl", "verl/verl-0.9.1-fully_async"),
     ("slime", "slime/sync_colocated_624b824"), ("slime", "slime/fully_async_swe"),

@@ -42,7 +42,7 @@ def test_without_a_listener_nothing_is_reported_and_the_listener_is_reset(tmp_pa
 
 
 def test_an_ingest_on_a_pipe_draws_no_bar(tmp_path: Path) -> None:
-    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "verl" / "verl-0.9.1-v1_sync" / "metrics.jsonl"
+    fixture = Path(__file__).resolve().parent / "fixtures" / "verl" / "verl-0.9.1-v1_sync" / "metrics.jsonl"
     result = CliRunner().invoke(cli, ["ingest", str(fixture), "--adapter", "verl", "--store", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
     assert "reading metrics.jsonl" not in result.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchbed.spec import load_spec
 
-COMPARE = Path(__file__).resolve().parents[2] / "experiments" / "compare"
+COMPARE = Path(__file__).resolve().parents[1] / "experiments" / "compare"
 FRAMEWORKS = ("verl", "slime", "prime_rl", "trl", "areal", "nemo_rl", "skyrl", "openrlhf", "roll")
 FRAMEWORKS += ("open_instruct", "rllm", "miles", "tinker_cookbook")
 

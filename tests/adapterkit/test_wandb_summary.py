@@ -86,14 +86,11 @@ def test_every_adapter_whose_keys_it_holds_refuses_it_as_a_summary(
 
 
 def test_the_cli_exits_2_and_stores_nothing_with_or_without_an_adapter(
-    summaries: dict[str, Path], tmp_path: Path
+    benchbed, summaries: dict[str, Path], tmp_path: Path
 ) -> None:
     store = tmp_path / "results"
     for extra in ([], ["--adapter", "verl"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "benchbed", "ingest", str(summaries["json"]), *extra, "--store", str(store)],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        done = benchbed("ingest", summaries["json"], *extra, "--store", store)
         assert done.returncode == 2
         assert done.stderr.startswith(f"benchbed: error: {summaries['json']}: a W&B run summary with ")
         assert "final values only, no per-step history" in done.stderr

@@ -8,7 +8,6 @@ import errno
 import os
 import stat
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -183,11 +182,11 @@ def test_an_oserror_about_another_file_passes_through(tmp_path: Path) -> None:
 # --- every writer goes through it: on a full disk each names its file and leaves nothing behind ---------------
 
 
-def test_the_store_and_trace_writers_on_a_full_disk(tmp_path, monkeypatch) -> None:
+def test_the_store_and_trace_writers_on_a_full_disk(benchbed, tmp_path, monkeypatch) -> None:
     from benchbed.store import read_record, write_record
     from benchbed.trace import read_trace
 
-    run_dir = stored_run_dir(tmp_path / "store")
+    run_dir = stored_run_dir(benchbed, tmp_path / "store")
     record, trace = read_record(run_dir), read_trace(run_dir)
     before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
     full_disk_under(run_dir, monkeypatch)
@@ -199,25 +198,20 @@ def test_the_store_and_trace_writers_on_a_full_disk(tmp_path, monkeypatch) -> No
     assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
 
 
-def stored_run_dir(store: Path) -> Path:
+def stored_run_dir(benchbed, store: Path) -> Path:
     result = benchbed("simulate", QUICKSTART, "--set", "workload.steps=20", "--store", store)
     assert result.returncode == 0, result.stderr
     return next(store.glob("*/sim/*/*"))
 
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"
 
 
-def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory) -> tuple[Path, Path, Path]:
+def two_runs(benchbed, tmp_path_factory) -> tuple[Path, Path, Path]:
     store = tmp_path_factory.mktemp("store")
-    first = stored_run_dir(store)
+    first = stored_run_dir(benchbed, store)
     result = benchbed("simulate", QUICKSTART, "--set", "workload.steps=20", "--set", "sim.seed=7", "--store", store)
     assert result.returncode == 0, result.stderr
     second = next(p for p in store.glob("*/sim/*/*") if p != first)
@@ -256,7 +250,7 @@ COMMANDS = {  # command line with OUT for the output path
 
 
 @pytest.mark.parametrize("name", ["compare junit", "export csv", "plan"])  # in place: one branch for all writers
-def test_a_writer_on_a_full_device_names_it_and_leaves_it_a_device(name, two_runs, tmp_path) -> None:
+def test_a_writer_on_a_full_device_names_it_and_leaves_it_a_device(benchbed, name, two_runs, tmp_path) -> None:
     store, first, second = two_runs
     full = device(tmp_path / "full", FULL)
     argv = [str(full) if a == "OUT" else a for a in COMMANDS[name](store, first, second)]
@@ -285,7 +279,7 @@ def full_tmpfs(tmp_path: Path):
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
-def test_each_writer_on_a_full_disk_names_the_file_and_leaves_no_temp(name, two_runs, full_tmpfs) -> None:
+def test_each_writer_on_a_full_disk_names_the_file_and_leaves_no_temp(benchbed, name, two_runs, full_tmpfs) -> None:
     store, first, second = two_runs
     out = full_tmpfs / "out.file"
     argv = [str(out) if a == "OUT" else a for a in COMMANDS[name](store, first, second)]
@@ -295,7 +289,7 @@ def test_each_writer_on_a_full_disk_names_the_file_and_leaves_no_temp(name, two_
     assert sorted(p.name for p in full_tmpfs.iterdir()) == ["filler"]
 
 
-def test_nightly_refuses_an_unwritable_junit_or_page_before_the_first_run(tmp_path) -> None:
+def test_nightly_refuses_an_unwritable_junit_or_page_before_the_first_run(benchbed, tmp_path) -> None:
     store = tmp_path / "store"
     suite = suite_file(tmp_path)
     for option in ("--junit", "-o"):

@@ -12,12 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"
 
 
-def benchbed(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-
-
-def test_dry_run_with_slurm_prints_the_batch_script(tmp_path):
+def test_dry_run_with_slurm_prints_the_batch_script(benchbed, tmp_path):
     out = benchbed("run", QUICKSTART, "--launcher", "slurm", "--dry-run", "--store", tmp_path,
                    "--set", "slurm.partition=h200", "--set", "slurm.nodes=1")  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -26,7 +21,7 @@ def test_dry_run_with_slurm_prints_the_batch_script(tmp_path):
     assert not any(tmp_path.rglob("record.json"))
 
 
-def test_dry_run_with_ray_prints_the_job_request_with_secrets_masked(tmp_path):
+def test_dry_run_with_ray_prints_the_job_request_with_secrets_masked(benchbed, tmp_path):
     out = benchbed("run", QUICKSTART, "--launcher", "ray", "--ray-address", "http://head:8265", "--dry-run",
                    "--store", tmp_path, "--set", 'ray.env={MY_API_KEY="sk-abcdefgh123", MODE="x"}')  # fmt: skip
     assert out.returncode == 2 and "MY_API_KEY" in out.stderr and "Ray cluster's environment" in out.stderr
@@ -39,7 +34,7 @@ def test_dry_run_with_ray_prints_the_job_request_with_secrets_masked(tmp_path):
     assert not any(tmp_path.rglob("record.json"))
 
 
-def test_ray_options_need_the_ray_launcher(tmp_path):
+def test_ray_options_need_the_ray_launcher(benchbed, tmp_path):
     out = benchbed("run", QUICKSTART, "--ray-address", "http://head:8265", "--store", tmp_path)
     assert out.returncode == 2 and "--launcher ray" in out.stderr
     assert not tmp_path.exists() or not any(tmp_path.rglob("record.json"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from benchbed.adapterkit.handoff import HANDOFF_FILE
@@ -28,15 +27,14 @@ def test_exports_comments_and_heredocs_survive_a_shell_verbatim(tmp_path: Path) 
     assert not list(tmp_path.glob("pwned*"))
 
 
-def test_a_verl_dry_run_pasted_into_a_shell_runs_only_the_command_shown(tmp_path: Path) -> None:
+def test_a_verl_dry_run_pasted_into_a_shell_runs_only_the_command_shown(benchbed, tmp_path: Path) -> None:
     spec = tmp_path / "v.toml"
     hostile = HOSTILE.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     spec.write_text(
         f'name = "v"\nadapter = "verl"\n[verl]\npython = "echo"\ntrain_files = "{hostile}"\n'
         f'[verl.env]\nFOO = "{hostile}"\n'
     )
-    dry = subprocess.run([sys.executable, "-m", "benchbed", "run", str(spec), "--dry-run", "--store",
-                          str(tmp_path / "store")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    dry = benchbed("run", spec, "--dry-run", "--store", tmp_path / "store")
     assert dry.returncode == 0, dry.stderr
     assert "export FOO='$(touch pwned1)" in dry.stdout
     out = subprocess.run(["bash", "-c", dry.stdout + '\nprintf "\\n%s" "$FOO"'], cwd=tmp_path, capture_output=True,

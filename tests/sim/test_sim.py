@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -11,33 +11,14 @@ from scipy import integrate, stats
 from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sim import simulate_spec
-from benchbed.spec import build_spec
 
+from .specs import lognormal, make_spec
 
-def make_spec(sim: dict, prompts: int = 4, group: int = 1, staleness: int = 0, steps: int = 200, **workload):
-    return build_spec(
-        {
-            "name": "t",
-            "adapter": "sim",
-            "workload": {
-                "prompts_per_step": prompts,
-                "group_size": group,
-                "max_staleness": staleness,
-                "steps": steps,
-                **workload,
-            },
-            "sim": sim,
-        }  # fmt: skip
-    )
+make_spec = partial(make_spec, steps=200)  # these closed forms want longer runs than the mechanisms'
 
 
 def metrics_of(spec) -> dict[str, float]:
     return {k: v.value for k, v in compute_metrics(simulate_spec(spec)).items()}
-
-
-def lognormal(mean: float, cv: float) -> stats.rv_continuous:
-    sigma2 = math.log1p(cv * cv)
-    return stats.lognorm(s=math.sqrt(sigma2), scale=math.exp(math.log(mean) - sigma2 / 2))
 
 
 def expected_max(dist: stats.rv_continuous, n: int) -> float:

@@ -4,7 +4,6 @@ starts, multi-turn environment time, response cap, pass-rate mixtures, saturatio
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -13,35 +12,12 @@ from scipy import integrate, stats
 from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sim import simulate_spec
-from benchbed.spec import build_spec
 
-
-def make_spec(sim: dict, prompts: int = 4, group: int = 1, staleness: int = 0, steps: int = 100,
-              resources: dict | None = None, **workload):  # fmt: skip
-    return build_spec(
-        {
-            "name": "t",
-            "adapter": "sim",
-            "workload": {
-                "prompts_per_step": prompts,
-                "group_size": group,
-                "max_staleness": staleness,
-                "steps": steps,
-                **workload,
-            },
-            "resources": resources or {},
-            "sim": sim,
-        }  # fmt: skip
-    )
+from .specs import lognormal, make_spec
 
 
 def metrics_of(trace) -> dict[str, float]:
     return {k: v.value for k, v in compute_metrics(trace).items()}
-
-
-def lognormal(mean: float, cv: float) -> stats.rv_continuous:
-    sigma2 = math.log1p(cv * cv)
-    return stats.lognorm(s=math.sqrt(sigma2), scale=math.exp(math.log(mean) - sigma2 / 2))
 
 
 def expected_order_statistic(dist: stats.rv_continuous, k: int, n: int) -> float:

@@ -19,7 +19,7 @@ from benchbed.quality import Target, TargetError, first_reaching
 from benchbed.spec import build_spec, spec_id
 from benchbed.trace import Trace
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VERL_V0 = FIXTURES / "verl" / "verl-0.9.1-v0"
 REF_RUN = FIXTURES / "ref" / "async-4steps"
 TRL_RUN = FIXTURES / "trl" / "grpo-spg2-sandbox"

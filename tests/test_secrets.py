@@ -51,23 +51,19 @@ def test_a_password_in_any_url_is_masked_wherever_it_appears() -> None:
     }  # fmt: skip
 
 
-def test_an_exported_secret_never_reaches_the_runs_files(tmp_path) -> None:
-    import os
-    import subprocess
-    import sys
+def test_an_exported_secret_never_reaches_the_runs_files(benchbed, tmp_path) -> None:
     from pathlib import Path
 
-    quickstart = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"
+    quickstart = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.toml"
     key, auth = "wk-0123456789abcdef", "hfa-9876543210"
     spec = tmp_path / "s.toml"
     text = quickstart.read_text().replace('model = "Qwen/Qwen3-30B-A3B"', f'model = "{key}/Qwen3"')
     spec.write_text(
         text.replace('description = "generation-bound', 'description = "https://u:pw-123456@hub generation-bound')
     )
-    env = {**os.environ, "WANDB_KEY": key, "HF_AUTH": auth}
     store = tmp_path / "store"
-    run = subprocess.run([sys.executable, "-m", "benchbed", "simulate", str(spec), "--set", "workload.steps=10",
-                          "--store", str(store)], capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    run = benchbed("simulate", spec, "--set", "workload.steps=10", "--store", store,
+                   env={"WANDB_KEY": key, "HF_AUTH": auth})  # fmt: skip
     assert run.returncode == 0, run.stderr
     run_dir = next(store.rglob("record.json")).parent
     for path in (p for p in run_dir.rglob("*") if p.is_file()):

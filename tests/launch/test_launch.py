@@ -62,7 +62,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     start = time.monotonic()
     result = run_plan(plan, tmp_path, timeout_s=1.5)
     assert result.timed_out and result.exit_code == -signal.SIGTERM
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < 60  # stopped at the timeout, long before the plan's 120 s sleep ends
     grandchild = int((tmp_path / "logs" / "stdout.log").read_text().split()[0])
     deadline = time.monotonic() + 5
     while alive(grandchild) and time.monotonic() < deadline:

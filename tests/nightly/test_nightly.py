@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -36,12 +33,6 @@ set = ["workload.steps=30", "sim.concurrency=128"]
 watch = ["trainer_throughput_sps", "trainer_idle_ratio"]
 """
 SLOWER = ("--set", "sim.latency.mean=66.0")  # the generator's rollouts take 10% longer
-
-
-def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    """The command in its own process, for exit statuses and stdout/stderr as a shell sees them."""
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "BENCHBED_MACHINE": "ci-box"})  # fmt: skip
 
 
 def invoke(*args: object):
@@ -182,7 +173,7 @@ def _run_dirs(store: Path, doc: dict) -> list[str]:
     return [str(p.parent) for p in store.glob("*/*/*/*/record.json") if read_record(p.parent).run_id in ids]
 
 
-def test_bad_suites_exit_2_and_store_nothing(tmp_path):
+def test_bad_suites_exit_2_and_store_nothing(benchbed, tmp_path):
     (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
     cases = {
         "bad-metric.toml": (SUITE.replace('"trainer_idle_ratio"]', '"rate_gap"]'), "no better direction"),
@@ -195,7 +186,9 @@ def test_bad_suites_exit_2_and_store_nothing(tmp_path):
         (tmp_path / name).write_text(text)
         with pytest.raises(SpecError, match=message):
             load_suite(tmp_path / name)
-    result = benchbed("nightly", tmp_path / "bad-metric.toml", "--store", tmp_path / "store")
+    result = benchbed(
+        "nightly", tmp_path / "bad-metric.toml", "--store", tmp_path / "store", env={"BENCHBED_MACHINE": "ci-box"}
+    )
     assert result.returncode == 2 and "no better direction" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "store").exists()

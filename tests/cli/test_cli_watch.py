@@ -19,12 +19,7 @@ RUN = REPO / "tests" / "fixtures" / "ref" / "async-4steps"
 STEP = re.compile(r"^watch step=(\d+) step_s=\S+ trainer_idle=(\S+) .* regime=(\w+)$")
 
 
-def benchbed(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchbed", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-
-
-def test_watch_prints_a_line_per_step_and_the_figures_ingest_computes(tmp_path: Path) -> None:
+def test_watch_prints_a_line_per_step_and_the_figures_ingest_computes(benchbed, tmp_path: Path) -> None:
     watched = benchbed("watch", RUN, "--adapter", "ref", "--interval", "0.05", "--json")
     assert watched.returncode == 0, watched.stderr
     steps = [STEP.match(line) for line in watched.stderr.splitlines() if line.startswith("watch ")]
@@ -73,7 +68,7 @@ def test_watch_serves_metrics_while_the_run_runs_and_ends_with_it(tmp_path: Path
     assert "final figures" in out and re.search(r"trainer_idle_ratio\s+│\s+0\.9668", out)
 
 
-def test_on_alarm_runs_the_command_with_the_alarm_in_its_environment(tmp_path: Path) -> None:
+def test_on_alarm_runs_the_command_with_the_alarm_in_its_environment(benchbed, tmp_path: Path) -> None:
     out = tmp_path / "alarms.txt"
     command = f'printf "%s %s\\n" "$BENCHBED_ALARM" "$BENCHBED_ALARM_VALUE" >> {out}'
     watched = benchbed("watch", RUN, "--adapter", "ref", "--interval", "0.05", "--on-alarm", command, "--json")
@@ -81,7 +76,7 @@ def test_on_alarm_runs_the_command_with_the_alarm_in_its_environment(tmp_path: P
     assert out.read_text() == "truncation 0.625\n"  # the one alarm the fixture fires, once
 
 
-def test_a_run_that_does_not_end_within_the_timeout_is_one_line(tmp_path: Path) -> None:
+def test_a_run_that_does_not_end_within_the_timeout_is_one_line(benchbed, tmp_path: Path) -> None:
     (tmp_path / "events").mkdir()
     (tmp_path / "events" / "trainer.jsonl").write_text("")
     waited = benchbed("watch", tmp_path, "--adapter", "ref", "--timeout", "0.3", "--interval", "0.1")
@@ -91,7 +86,7 @@ def test_a_run_that_does_not_end_within_the_timeout_is_one_line(tmp_path: Path) 
     ]
 
 
-def test_refusals_are_one_line() -> None:
+def test_refusals_are_one_line(benchbed) -> None:
     no_adapter = benchbed("watch", RUN)
     assert no_adapter.returncode == 2
     assert no_adapter.stderr.strip().splitlines() == [

@@ -1,24 +1,9 @@
-"""Rendered prime-rl configs as TOML (tomli-w: any Unicode key or value, dates, nested tables), and their key paths."""
+"""The key paths of a rendered prime-rl config (written as TOML by the kit's templates.toml_text)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-
-import tomli_w
-
-
-def dumps(doc: dict[str, Any]) -> str:
-    """TOML text for `doc`; None values are left out (prime-rl reads an absent key as its default)."""
-    return tomli_w.dumps(_without_none(doc))
-
-
-def _without_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_none(v) for v in value]
-    return value
 
 
 def _is_table_array(value: Any) -> bool:

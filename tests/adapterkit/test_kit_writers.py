@@ -1,8 +1,10 @@
 """The kit's writers of framework configs keep every string a string: YAML (`yaml_text`, read back by PyYAML and by
-OmegaConf) and Hydra overrides (`hydra_value`, read back by Hydra's override parser)."""
+OmegaConf), TOML (`toml_text`, read back by tomllib) and Hydra overrides (`hydra_value`, read back by Hydra's
+override parser)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -11,8 +13,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from benchbed.adapterkit.hydra import hydra_overrides, hydra_value
-from benchbed.adapterkit.templates import yaml_text
+from benchbed.adapterkit.templates import toml_text, yaml_text
 from benchbed.errors import SpecError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 omegaconf = pytest.importorskip("omegaconf", reason="OmegaConf and Hydra come with the `verl` extra")
 from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: E402
@@ -38,16 +45,29 @@ def test_a_string_yaml_would_misread_stays_a_string_in_yaml(text: str) -> None:
     assert omegaconf_reads(written) == {"model": text, "nested": [text]}
 
 
+@pytest.mark.parametrize("text", AMBIGUOUS)
+def test_a_string_yaml_would_misread_stays_a_string_in_toml(text: str) -> None:
+    written = toml_text({"model": {"name": text, "names": [text]}})
+    assert tomllib.loads(written) == {"model": {"name": text, "names": [text]}}
+
+
+def test_toml_text_leaves_out_none_and_keeps_numbers_numbers() -> None:
+    written = toml_text({"a": 1, "b": None, "c": {"d": 0.5, "e": None}, "f": [True]})
+    assert written == "a = 1\nf = [\n    true,\n]\n\n[c]\nd = 0.5\n"
+
+
 def test_yaml_text_keeps_numbers_numbers_and_the_key_order() -> None:
     written = yaml_text({"b": 1, "a": 0.5, "c": None, "d": True, "e": "Qwen/Qwen3-4B"})
     assert written == "b: 1\na: 0.5\nc: null\nd: true\ne: Qwen/Qwen3-4B\n"
 
 
 @example("0E0")
+@example("~")
 @example("${oc.env:HOME}")
 @given(st.text(max_size=12))
-def test_any_string_round_trips_through_yaml_text(text: str) -> None:
+def test_any_string_round_trips_through_yaml_text_and_toml_text(text: str) -> None:
     assert yaml.safe_load(yaml_text({"k": text})) == {"k": text}
+    assert tomllib.loads(toml_text({"k": text})) == {"k": text}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = "benchbed.adapters"
 # Top to bottom: a module may import its own layer's modules and any layer below, never one above. Each entry is a
 # module or package of `benchbed`; modules not listed (and the plug-in folder, above them all) are checked only for

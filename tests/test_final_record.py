@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "experiments" / "quickstart.toml"
 
 
@@ -73,12 +73,12 @@ def nearly_full(tmp_path: Path):
         subprocess.run(["umount", "-l", str(store)], check=True)
 
 
-def test_a_nightly_into_a_nearly_full_store_leaves_no_started_record(tmp_path: Path, nearly_full: Path) -> None:
+def test_a_nightly_into_a_nearly_full_store_leaves_no_started_record(
+    benchbed, tmp_path: Path, nearly_full: Path
+) -> None:
     (tmp_path / "quickstart.toml").write_text(QUICKSTART.read_text())
     (tmp_path / "suite.toml").write_text(NIGHT)
-    result = subprocess.run([sys.executable, "-m", "benchbed", "nightly", tmp_path / "suite.toml", "--store",
-                             nearly_full], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "BENCHBED_MACHINE": "ci-box"})  # fmt: skip
+    result = benchbed("nightly", tmp_path / "suite.toml", "--store", nearly_full, env={"BENCHBED_MACHINE": "ci-box"})
     assert result.returncode in (1, 2)
     found = records(nearly_full)
     assert [r["status"] for r in found] == ["succeeded", "failed"]
@@ -87,11 +87,10 @@ def test_a_nightly_into_a_nearly_full_store_leaves_no_started_record(tmp_path: P
 
 
 @pytest.mark.parametrize("name", ["..", ".", "../escape", "/tmp/elsewhere", "a/b", "_catalog", ".hidden", ""])
-def test_a_path_like_machine_name_is_refused_before_anything_is_stored(tmp_path: Path, name: str) -> None:
+def test_a_path_like_machine_name_is_refused_before_anything_is_stored(benchbed, tmp_path: Path, name: str) -> None:
     store = tmp_path / "inner" / "store"
-    env = {**os.environ, "BENCHBED_MACHINE": name}
-    result = subprocess.run([sys.executable, "-m", "benchbed", "simulate", QUICKSTART, "--set", "workload.steps=5",
-                             "--store", store], capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    result = benchbed("simulate", QUICKSTART, "--set", "workload.steps=5", "--store", store,
+                      env={"BENCHBED_MACHINE": name})  # fmt: skip
     if name == "":  # unset in effect: the hostname names the machine
         assert result.returncode == 0, result.stderr
         return

@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from benchbed import plugins
 from benchbed.adapter import Adapter, available_adapters, get_adapter, table_names, table_owner
 from benchbed.errors import SpecError
 from benchbed.secrets import is_secret_name, redact_mapping
@@ -95,7 +94,9 @@ class SandboxTable(_Strict):
     @field_validator("backend")
     @classmethod
     def _registered(cls, backend: str) -> str:
-        known = ["none", *plugins.names(plugins.SANDBOX_BACKENDS)]
+        from benchbed.sandbox.registry import available_backends
+
+        known = ["none", *available_backends()]
         if backend not in known:
             raise ValueError(f"expected one of {', '.join(repr(k) for k in known)}")
         return backend

@@ -234,6 +234,7 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     from benchbed.adapterkit.histories import history_kind
     from benchbed.adapterkit.histories.console_formats import console_adapter
     from benchbed.adapterkit.histories.locate import TRACKERS
+    from benchbed.adapterkit.histories.reader import HISTORY_SOURCES
 
     table = resources_table(**resources)
     if quality_target is not None:
@@ -245,7 +246,7 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
         check_readable_input(Path(location))  # an unreadable file or folder is named as such before any reader
         refuse_summary(Path(location), whole=True)  # before any reader: a summary is no history and no run
     kind = history_kind(location)
-    if kind in TRACKERS:
+    if kind in TRACKERS or kind in HISTORY_SOURCES:  # a registered source is a tracker's
         with history_progress(f"reading {kind} history") as progress:
             outcome = ingest_history(
                 location, adapter_name, Store(store_dir), warmup_steps, table, progress, quality_target=quality_target

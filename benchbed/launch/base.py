@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchbed import plugins
 from benchbed.errors import LaunchError
 from benchbed.launch.signals import stop_signals_interrupt
 from benchbed.record import LaunchInfo
+from benchbed.registry import Registry
 
 if TYPE_CHECKING:
     from benchbed.adapter import LaunchPlan
@@ -85,14 +85,17 @@ class Launcher(ABC):
         return []
 
 
+LAUNCHERS: Registry[type[Launcher]] = Registry("benchbed.launchers", "launcher", Launcher, LaunchError)
+
+
 def available_launchers() -> list[str]:
-    """Names registered in the `benchbed.launchers` entry-point group (nothing is imported)."""
-    return plugins.names(plugins.LAUNCHERS)
+    """Names registered as launchers (nothing is imported)."""
+    return LAUNCHERS.names()
 
 
 def get_launcher(name: str, **options: Any) -> Launcher:
     """The launcher registered as `name`, built with its options (e.g. address= for ray); imports lazily."""
-    return plugins.load_class(plugins.LAUNCHERS, name, "launcher", Launcher, LaunchError)(**options)
+    return LAUNCHERS.load(name)(**options)
 
 
 def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:

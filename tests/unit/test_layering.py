@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("benchbed.launch", "benchbed.store", "benchbed.catalog"),
     ("benchbed.metrics",),
     ("benchbed.spec",),
-    ("benchbed.adapter", "benchbed.plugins"),
+    ("benchbed.adapter", "benchbed.registry"),
     (
         "benchbed.trace",
         "benchbed.record",

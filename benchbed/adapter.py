@@ -17,7 +17,7 @@ from benchbed.registry import Registry
 
 if TYPE_CHECKING:
     from benchbed.adapterkit.histories import History
-    from benchbed.spec import ExperimentSpec
+    from benchbed.spec.model import ExperimentSpec
     from benchbed.trace import Trace
 
 

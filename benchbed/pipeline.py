@@ -25,7 +25,7 @@ from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_hel
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 from benchbed.store import RECORD_FILENAME, Store
 from benchbed.trace import TRACE_FILENAME, ImpossibleValueError, Trace
 

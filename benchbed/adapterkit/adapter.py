@@ -17,7 +17,7 @@ from benchbed.runs import runs_under
 if TYPE_CHECKING:
     from benchbed.adapter import LaunchPlan
     from benchbed.adapterkit.histories import History
-    from benchbed.spec import ExperimentSpec
+    from benchbed.spec.model import ExperimentSpec
     from benchbed.trace import Trace
 
 # A function, or where it lives: "package.module:function", or ".module:function" relative to the adapter's package.

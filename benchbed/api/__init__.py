@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from benchbed.adapterkit.histories.reader import HISTORY_SOURCES, HistoryReader
     from benchbed.diagnosis.levers import LEVER_SETS, LeverSet
     from benchbed.errors import AdapterError, BenchbedError, NotThisFrameworkError
-    from benchbed.launch.base import LAUNCHERS, Launcher, LaunchResult
+    from benchbed.launch.base import LAUNCHERS, Launcher, LauncherFlag, LaunchResult
     from benchbed.metrics.context import MetricContext
     from benchbed.metrics.registry import METRIC_FUNCTIONS, MetricResult, Presentation, metric
     from benchbed.registry import Registry
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from benchbed.sandbox.registry import BACKENDS as SANDBOX_BACKENDS
     from benchbed.sim.reproduce import STUDY_REGISTRY as STUDIES
     from benchbed.sim.reproduce import CaseRun, Row, Study
-    from benchbed.spec import ExperimentSpec
+    from benchbed.spec.model import ExperimentSpec
     from benchbed.trace import Trace
 
 _WHERE = {
@@ -52,6 +52,7 @@ _WHERE = {
     "LaunchPlan": "benchbed.adapter",
     "Launcher": "benchbed.launch.base",
     "LaunchResult": "benchbed.launch.base",
+    "LauncherFlag": "benchbed.launch.base",
     "LAUNCHERS": "benchbed.launch.base",
     "SandboxBackend": "benchbed.sandbox.base",
     "SANDBOX_BACKENDS": "benchbed.sandbox.registry:BACKENDS",
@@ -88,6 +89,7 @@ __all__ = [
     "LEVER_SETS",
     "LaunchPlan",
     "LaunchResult",
+    "LauncherFlag",
     "Launcher",
     "LeverSet",
     "METRIC_FUNCTIONS",

@@ -102,7 +102,7 @@ def table_markdown(path: str, model: type[BaseModel], links: dict[type, str], ti
 
 
 def spec_markdown(root: type[BaseModel], adapter_tables: dict[str, tuple[str, type[BaseModel]]]) -> str:
-    """The core spec and its nested tables, then each adapter's table (name -> (adapter, options model))."""
+    """The core spec and its nested tables, then each plug-in's table (name -> (its owner in words, options model))."""
     sections = list(tables(root, ""))
     for table, (_, model) in sorted(adapter_tables.items()):
         sections += list(tables(model, table))
@@ -115,6 +115,6 @@ def spec_markdown(root: type[BaseModel], adapter_tables: dict[str, tuple[str, ty
         if model in seen:  # a model used by two tables (a time spread, say) is described once, where first used
             continue
         seen.add(model)
-        title = f"`[{path}]`: adapter `{owners[path]}`" if path in owners else ""
+        title = f"`[{path}]`: {owners[path]}" if path in owners else ""
         out.append(table_markdown(path, model, links, title))
     return "\n".join(out)

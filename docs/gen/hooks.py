@@ -18,7 +18,7 @@ from gen_cli import cli_markdown
 from gen_common import DocsError
 from gen_keys import keymap_markdown, trace_keys_markdown, vocabulary_markdown
 from gen_metrics import metrics_markdown
-from gen_registry import adapter_pages, adapters, keymap_of, plugins_markdown, readme_markdown
+from gen_registry import adapter_pages, adapters, keymap_of, launcher_tables, plugins_markdown, readme_markdown
 from gen_spec import spec_markdown
 from mkdocs.exceptions import PluginError
 
@@ -54,7 +54,8 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
     if name == "spec":
         from benchbed.spec import ExperimentSpec
 
-        tables = {table: (adapter, model) for adapter, table, model in adapters() if model is not None}
+        tables = {table: (f"adapter `{adapter}`", model) for adapter, table, model in adapters() if model is not None}
+        tables.update({name: (f"launcher `{name}`", model) for name, model in launcher_tables().items()})
         return spec_markdown(ExperimentSpec, tables)
     if name == "adapters":
         return adapter_pages(page_path)

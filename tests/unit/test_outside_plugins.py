@@ -3,6 +3,9 @@ history source, metric, study, lever set), each as one module plus one entry poi
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -47,11 +50,20 @@ MODULES = {
                 raise NotImplementedError
     """,
     "launcher": """
-        from benchbed.api import Launcher
+        from pydantic import BaseModel, ConfigDict
+
+        from benchbed.api import Launcher, LauncherFlag
+
+
+        class QueueOptions(BaseModel):
+            model_config = ConfigDict(extra="forbid")
+            priority: int = 0
 
 
         class OutsideLauncher(Launcher):
             name = "outside_queue"
+            options_model = QueueOptions
+            flags = (LauncherFlag("--queue-name", "queue", help="the site queue to submit to", metavar="QUEUE"),)
 
             def __init__(self, queue: str = "night") -> None:
                 self.queue = queue
@@ -166,9 +178,25 @@ def test_an_outside_adapter_owns_its_spec_table(outside: Path, tmp_path: Path) -
         build_spec({"name": "x", "adapter": "outside", "outside": {"knob": "many"}})
 
 
-def test_an_outside_launcher_and_sandbox_backend_are_found_by_name(outside: Path) -> None:
+def test_an_outside_launcher_owns_its_spec_table_and_its_flags(outside: Path) -> None:
     assert "outside_queue" in available_launchers()
     assert get_launcher("outside_queue", queue="day").describe(None, None, None) == ["queue day"]
+    spec = build_spec({"name": "x", "adapter": "sim", "outside_queue": {"priority": 2}})
+    assert spec.launcher_options("outside_queue").priority == 2
+    assert build_spec({"name": "x", "adapter": "sim"}).launcher_options("outside_queue").priority == 0
+    with pytest.raises(SpecError, match=r"unknown field 'outside_queue.prio'"):
+        build_spec({"name": "x", "adapter": "sim", "outside_queue": {"prio": 2}})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(outside), os.environ.get("PYTHONPATH")]))}
+    shown = subprocess.run([sys.executable, "-m", "benchbed", "run", "--help"], capture_output=True, text=True,
+                           env=env, timeout=120)  # fmt: skip
+    assert (
+        shown.returncode == 0
+        and "--queue-name QUEUE" in shown.stdout
+        and "the site queue to submit to" in (shown.stdout)
+    )
+
+
+def test_an_outside_sandbox_backend_is_found_by_name(outside: Path) -> None:
     assert type(get_backend("outside_box")).__name__ == "OutsideBackend"
     assert build_spec({"name": "x", "adapter": "sim", "sandbox": {"backend": "outside_box"}}).sandbox.backend == (
         "outside_box"

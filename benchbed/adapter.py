@@ -117,7 +117,7 @@ class Adapter(ABC):
 
 
 ADAPTERS: Registry[type[Adapter]] = Registry("benchbed.adapters", "adapter", Adapter, AdapterError)
-_instances: dict[type[Adapter], Adapter] = {}
+_loaded: dict[str, Adapter] = {}  # name -> the adapter, built once
 _lock = threading.Lock()
 
 
@@ -128,11 +128,10 @@ def available_adapters() -> list[str]:
 
 def get_adapter(name: str) -> Adapter:
     """Load an adapter by name, lazily, once; unknown names get a 'did you mean'."""
-    cls = ADAPTERS.load(name)
     with _lock:
-        if cls not in _instances:
-            _instances[cls] = cls()
-        return _instances[cls]
+        if name not in _loaded:
+            _loaded[name] = ADAPTERS.load(name)()
+        return _loaded[name]
 
 
 def table_owner(table: str, first: str | None = None) -> Adapter | None:
@@ -152,5 +151,5 @@ def table_owner(table: str, first: str | None = None) -> Adapter | None:
 def table_names() -> list[str]:
     """Every name a spec table can have: registered adapter names, plus the tables loaded adapters declare."""
     with _lock:
-        declared = {adapter.table for adapter in _instances.values()}
+        declared = {adapter.table for adapter in _loaded.values()}
     return sorted(set(ADAPTERS.names()) | declared)

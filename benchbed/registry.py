@@ -38,7 +38,8 @@ def _import_ref(ref: str) -> Any:
 class Registry(Generic[T]):
     """The objects of one kind by name. `group`: the entry-point group; `kind`: what errors call one ("launcher");
     `check`: what a loaded object must be (a base class, or a predicate with what it expects in words); `error`:
-    the BenchbedError subclass every failure raises. Loaded objects are kept, so each loads once."""
+    the BenchbedError subclass every failure raises. Nothing is cached here: Python's module cache imports each
+    module once, and a fresh import (a module dropped from sys.modules) is seen on the next load."""
 
     def __init__(
         self,
@@ -55,8 +56,7 @@ class Registry(Generic[T]):
         else:
             self._check, self._expected = check
         self._registered: dict[str, Any] = {}
-        self._loaded: dict[str, T] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
 
     def entry_points(self) -> dict[str, metadata.EntryPoint]:
         """The group's entry points by name, for the current sys.path (nothing is imported)."""
@@ -69,7 +69,6 @@ class Registry(Generic[T]):
             if name in self._registered and self._registered[name] is not obj:
                 raise self.error(f"{self.kind} {name!r} registered twice")
             self._registered[name] = obj
-            self._loaded.pop(name, None)
 
     def names(self) -> list[str]:
         """Every registered name, sorted (nothing is imported)."""
@@ -87,25 +86,21 @@ class Registry(Generic[T]):
 
     def load(self, name: str) -> T:
         """The object registered as `name`, imported on first use and checked to be of this kind."""
-        with self._lock:
-            if name in self._loaded:
-                return self._loaded[name]
-            if name in self._registered:
-                ref = self._registered[name]
-                where = ref if isinstance(ref, str) else None
-            elif name in (eps := self.entry_points()):
-                ref = where = eps[name].value
-            else:
-                raise self.unknown(name)
-            try:
-                obj = _import_ref(ref) if isinstance(ref, str) else ref
-            except (ImportError, AttributeError) as exc:
-                raise self.error(f"{self.kind} {name!r} cannot be loaded: {exc}") from exc
-            if not self._check(obj):
-                what = f"entry point {name!r} ({where})" if where else f"{self.kind} {name!r}"
-                raise self.error(f"{what} is not {self._expected}")
-            self._loaded[name] = obj
-            return obj
+        if name in self._registered:
+            ref = self._registered[name]
+            where = ref if isinstance(ref, str) else None
+        elif name in (eps := self.entry_points()):
+            ref = where = eps[name].value
+        else:
+            raise self.unknown(name)
+        try:
+            obj = _import_ref(ref) if isinstance(ref, str) else ref
+        except (ImportError, AttributeError) as exc:
+            raise self.error(f"{self.kind} {name!r} cannot be loaded: {exc}") from exc
+        if not self._check(obj):
+            what = f"entry point {name!r} ({where})" if where else f"{self.kind} {name!r}"
+            raise self.error(f"{what} is not {self._expected}")
+        return obj
 
     def load_all(self) -> dict[str, T]:
         """Every registered object by name; one that cannot load raises (a broken plug-in is never silently gone)."""

@@ -54,9 +54,8 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
     if name == "spec":
         from benchbed.spec import ExperimentSpec
 
-        tables = {table: (f"adapter `{adapter}`", model) for adapter, table, model in adapters() if model is not None}
-        tables.update({name: (f"launcher `{name}`", model) for name, model in launcher_tables().items()})
-        return spec_markdown(ExperimentSpec, tables)
+        tables = {table: (adapter, model) for adapter, table, model in adapters() if model is not None}
+        return spec_markdown(ExperimentSpec, tables, launcher_tables())
     if name == "adapters":
         return adapter_pages(page_path)
     if name == "keymap":

@@ -4,6 +4,7 @@ the adapter (for `benchbed --help`, a spec's table, the registry) imports none o
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable, Iterable
@@ -68,8 +69,15 @@ class FrameworkAdapter(Adapter):
         return HistorySupport((*self.history_kinds, *HISTORY_SOURCES.names()), self.parse_history)
 
     def live_reader(self) -> Callable[..., Any] | None:
-        """The `watcher` the adapter declares (see benchbed.adapter.Adapter.live_reader), or None."""
-        return None if type(self).watcher is None else self._function("watcher")
+        """What builds the live reader of a run directory (see benchbed.adapter.Adapter.live_reader): for an adapter
+        that reads tracker histories, the kit's follower of the history's format when the directory is one (W&B,
+        TensorBoard, an MLflow file store), else the `watcher` it declares; None when it has neither."""
+        own = None if type(self).watcher is None else self._function("watcher")
+        if self.history_parser is None:
+            return own
+        from benchbed.adapterkit.live_history import history_or_own
+
+        return functools.partial(history_or_own, self.name, self.history_kinds, self._function("history_parser"), own)
 
     def parse_history(self, history: History) -> Trace:
         """A tracker's history of a run as the canonical trace, through the adapter's key map."""

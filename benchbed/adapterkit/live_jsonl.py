@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
 from benchbed import keys as K
 from benchbed.trace import Trace
@@ -59,29 +59,35 @@ class JsonlStepsReader:
             if isinstance(step, int) and isinstance(data, dict):
                 rows.append((step, data, self._lines))
         if rows:
-            self._feed(self.to_trace(rows, str(self._tail.path)), now)
-        self.figures.ended = self.figures.ended or _finished(Path(self.run_dir))
+            feed_steps(self.to_trace(rows, str(self._tail.path)), self.figures, now)
+        self.figures.ended = self.figures.ended or finished(Path(self.run_dir))
         return len(lines)
-
-    def _feed(self, trace: Trace, now: float) -> None:
-        """Each step of the new rows: its duration, wait (NaN where the framework logs none) and trained samples."""
-        aggs = trace.events[trace.events["kind"] == "agg"]
-        per_step = {key: _per_step(aggs, key) for key in (K.TRAINER_STEP, K.TRAINER_WAIT, K.SAMPLES_TRAINED)}
-        for step, step_s in per_step[K.TRAINER_STEP].items():
-            wait_s = per_step[K.TRAINER_WAIT].get(step, math.nan)
-            samples = per_step[K.SAMPLES_TRAINED].get(step, 0.0)
-            self.figures.step(int(step), float(step_s), float(wait_s), int(samples), now)
 
     def close(self) -> None:
         self._tail.close()
 
 
-def _per_step(aggs: pd.DataFrame, key: str) -> dict[int, float]:
-    rows = aggs[aggs["key"] == key]
-    return {int(k): float(v) for k, v in rows.groupby("step", sort=True)["value"].sum().items()}
+def feed_steps(trace: Trace, figures: LiveFigures, now: float, before: Callable[[int], None] | None = None) -> None:
+    """Each step of a trace of new rows, in step order: its duration, wait (NaN where the framework logs none) and
+    trained samples, the sums of its `agg` rows; `before(step)` is called first (to credit what was observed during
+    that step). One pass over the rows' arrays: an update's cost is that of its new rows."""
+    events = trace.events
+    kinds, keys = events["kind"].to_numpy(), events["key"].to_numpy()
+    steps, values = events["step"].to_numpy(), events["value"].to_numpy(dtype=float)
+    per_step: dict[str, dict[int, float]] = {K.TRAINER_STEP: {}, K.TRAINER_WAIT: {}, K.SAMPLES_TRAINED: {}}
+    for i in np.flatnonzero(kinds == "agg"):
+        sums = per_step.get(keys[i])
+        if sums is not None:
+            sums[int(steps[i])] = sums.get(int(steps[i]), 0.0) + float(values[i])
+    for step in sorted(per_step[K.TRAINER_STEP]):
+        if before is not None:
+            before(step)
+        wait_s = per_step[K.TRAINER_WAIT].get(step, math.nan)
+        samples = per_step[K.SAMPLES_TRAINED].get(step, 0.0)
+        figures.step(step, per_step[K.TRAINER_STEP][step], wait_s, int(samples), now)
 
 
-def _finished(run_dir: Path) -> bool:
+def finished(run_dir: Path) -> bool:
     """Whether benchbed's record of the run (a run it launched) says the run is over."""
     try:
         return json.loads((run_dir / RECORD_FILENAME).read_text()).get("status") not in (None, "started")

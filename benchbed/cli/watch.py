@@ -26,7 +26,7 @@ from benchbed.catalog import RECORD_FILENAME, read_record
 from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.watch.alarms import Alarm, run_on_alarm
-from benchbed.watch.live import sparkline
+from benchbed.watch.live import gauge, sparkline
 from benchbed.watch.prometheus import MetricsServer, watch_exposition
 from benchbed.watch.session import StepRow, Watch, final_metrics
 
@@ -34,7 +34,7 @@ from benchbed.watch.session import StepRow, Watch, final_metrics
 COLUMNS = (("trainer_idle", "trainer_idle_ratio", False), ("generator_idle", "generator_utilization", True),
            ("staleness_mean", "staleness_mean", False), ("staleness_max", "staleness_max", False),
            ("throughput_sps", "trainer_throughput_sps", False),
-           ("zero_adv", "zero_adv_group_fraction", False))  # fmt: skip
+           ("zero_adv", "zero_adv_group_fraction", False), ("gpu_busy", "gpu_busy_ratio", False))  # fmt: skip
 SHOWN_ROWS = 12
 
 
@@ -96,6 +96,9 @@ class View:
         idle = watch.figures.history.get("window.trainer_idle_ratio", [])
         spark = f"trainer idle of the last {watch.window_steps} steps, after each of the last 40: {sparkline(idle, 40)}"
         parts: list[object] = [table, spark]
+        busy = watch.figures.figures()["window"]["gpu_busy_ratio"]
+        if math.isfinite(busy):  # only a run with GPU samples (NVML during a launch, W&B or MLflow system metrics)
+            parts.append(f"GPU busy, last {watch.window_steps} steps: {gauge(busy)} {busy:.0%}")
         parts += [f"[bold red]{escape(a.line())}[/]" for a in self.alarms]
         return Group(*parts)
 

@@ -111,6 +111,34 @@ class Sandbox(_Strict):
     backoff_s: float = Field(10.0, ge=0)
 
 
+class EarlyPrune(_Strict):
+    """Early pruning (ARRoL, arXiv 2603.24840): a predictor stops some of each group's rollouts mid-generation once
+    it judges they add no learning signal. The pruned samples free their slots early and are not trained, and the
+    trainer's compute shrinks with the samples it trains (ARRoL re-batches the survivors)."""
+
+    fraction: float = Field(gt=0, lt=1, description="share of each group's samples pruned (rounded to whole samples)")
+    at: float = Field(gt=0, le=1, description="share of its generation time a pruned sample runs before it stops")
+
+
+class Prefill(_Strict):
+    """Prefill of each turn's new context (the prompt, then each tool result) and where it runs.
+
+    Aggregated serving: a sample's prefills run on the engine it decodes on and stall the whole decode batch there,
+    so a sample waits through its own prefills and those of the `decode_batch - 1` others sharing its engine (each
+    prefilling as often): per prefill `turn_s x decode_batch`. Disaggregated: prefills run on a separate pool and
+    each turn's KV cache moves to the decode pool: per prefill `turn_s + kv_transfer_s`. A sample prefills once
+    plus once per tool call."""
+
+    turn_s: float = Field(gt=0, description="seconds to prefill one turn's new context")
+    decode_batch: int = Field(1, gt=0, description="sequences decoding together on one engine (aggregated)")
+    disaggregated: bool = False
+    kv_transfer_s: float = Field(0.0, ge=0, description="disaggregated: seconds to move one turn's KV cache")
+
+    def per_prefill_s(self) -> float:
+        """Seconds one prefill adds to a sample's time."""
+        return self.turn_s + self.kv_transfer_s if self.disaggregated else self.turn_s * self.decode_batch
+
+
 class SimConfig(_Strict):
     mode: Literal["sync", "one_step_off", "async"] = "async"
     staleness_policy: Literal["count", "drop"] = "count"
@@ -137,6 +165,8 @@ class SimConfig(_Strict):
         0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"
     )
     sandbox: Sandbox | None = None
+    early_prune: EarlyPrune | None = None
+    prefill: Prefill | None = None
 
     @model_validator(mode="before")
     @classmethod

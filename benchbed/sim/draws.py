@@ -117,7 +117,8 @@ def saturation_factor(cfg: SimConfig) -> float:
 
 def sample_block(cfg: SimConfig, cap: int, rng: np.random.Generator) -> Callable[[int], np.ndarray]:
     """Draws of (latency, response tokens) per sample as a (2, n) array: LLM time (saturated, truncated at the
-    response cap when tokens are modelled) plus environment time over the sample's tool calls."""
+    response cap when tokens are modelled) plus environment time over the sample's tool calls, plus the time its
+    prefills add (`prefill`)."""
     llm = latency_draws(cfg.latency, rng)._draw_block
     factor = saturation_factor(cfg)
     mean_llm = mean_latency(cfg.latency) * factor
@@ -131,11 +132,14 @@ def sample_block(cfg: SimConfig, cap: int, rng: np.random.Generator) -> Callable
             tokens[over] = cap
             time[over] = cap / cfg.tokens.response_mean * mean_llm
             tokens = np.maximum(1.0, np.round(tokens))
+        counts = np.zeros(n, dtype=np.int64)
         if cfg.turns is not None:
             turns = cfg.turns
             counts = rng.poisson(turns.count, n) if turns.dist == "poisson" else np.full(n, round(turns.count))
             per_call = spread_draw(turns.env_s, rng, int(counts.sum()))
             time = time + np.bincount(np.repeat(np.arange(n), counts), weights=per_call, minlength=n)
+        if cfg.prefill is not None:  # one prefill for the prompt, one per tool result
+            time = time + (counts + 1) * cfg.prefill.per_prefill_s()
         return np.stack([time, tokens])
 
     return block

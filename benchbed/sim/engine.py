@@ -14,7 +14,8 @@ Optional mechanisms (off by default, so the default path stays fast): a batch-fi
 oversampling (`oversample`: rounds of factor × B/G groups, surplus discarded, carried or aborted and buffered as
 partial rollouts), weight pushes every `update_weights_interval` steps that may abort in-flight samples, a
 sandbox started on each sample's critical path, multi-turn environment time, token counts with a response cap,
-and throughput-bound inference engines (see config.py).
+throughput-bound inference engines, prefill time (aggregated or disaggregated serving) and early pruning of part
+of each group (see config.py).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class Simulation:
     def _draws(self, cfg: SimConfig, cap: int) -> None:
         """Random streams, created in a fixed order from one generator (the order is part of the seed's trace)."""
         rng = np.random.default_rng(cfg.seed)
-        self.extras = cfg.tokens is not None or cfg.turns is not None or cfg.sandbox is not None
+        self.extras = any(x is not None for x in (cfg.tokens, cfg.turns, cfg.sandbox, cfg.prefill))
         if self.extras:
             self.pairs = PairDraws(sample_block(cfg, cap, rng))
         if cfg.saturation is None:
@@ -149,6 +150,12 @@ class Simulation:
         self.track_live = self.partial or self.surplus_policy == "carry"
         self.batch_versions = self.batch_mode and not self.rounds  # samples carry their batch's version
         self.max_discarded_per_step = 1000 * self.B
+        # Early pruning: the first `pruned` samples of each group stop at `prune_at` of their time and are not
+        # trained; the trainer's compute scales with the samples it trains.
+        prune = cfg.early_prune
+        self.pruned = min(self.G - 1, max(1, round(prune.fraction * self.G))) if prune is not None else 0
+        self.prune_at = prune.at if prune is not None else 1.0
+        self.train_time = cfg.train_step_time * (self.G - self.pruned) / self.G
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
@@ -170,6 +177,7 @@ class Simulation:
         self.s_left: list[float] = []
         self.s_resumes: dict[int, list[int]] = {}  # sample -> [resumes, v_start, v_resume]
         self.masked: set[int] = set()
+        self.prune_marked: set[int] = set()  # samples stopped by early pruning: not trained
         self.g_t0: list[float] = []
         self.g_done: list[float] = []
         self.g_v_start: list[int] = []
@@ -241,6 +249,8 @@ class Simulation:
     def dispatch(self, now: float) -> None:
         """Resume buffered partial groups first, then start new groups while slots are free and admission allows."""
         if self.buffered:
+            if self.batch_mode and self.dispatch_round > self.version + self.lookahead:
+                return  # sync and one-step-off: buffered partials resume with the next admitted round, not before
             self.resume(now)
             if self.buffered:
                 return
@@ -275,6 +285,8 @@ class Simulation:
             self.s_tokens.extend(tokens)
         else:
             latencies = self.latencies.take(G)
+        if self.pruned:
+            latencies = self._prune(first, latencies)
         free_slots = self.free_slots
         self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
         del free_slots[-G:]
@@ -335,6 +347,17 @@ class Simulation:
             latencies.append(latency)
             tokens.append(count)
         return latencies, tokens
+
+    def _prune(self, first: int, latencies: list[float]) -> list[float]:
+        """Early pruning: the group's first `pruned` samples (the predictor's choice is independent of length) stop
+        after `prune_at` of their time; their tokens shrink with it."""
+        k, at = self.pruned, self.prune_at
+        self.prune_marked.update(range(first, first + k))
+        if self.cfg.tokens is not None:
+            tokens = self.s_tokens
+            for sample in range(first, first + k):
+                tokens[sample] = max(1.0, round(tokens[sample] * at))
+        return [latency * at for latency in latencies[:k]] + latencies[k:]
 
     def unfinished(self, group: int) -> list[int]:
         """The group's samples that have not finished (NaN end time)."""
@@ -539,7 +562,7 @@ class Simulation:
         self.st_start.append(self.step_started_at)
         self.st_ready.append(now)
         self.trainer_phase = 1
-        self.trainer_event_t = now + self.cfg.train_step_time
+        self.trainer_event_t = now + self.train_time
 
     def on_compute_done(self, now: float) -> None:
         """The step's compute ended: sync weights when this step pushes them, else the step ends now."""
@@ -631,6 +654,8 @@ class Simulation:
             attrs[sample] = f'{{"resumes":{resumes},"staleness_env":{max(0, v_resume - v_start)}}}'
         for sample in self.masked:
             attrs[sample] = '{"masked":"sandbox_init"}'
+        for sample in self.prune_marked:
+            attrs[sample] = '{"pruned":"early"}'
         return SimOutcome(
             end_time=now,
             sample_t1=sample_t1,

@@ -449,12 +449,119 @@ STUDIES: dict[str, Study] = {
         {model: partial(_nemo_rl, model) for model in NEMO_RL_MODELS},
     ),
 }  # fmt: skip
+ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies
+
+
+def _by_name(runs: list[CaseRun], suffix: str) -> CaseRun:
+    """The run whose spec name ends with `suffix` (a study's specs are named reproduce-STUDY-VARIANT)."""
+    return next(run for run in runs if run.spec.name.endswith(suffix))
+
+
+def rollout_s(run: CaseRun) -> float:
+    """Mean seconds per step the trainer waited for its batch after the warm-up: a colocated run's rollout time."""
+    steps = run.trace.of(K.TRAINER_STEP)
+    steady = steps[steps["step"] > run.spec.warmup_steps]
+    ready = run.trace.of(K.TRAINER_WAIT)
+    waits = ready[ready["step"] > run.spec.warmup_steps]
+    return float((waits["t1"] - waits["t0"]).sum() / max(len(steady), 1))
+
+
+def rows_vime(runs: list[CaseRun]) -> list[Row]:
+    """vime#358 Setup 2: the sync step (consistency), the fully async step, its wait and the speedup (predictions)."""
+    q, case = published("vime")["quantities"], "vime/qwen3-4b"
+    sync, fully = _by_name(runs, "-sync"), _by_name(runs, "-fully-async")
+    sync_s, async_s = version_step_s(sync), version_step_s(fully)
+    inputs = ["sim.train_step_time (sync train_time)", "sim.latency (sync train_wait, cap-bound)", "response shape"]
+    return [
+        _near(case, "sync step time (s)", q["sync_step"], sync_s, 0.10, "consistency", inputs),
+        _near(case, "fully async step time (s)", q["async_step"], async_s, 0.15, "prediction", inputs),
+        _near(case, "speedup, fully async over sync", q["speedup"], sync_s / async_s, 0.15, "prediction", inputs),
+        _idle(case, "trainer wait share, fully async", q["async_train_wait_share"],
+              fully.metrics["trainer_idle_ratio"], "prediction", inputs),
+    ]  # fmt: skip
+
+
+def weight_sync_total_s(run: CaseRun) -> float:
+    """Seconds of trainer.weight_sync over the whole run."""
+    rows = run.trace.of(K.TRAINER_WEIGHT_SYNC)
+    return float((rows["t1"] - rows["t0"]).sum())
+
+
+def rows_marin(runs: list[CaseRun]) -> list[Row]:
+    """Marin #8936: weight-sync seconds over 20 updates, synchronous (consistency) and asynchronous (prediction)."""
+    q, case = published("marin")["quantities"], "marin/qwen-gsm8k"
+    sync, asynchronous = _by_name(runs, "-sync"), _by_name(runs, "-async")
+    return [
+        _near(case, "weight sync over 20 updates, synchronous (s)", q["sync_weight_sync_total"],
+              weight_sync_total_s(sync), 0.10, "consistency", ["sim.weight_sync_time (48.79 / 20)"]),
+        _near(case, "weight sync over 20 updates, asynchronous, with its pauses (s)", q["async_weight_sync_total"],
+              weight_sync_total_s(asynchronous), 0.15, "prediction",
+              ["sim.weight_sync_time (the sync transfer + the client's published 5 s wait before a pause)"]),
+    ]  # fmt: skip
+
+
+def _seer(model: str, runs: list[CaseRun]) -> list[Row]:
+    """Seer's synchronous baseline: the rollout share of an iteration (consistency) and the share of rollout time the
+    last tenth of requests takes (prediction: "up to 50%")."""
+    q, case = published("seer")["quantities"], f"seer/{model}"
+    (run,) = runs
+    key = model.replace("-", "_")
+    rollout = rollout_s(run) / version_step_s(run)
+    tail = run.metrics["rollout_tail_share"]
+    return [
+        _near(case, "rollout share of a synchronous iteration", q[f"rollout_share_{key}"], rollout, 0.10,
+              "consistency", ["sim.train_step_time, sim.weight_sync_time (Table 1 shares, unconfirmed)"]),
+        Row(case, "share of rollout time taken by the last 10% of requests", f"up to {q['tail_share_max']:.2f}", tail,
+            "0.25-0.55", 0.25 <= tail <= 0.55, "prediction",
+            ["response-length shape (p99 = 10 x median at the cap)", "workload.max_response_tokens"]),
+    ]  # fmt: skip
+
+
+def rows_april(runs: list[CaseRun]) -> list[Row]:
+    """APRIL: rollout throughput of active partial rollout over the baseline, against each dataset's published gain
+    (one response-length shape for all three datasets, so one simulated gain)."""
+    q, case = published("april")["quantities"], "april/qwen3-4b"
+    gain = rollout_s(_by_name(runs, "-baseline")) / rollout_s(_by_name(runs, "-partial"))
+    inputs = ["sim.oversample (2x, partial)", "response-length shape (one for all datasets)"]
+    return [
+        _near(case, f"rollout throughput gain, {label}", q[key], gain, 0.15, "prediction", inputs)
+        for key, label in (("gain_dapo_math_17k", "DAPO-Math-17k"), ("gain_deepscaler", "DeepScaleR"),
+                           ("gain_deepmath_103k", "DeepMath-103K"))
+    ]  # fmt: skip
+
+
+def rows_arrol(runs: list[CaseRun]) -> list[Row]:
+    """ARRoL: training speedup of early pruning over the synchronous baseline ("up to 1.7x": a gain, at most 1.7x)."""
+    q, case = published("arrol")["quantities"], "arrol/sync-7b"
+    speedup = version_step_s(_by_name(runs, "-baseline")) / version_step_s(_by_name(runs, "-pruned"))
+    top = q["speedup_max"] * 1.15
+    return [
+        Row(case, "training speedup from early pruning", f"up to {q['speedup_max']}", speedup, f"1.0-{top:.2f}",
+            1.0 < speedup <= top, "prediction",
+            ["sim.early_prune (fraction and point ASSUMED)", "baseline step (verl's colocated 7B DAPO step)"]),
+    ]  # fmt: skip
+
+
+STUDIES.update(
+    {
+        "vime": Study("vime", "vime #358 (Setup 2): Qwen3-4B GRPO on 2 + 2 NPUs, sync vs fully async",
+                      {"qwen3-4b": ("sync.toml", "fully-async.toml")}, {"qwen3-4b": rows_vime}),
+        "marin": Study("marin", "Marin #8936: Qwen/GSM8K, 20 updates, weight sync under sync and async RL",
+                       {"qwen-gsm8k": ("sync.toml", "async.toml")}, {"qwen-gsm8k": rows_marin}),
+        "seer": Study("seer", "Seer (arXiv 2511.14617): synchronous rollout shares and the last tenth of requests",
+                      {"moonlight": ("moonlight.toml",), "qwen2-vl-72b": ("qwen2-vl-72b.toml",)},
+                      {"moonlight": partial(_seer, "moonlight"), "qwen2-vl-72b": partial(_seer, "qwen2-vl-72b")}),
+        "april": Study("april", "APRIL README: Qwen3-4B on one 8-GPU node, active partial rollouts",
+                       {"qwen3-4b": ("baseline.toml", "partial.toml")}, {"qwen3-4b": rows_april}),
+        "arrol": Study("arrol", "ARRoL (arXiv 2603.24840): early rollout pruning, synchronous GRPO/DAPO",
+                       {"sync-7b": ("baseline.toml", "pruned.toml")}, {"sync-7b": rows_arrol}),
+    }
+)  # fmt: skip
 STUDY_REGISTRY: Registry[Study] = Registry(
     "benchbed.studies", "study", (lambda obj: isinstance(obj, Study), "a benchbed.api.Study"), SpecError
 )
 for _study in STUDIES.values():
     STUDY_REGISTRY.register(_study.name, _study)
-ALIASES = {case: f"semianalysis/{case}" for case in SEMIANALYSIS_FILES}  # the ids from before studies
 
 
 def studies() -> dict[str, Study]:

@@ -25,6 +25,8 @@ COUNTS = {
     "staleness_max": lambda s: s.stale_n,
     "staleness_mean": lambda s: s.stale_n,
     "trainer_idle_ratio": lambda s: s.steps,
+    "gpu_busy_ratio": lambda s: s.gpu_n,
+    "gpu_idle_gap": lambda s: s.gpu_n,
 }
 
 

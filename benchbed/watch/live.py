@@ -29,6 +29,12 @@ def sparkline(values: list[float], width: int = 40) -> str:
     )
 
 
+def gauge(ratio: float, width: int = 20) -> str:
+    """A ratio in [0, 1] as a bar of `width` cells, full cells for the busy share (clipped to the bar)."""
+    full = round(min(max(ratio, 0.0), 1.0) * width)
+    return "█" * full + "░" * (width - full)
+
+
 @dataclass
 class Sums:
     """Running totals for one scope."""
@@ -46,11 +52,13 @@ class Sums:
     truncated: int = 0
     starts: int = 0
     start_failures: int = 0
+    gpu_n: int = 0
+    gpu_sum: float = 0.0
 
     def add(self, other: Sums, sign: int = 1) -> None:
         """Add (sign 1) or remove (sign -1) another scope's totals; the maximum is kept by the caller."""
         for name in ("steps", "step_s", "wait_s", "samples", "stale_n", "stale_sum", "groups", "zero_adv",
-                     "rollouts", "truncated", "starts", "start_failures"):  # fmt: skip
+                     "rollouts", "truncated", "starts", "start_failures", "gpu_n", "gpu_sum"):  # fmt: skip
             setattr(self, name, getattr(self, name) + sign * getattr(other, name))
 
 
@@ -117,13 +125,16 @@ def figures_of(s: Sums, stale_max: float) -> dict[str, float]:
         "truncated_fraction": _ratio(s.truncated, s.rollouts),
         "sandbox_starts": float(s.starts),
         "sandbox_init_failure_rate": _ratio(s.start_failures, s.starts),
+        "gpu_busy_ratio": _ratio(s.gpu_sum, s.gpu_n),
+        "gpu_idle_gap": (1.0 - _ratio(s.gpu_sum, s.gpu_n)) - _ratio(s.wait_s, s.step_s),
     }
 
 
 @dataclass
 class LiveFigures:
     """What has been observed of a run so far, in O(1) per observation: steps (duration, wait, samples), samples'
-    staleness, finished groups, rollouts, sandbox starts. `observed_at` is the watcher's clock, for stall alarms."""
+    staleness, finished groups, rollouts, sandbox starts, GPU utilization samples. `observed_at` is the watcher's
+    clock, for stall alarms."""
 
     warmup_steps: int = 1
     window_steps: int = 20
@@ -192,6 +203,12 @@ class LiveFigures:
         """A sandbox start that finished, ready or failed."""
         self._pending.starts += 1
         self._pending.start_failures += int(not ok)
+
+    def gpu_sample(self, utilization: float) -> None:
+        """One GPU's utilization sample as a ratio (NVML, or a tracker's system metrics), taken during the current
+        step: it counts with that step, as the gpu metrics count a sample with the first step ending after it."""
+        self._pending.gpu_n += 1
+        self._pending.gpu_sum += utilization
 
     def median_step_s(self) -> float:
         """The median duration of the steps seen (NaN before the first), from a list kept sorted as steps come."""

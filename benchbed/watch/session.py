@@ -15,6 +15,7 @@ from benchbed.diagnosis.rules import diagnose_metrics
 from benchbed.metrics.registry import display_order
 from benchbed.record import MetricValue
 from benchbed.watch.alarms import Alarm, AlarmRule, check, load_rules
+from benchbed.watch.gpu import GpuSamplesTail
 from benchbed.watch.live import LiveFigures, Sums, figures_of
 from benchbed.watch.readers import LiveReader, live_reader
 
@@ -51,16 +52,19 @@ class Watch:
     figures: LiveFigures = field(init=False)
     alarms: list[Alarm] = field(default_factory=list)
     _reader: LiveReader = field(init=False)
+    _gpu: GpuSamplesTail = field(init=False)
     _fired: set[str] = field(default_factory=set)
     _seen: int = 0
 
     def __post_init__(self) -> None:
         self.figures = LiveFigures(warmup_steps=self.warmup_steps, window_steps=self.window_steps)
         self._reader = live_reader(self.adapter, Path(self.run_dir), self.figures)
+        self._gpu = GpuSamplesTail(Path(self.run_dir))
 
     def update(self) -> tuple[list[StepRow], list[Alarm]]:
         """Read what was appended since the last update: the steps that finished since, and the alarms that fired."""
         now = self.clock()
+        self._gpu.update(self.figures)  # samples taken so far count with the step that ends next
         self._reader.update(now)
         rows = [self._row(i) for i in range(self._seen, len(self.figures.step_numbers))]
         self._seen = len(self.figures.step_numbers)
@@ -86,11 +90,12 @@ class Watch:
     @property
     def warnings(self) -> list[str]:
         """The reader's warnings and the fired alarms' lines, for the record."""
-        return [*self._reader.warnings, *(a.line() for a in self.alarms)]
+        return [*self._reader.warnings, *self._gpu.warnings, *(a.line() for a in self.alarms)]
 
     def close(self) -> None:
         """Release the followed files."""
         self._reader.close()
+        self._gpu.close()
 
 
 def final_metrics(run_dir: Path, adapter: str, warmup_steps: int = 1) -> dict[str, MetricValue]:

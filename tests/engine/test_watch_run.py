@@ -15,7 +15,7 @@ from .refrun import ROOT, engine_available
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 STEP = re.compile(r"^watch step=(\d+) step_s=(\S+) trainer_idle=(\S+) generator_idle=(\S+) staleness_mean=(\S+) "
-                  r"staleness_max=\S+ throughput_sps=(\S+) zero_adv=\S+ regime=\w+$")  # fmt: skip
+                  r"staleness_max=\S+ throughput_sps=(\S+) zero_adv=\S+ gpu_busy=\S+ regime=\w+$")  # fmt: skip
 STEPS = 4
 
 

@@ -102,8 +102,9 @@ def test_refusals_are_one_line() -> None:
     unwatchable = benchbed("run", quickstart, "--watch")
     assert unwatchable.returncode == 2
     assert unwatchable.stderr.strip().splitlines() == [
-        f"benchbed: error: {quickstart}: benchbed watch follows ref, trl, verl runs live; the sim adapter's files are "
-        "read once the run ends (benchbed ingest)"
+        f"benchbed: error: {quickstart}: benchbed watch follows areal, example_history, miles, nemo_rl, open_instruct, "
+        "openrlhf, prime_rl, ref, rllm, roll, skyrl, slime, tinker_cookbook, trl, verl runs live; the sim adapter's "
+        "files are read once the run ends (benchbed ingest)"  # the adapters with a history parser: their histories
     ]
     port_alone = benchbed("run", quickstart, "--prometheus-port", "9")
     assert port_alone.returncode == 2 and "add --watch" in port_alone.stderr

@@ -119,5 +119,5 @@ def test_the_grafana_dashboard_queries_gauges_the_watcher_serves(watched: tuple[
     served = {line.split("{")[0] for line in _get(f"http://127.0.0.1:{watched[1].port}/metrics").decode().splitlines()
               if line and not line.startswith("#")}  # fmt: skip
     queried = {re.match(r"(benchbed_\w+)\{", t["expr"]).group(1) for p in dashboard["panels"] for t in p["targets"]}
-    assert len(queried) == len(dashboard["panels"]) == 11
+    assert len(queried) == len(dashboard["panels"]) == 13
     assert queried <= served, queried - served

@@ -162,7 +162,7 @@ def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
             match = rule.pattern.search(line)
             if match is None:
                 continue
-            own, figures = _figures(rule, match)
+            own, figures = line_figures(rule, match)
             if rule.counts:
                 counted += 1
                 own, current = counted, counted + fmt.step_shift
@@ -185,7 +185,7 @@ def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
     return History(source, frame, files=[path], warnings=warnings, partial=cut_off is not None)
 
 
-def _figures(rule: LineRule, match: re.Match[str]) -> tuple[int | None, dict[str, float] | None]:
+def line_figures(rule: LineRule, match: re.Match[str]) -> tuple[int | None, dict[str, float] | None]:
     """(the step the line names itself, None for the open step; its figures by key, None when unreadable)."""
     groups = match.groupdict()
     if rule.kind == "value":

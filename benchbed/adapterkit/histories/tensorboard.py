@@ -55,19 +55,26 @@ def read_event_file(path: Path) -> EventScalars:
             event = Event.FromString(data)
         except Exception:  # protobuf's DecodeError: a record whose checksum matched but whose bytes are no event
             return EventScalars(out, _damage(path, offset, "a record that is no TensorBoard event", len(out)), texts)
-        if not event.HasField("summary"):
-            continue
-        for value in event.summary.value:
-            kind = value.WhichOneof("value")
-            if kind == "simple_value":
-                number = float(value.simple_value)
-            elif kind == "tensor" and value.metadata.plugin_data.plugin_name == "scalars":
-                number = float(tensor_util.make_ndarray(value.tensor).item())
-            else:
-                _keep_text(value, texts)
-                continue
-            out.append((value.tag, int(event.step), float(event.wall_time), number))
+        out += event_scalars(event, tensor_util, texts)
     return EventScalars(out, _damage(path, *records.damage, len(out)) if records.damage else None, texts)
+
+
+def event_scalars(event: Any, tensor_util: Any, texts: dict[str, Any]) -> list[tuple[str, int, float, float]]:
+    """One event's scalars as (tag, step, wall_time, value); its text summaries go into `texts`."""
+    out: list[tuple[str, int, float, float]] = []
+    if not event.HasField("summary"):
+        return out
+    for value in event.summary.value:
+        kind = value.WhichOneof("value")
+        if kind == "simple_value":
+            number = float(value.simple_value)
+        elif kind == "tensor" and value.metadata.plugin_data.plugin_name == "scalars":
+            number = float(tensor_util.make_ndarray(value.tensor).item())
+        else:
+            _keep_text(value, texts)
+            continue
+        out.append((value.tag, int(event.step), float(event.wall_time), number))
+    return out
 
 
 def _keep_text(value: Any, texts: dict[str, Any]) -> None:
@@ -109,7 +116,7 @@ class _Records:
                     self.damage = (offset, "cut off inside a record header")
                     return
                 length, length_crc = struct.unpack("<QI", header)
-                if _masked(google_crc32c.value(header[:8])) != length_crc:
+                if masked_crc(google_crc32c.value(header[:8])) != length_crc:
                     self.damage = (offset, "a record length that fails its checksum")
                     return
                 if length + 16 > size - offset:
@@ -117,14 +124,14 @@ class _Records:
                     return
                 body = fh.read(length + 4)
                 data, data_crc = body[:length], struct.unpack("<I", body[length:])[0]
-                if _masked(google_crc32c.value(data)) != data_crc:
+                if masked_crc(google_crc32c.value(data)) != data_crc:
                     self.damage = (offset, "a record that fails its checksum")
                     return
                 yield offset, data
                 offset += length + 16
 
 
-def _masked(crc: int) -> int:
+def masked_crc(crc: int) -> int:
     """TFRecord's masked CRC: rotated right by 15 bits plus a constant, so a CRC over CRCs stays informative."""
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 

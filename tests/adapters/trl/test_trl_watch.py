@@ -109,7 +109,7 @@ def test_the_whole_run_in_one_update_gives_the_same_figures() -> None:
 
 def test_trl_is_watchable_and_an_adapter_without_a_reader_is_refused_naming_both() -> None:
     check_watchable("trl", "spec.toml")
-    refusal = r"spec\.toml: benchbed watch follows ref, trl, verl runs live; the sim adapter's"
+    refusal = r"spec\.toml: benchbed watch follows areal, .*ref, .*trl, verl runs live; the sim adapter's"
     with pytest.raises(Exception, match=refusal):
         check_watchable("sim", "spec.toml")
 

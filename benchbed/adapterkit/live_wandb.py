@@ -1,0 +1,176 @@
+"""Follow a W&B `.wandb` record log as wandb appends to it: each read decodes only the chunks written since the last
+offset (the LevelDB log framing that histories.wandb_file documents), keeps an entry split across blocks until its
+last chunk arrives, and waits on a chunk still being written. History records become rows as `read_wandb_file`
+makes them; `stats` records give the GPU samples; the `exit` record ends the run."""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbed.adapterkit.histories.history import HistorySource
+from benchbed.adapterkit.histories.wandb_file import (
+    BLOCK,
+    CHUNK_HEADER,
+    FILE_HEADER,
+    FIRST,
+    FULL,
+    IDENT,
+    LAST,
+    MIDDLE,
+    _apply,
+    _gpu_items,
+    _key,
+    _loads,
+    _number,
+    _record_type,
+    _typed_json,
+    find_wandb_file,
+)
+from benchbed.adapterkit.live_rows import NewRows, Row
+
+_CRC = [zlib.crc32(bytes([t])) for t in range(5)]
+
+
+@dataclass
+class RecordLogTail:
+    """The whole entries appended to one `.wandb` file since the last read; `damage` says where and why reading
+    stopped for good (a chunk whose checksum fails once it is complete)."""
+
+    path: Path
+    offset: int = FILE_HEADER
+    damage: str | None = None
+    resets: int = 0
+    _pending: list[bytes] = field(default_factory=list)
+
+    def read(self) -> list[bytes]:
+        """The entries completed since the last read (none while the file or its header is not yet written)."""
+        if self.damage is not None:
+            return []
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.seek(0, 2) < self.offset:  # truncated: a new log in its place
+                    self.offset, self._pending = FILE_HEADER, []
+                    self.resets += 1
+                fh.seek(0)
+                if fh.read(4) != IDENT:
+                    return []
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        return self._entries(data)
+
+    def _entries(self, data: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        pos, base = 0, self.offset
+        while True:
+            left = BLOCK - (base + pos) % BLOCK
+            if left < CHUNK_HEADER:  # a block's trailer too short for a header is zero padding
+                if pos + left > len(data):
+                    break
+                pos += left
+                continue
+            if pos + CHUNK_HEADER > len(data):
+                break
+            crc, length, kind = struct.unpack_from("<IHB", data, pos)
+            end = pos + CHUNK_HEADER + length
+            if (crc, length, kind) == (0, 0, 0) or end > len(data):  # not yet written, or still being written
+                break
+            payload = data[pos + CHUNK_HEADER : end]
+            if kind > LAST or zlib.crc32(payload, _CRC[kind]) != crc:
+                self.damage = f"{self.path}: damaged at byte {base + pos} (checksum mismatch); not followed further"
+                break
+            pos = end
+            if kind == FULL:
+                out.append(payload)
+            elif kind == FIRST:
+                self._pending = [payload]
+            elif kind == MIDDLE:
+                self._pending.append(payload)
+            else:
+                out.append(b"".join([*self._pending, payload]))
+                self._pending = []
+        self.offset = base + pos
+        return out
+
+
+@dataclass
+class WandbFollower:
+    """The rows of a W&B run directory (or its `.wandb` file) as they are logged: one row per history record, its
+    step the run's own step key where it defined one (as `read_wandb_file` takes it)."""
+
+    location: Path
+    warnings: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    source: HistorySource = field(init=False)
+    _tail: RecordLogTail | None = None
+    _step_key: str = "_step"
+    _counter: int = 0
+    _record: Any = None
+
+    def __post_init__(self) -> None:
+        self.source = HistorySource("wandb", self.location.name, str(self.location))
+        self._record = _record_type()
+
+    @property
+    def resets(self) -> int:
+        return self._tail.resets if self._tail is not None else 0
+
+    def read(self) -> NewRows:
+        """The history rows, GPU samples and config written since the last read, and whether the run exited."""
+        if self._tail is None:
+            found = find_wandb_file(self.location)
+            if found is None:
+                return NewRows()
+            self._tail = RecordLogTail(found)
+        new = NewRows()
+        for raw in self._tail.read():
+            record = self._record()
+            try:
+                record.ParseFromString(raw)
+            except Exception:  # protobuf's DecodeError: the final parse counts and names these
+                continue
+            self._record_into(record, new)
+        if self._tail.damage and self._tail.damage not in self.warnings:
+            self.warnings.append(self._tail.damage)
+        return new
+
+    def _record_into(self, record: Any, new: NewRows) -> None:
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            new.rows.append(self._row(record.history.item))
+        elif kind == "run":
+            _apply(self.config, record.run.config.update)
+            self.source = HistorySource("wandb", record.run.run_id, str(self.location), project=record.run.project)
+        elif kind == "config":
+            _apply(self.config, record.config.update)
+        elif kind == "metric" and record.metric.glob_name == "*" and record.metric.step_metric:
+            self._step_key = record.metric.step_metric
+        elif kind == "stats":
+            _gpu_items(record.stats, new.samples)
+        elif kind == "exit":
+            new.ended = True
+
+    def _row(self, items: Any) -> Row:
+        """One history record as (step, wall time, {key: number}), the `_` keys and non-numbers left out."""
+        values = dict(zip(map(_key, items), _loads([i.value_json or _typed_json(i) for i in items]), strict=True))
+        numbers = {k: _number(v) for k, v in values.items()}
+        counter = numbers.get("_step", float(self._counter))
+        self._counter += 1
+        step = numbers.get(self._step_key, math.nan)
+        step = counter if math.isnan(step) else step
+        wall = numbers.get("_timestamp", math.nan)
+        kept = {k: v for k, v in numbers.items() if k != self._step_key and not k.startswith("_") and not math.isnan(v)}
+        return int(step), None if math.isnan(wall) else wall, kept
+
+    def flush(self) -> NewRows:
+        """Rows held back for a step not yet complete: none, a W&B history record is a whole step."""
+        return NewRows()
+
+    def close(self) -> None:
+        """Nothing is held open between reads."""

@@ -1,0 +1,98 @@
+"""The vime, Marin, Seer, APRIL and ARRoL studies: their specs carry the published configuration, every parameter is
+marked, and their rows give the figures worked out in docs/guides/reproduce.md."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchbed.diagnosis.levers import levers_for
+from benchbed.diagnosis.rules import diagnose_metrics
+from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, case_specs, reproduce, simulate_in_process
+
+NEW_STUDIES = ("vime", "marin", "seer", "april", "arrol")
+NAMING = ("name", "adapter", "description")  # a spec's own identity, not a parameter
+
+
+def unmarked_lines(text: str) -> list[str]:
+    """The parameter lines of a spec that say neither PUBLISHED, DERIVED nor ASSUMED."""
+
+    def parameter(code: str) -> bool:
+        return bool(re.match(r"^\s*[\w\"]", code)) and "=" in code and not code.strip().startswith(NAMING)
+
+    return [
+        line for line in text.splitlines()
+        if parameter(line.split("#", 1)[0]) and not re.search(r"PUBLISHED|DERIVED|ASSUMED", line)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("study", NEW_STUDIES)
+def test_every_parameter_of_the_new_studies_is_marked_and_its_source_named(study):
+    for name in {f for files in STUDIES[study].cases.values() for f in files}:
+        assert unmarked_lines((EXPERIMENTS / study / name).read_text()) == [], f"{study}/{name}"
+    assert "source" in (EXPERIMENTS / study / "published.toml").read_text()
+
+
+def test_an_unmarked_parameter_is_found():
+    text = 'name = "x"\n[sim]\ntrain_step_time = 81.4\nconcurrency = 256  # DERIVED: 32 x 8\n'
+    assert unmarked_lines(text) == ["train_step_time = 81.4"]
+
+
+def test_new_specs_carry_the_published_configuration():
+    april = {spec.name: spec for spec in case_specs("april/qwen3-4b")}
+    partial = april["reproduce-april-partial"]
+    assert partial.workload.prompts_per_step == 32 and partial.workload.group_size == 8
+    assert partial.workload.max_response_tokens == 16384
+    assert partial.sim["oversample"] == {"factor": 2.0, "policy": "partial"}
+    vime = {spec.name: spec for spec in case_specs("vime/qwen3-4b")}
+    assert vime["reproduce-vime-sync"].sim["train_step_time"] == 81.4
+    assert vime["reproduce-vime-sync"].sim["latency"]["mean"] == round(97.2 / 6.12, 2)
+    marin = {spec.name: spec for spec in case_specs("marin/qwen-gsm8k")}
+    assert marin["reproduce-marin-async"].sim["weight_sync_time"] == pytest.approx(48.79 / 20 + 5.0)
+
+
+def test_marin_async_weight_sync_is_the_transfer_plus_the_published_wait():
+    rows = {row.quantity: row for row in reproduce(["marin"])}
+    sync = rows["weight sync over 20 updates, synchronous (s)"]
+    asynchronous = rows["weight sync over 20 updates, asynchronous, with its pauses (s)"]
+    assert sync.reproduced == pytest.approx(48.79, abs=0.01) and sync.kind == "consistency"
+    assert asynchronous.reproduced == pytest.approx(20 * (2.4395 + 5.0), abs=0.01)  # 148.79 vs published 147.40
+    assert asynchronous.ok and asynchronous.kind == "prediction"
+
+
+def test_arrol_pruning_halves_the_training_and_keeps_the_cap_bound_generation():
+    (row,) = reproduce(["arrol"])
+    # baseline 749 s (247 generation + 374 training + 128 sync); pruned: 247 + 374 / 2 + 128 = 562 s -> 1.33x
+    assert row.reproduced == pytest.approx(749 / 562, abs=0.03)
+    assert row.ok and row.kind == "prediction"
+
+
+def test_vime_fully_async_is_trainer_bound_at_the_sync_train_time():
+    rows = {row.quantity: row for row in reproduce(["vime"])}
+    # sync: 97.2 s of generation (a cap-length response) + 81.4 s of training; fully async hides the generation
+    assert rows["sync step time (s)"].reproduced == pytest.approx(178.6, rel=0.05)
+    assert rows["fully async step time (s)"].reproduced == pytest.approx(89.5, rel=0.05)
+    assert not rows["speedup, fully async over sync"].ok  # 1.99 vs 1.72: the async run's train_time rose to 99.6 s
+
+
+def test_long_tail_and_generation_bound_runs_name_the_new_levers():
+    tail = diagnose_metrics({"trainer_idle_ratio": 0.5, "rollout_tail_share": 0.6})
+    assert tail.regime == "long_tail_bound"
+    assert "sim.early_prune" in [lever.field for lever in levers_for(tail, "sim", {"sim": {}})]
+    generation = diagnose_metrics({"trainer_idle_ratio": 0.5, "generator_utilization": 0.9})
+    assert generation.regime == "generation_bound"
+    fields = [lever.field for lever in levers_for(generation, "sim", {"sim": {"prefill": {"disaggregated": False}}})]
+    assert "sim.prefill.disaggregated" in fields and "sim.early_prune" in fields
+
+
+def test_marin_runs_are_weight_sync_bound_from_the_sync_share_of_the_step():
+    shares = {}
+    for spec in case_specs("marin/qwen-gsm8k"):
+        run = simulate_in_process(spec)
+        assert diagnose_metrics(run.metrics).regime == "weight_sync_bound"
+        shares[spec.name] = run.metrics["trainer_weight_sync_ratio"]
+    # sync: 2.44 s of sync in a 1.79 + 3.0 + 2.44 s step; async: generation overlapped, 7.44 s (with the 5 s pause
+    # wait) in a 3.0 + 7.44 s step
+    assert shares["reproduce-marin-sync"] == pytest.approx(2.4395 / (1.79 + 3.0 + 2.4395), abs=0.005)
+    assert shares["reproduce-marin-async"] == pytest.approx(7.4395 / (3.0 + 7.4395), abs=0.01)

@@ -69,6 +69,7 @@ system-packages:
 lint: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # The documentation site (MkDocs, Material theme; mkdocs.yml): built strictly into site/, offline. The reference pages
 # are generated from the code when it builds (docs/gen/hooks.py); a broken link, a missing page or an undocumented

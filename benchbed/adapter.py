@@ -1,22 +1,23 @@
 """The adapter contract (core): render a spec into a LaunchPlan, parse a run's artifacts into a Trace; plus the registry
-of adapters by entry point. Imports nothing from the plug-in folder (benchbed.adapters) nor from the spec."""
+of adapters (`ADAPTERS`). Imports nothing from the plug-in folder (benchbed.adapters) nor from the spec."""
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from importlib import metadata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchbed import plugins
 from benchbed.errors import AdapterError
+from benchbed.registry import Registry
 
 if TYPE_CHECKING:
-    from benchbed.spec import ExperimentSpec
+    from benchbed.adapterkit.histories import History
+    from benchbed.spec.model import ExperimentSpec
     from benchbed.trace import Trace
 
 
@@ -50,6 +51,15 @@ class FigureDefinition(NamedTuple):
     unit: str
 
 
+@dataclass(frozen=True)
+class HistorySupport:
+    """An adapter's reading of tracker histories: the history sources it takes (their kinds, see
+    `benchbed.adapterkit.histories.history_kind`) and its parser of one History into the canonical trace."""
+
+    kinds: tuple[str, ...]
+    parse: Callable[[History], Trace]
+
+
 class Adapter(ABC):
     """A framework integration, built-in or plug-in: every adapter subclasses this class and registers it in the
     `benchbed.adapters` entry-point group. `render` and `parse` are pure: no framework import, no network.
@@ -57,7 +67,8 @@ class Adapter(ABC):
     Optional, typed: `options_model`, the pydantic model (extra="forbid") that validates the spec's table of this
     adapter once, when the spec is loaded (`spec.adapter_options()` returns it); `spec_table`, that table's name
     when it is not `name`; `find_runs`, the runs under a directory (default: the directory is one run);
-    `figure_definitions`, how the framework defines its own figures (default: none known).
+    `figure_definitions`, how the framework defines its own figures (default: none known); `history`, the tracker
+    histories it reads (default: none); `recognises`, whether a history's keys are this framework's.
     `benchbed.adapterkit.adapter.FrameworkAdapter` declares render, parse and find_runs as functions."""
 
     name: ClassVar[str]
@@ -89,38 +100,45 @@ class Adapter(ABC):
         adapter's files are read only once the run ends."""
         return None
 
+    def history(self) -> HistorySupport | None:
+        """The tracker histories (W&B, MLflow, TensorBoard, a registered source) this adapter reads and how; None,
+        the default, when it reads none."""
+        return None
+
+    def recognises(self, keys: Iterable[str]) -> bool:
+        """Whether a history logging these keys is this framework's (so `ingest` can pick the adapter); by
+        default no history is recognised."""
+        return False
+
     def figure_definitions(self) -> dict[str, FigureDefinition]:
         """How the framework defines each of its own figures (`framework_<name>` -> its definition and unit), so a
         comparison can say when two frameworks' own numbers are not the same quantity; by default none."""
         return {}
 
 
+ADAPTERS: Registry[type[Adapter]] = Registry("benchbed.adapters", "adapter", Adapter, AdapterError)
+_loaded: dict[str, Adapter] = {}  # name -> the adapter, built once
 _lock = threading.Lock()
-_loaded: dict[str, Adapter] = {}
-
-
-def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return plugins.entry_points(plugins.ADAPTERS)
 
 
 def available_adapters() -> list[str]:
-    """Names registered in the `benchbed.adapters` entry-point group (nothing is imported)."""
-    return plugins.names(plugins.ADAPTERS)
+    """Names registered as adapters: the `benchbed.adapters` entry-point group and in-process (nothing is imported)."""
+    return ADAPTERS.names()
 
 
 def get_adapter(name: str) -> Adapter:
     """Load an adapter by name, lazily, once; unknown names get a 'did you mean'."""
     with _lock:
         if name not in _loaded:
-            _loaded[name] = plugins.load_class(plugins.ADAPTERS, name, "adapter", Adapter, AdapterError)()
+            _loaded[name] = ADAPTERS.load(name)()
         return _loaded[name]
 
 
 def table_owner(table: str, first: str | None = None) -> Adapter | None:
     """The registered adapter whose spec table is `table`: the adapter of that name, else the adapter `first`
     (usually the spec's own), else any other registered adapter (loaded only then); None when none owns it."""
-    eps = _entry_points()
-    for name in dict.fromkeys(n for n in (table, first, *sorted(eps)) if n in eps):
+    known = ADAPTERS.names()
+    for name in dict.fromkeys(n for n in (table, first, *known) if n in known):
         try:
             adapter = get_adapter(name)
         except AdapterError:
@@ -134,4 +152,4 @@ def table_names() -> list[str]:
     """Every name a spec table can have: registered adapter names, plus the tables loaded adapters declare."""
     with _lock:
         declared = {adapter.table for adapter in _loaded.values()}
-    return sorted(set(_entry_points()) | declared)
+    return sorted(set(ADAPTERS.names()) | declared)

@@ -25,7 +25,7 @@ from benchbed.launch.signals import interrupt_for, signal_name, stop_signals_hel
 from benchbed.metrics import compute_metrics
 from benchbed.record import AdapterInfo, ErrorInfo, RunRecord, SuiteInfo, benchbed_info, machine_info, utc_now
 from benchbed.secrets import redact, redact_mapping, secret_values
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 from benchbed.store import RECORD_FILENAME, Store
 from benchbed.trace import TRACE_FILENAME, ImpossibleValueError, Trace
 
@@ -373,8 +373,7 @@ def recognising_adapters(keys: list[str]) -> list[str]:
             adapter = get_adapter(name)
         except AdapterError:
             continue
-        recognises = getattr(adapter, "recognises", None)
-        if recognises is not None and recognises(keys):
+        if adapter.recognises(keys):
             found.append(name)
     return found
 
@@ -411,7 +410,8 @@ def ingest_history(
             raise BenchbedError(f"{history.source.uri}: {which} (keys: {shown}); name one with --adapter")
         adapter_name = candidates[0]
     adapter = get_adapter(adapter_name)
-    if getattr(adapter, "history_parser", None) is None or kind not in getattr(adapter, "history_kinds", ()):
+    support = adapter.history()
+    if support is None or kind not in support.kinds:
         # the adapter reads these files with its own parser (slime: its TensorBoard event files)
         if Path(location).exists():
             return ingest(Path(location), adapter_name, store, warmup_steps, resources, found, quality_target)
@@ -427,7 +427,7 @@ def ingest_history(
     record = _new_record(spec_data, spec_id, adapter_name, "ingest")
     try:
         with _no_traceback_from_bytes(source):  # unreadable: fails here, before anything is stored
-            trace = adapter.parse_history(history).validate()  # type: ignore[attr-defined]
+            trace = support.parse(history).validate()
     except ImpossibleValueError as exc:
         raise TraceError(_impossible_in_history(history, exc)) from None
     run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)

@@ -125,3 +125,12 @@ def redact_values(data: object, values: list[str]) -> object:
     if isinstance(data, list):
         return [redact_values(v, values) for v in data]
     return redact(data, values) if isinstance(data, str) else data
+
+
+def refuse_secret_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` unchanged; ValueError naming the variables that look like secrets (for an options model's `env`)."""
+    secret = sorted(k for k in env if is_secret_name(k))
+    if secret:
+        raise ValueError(f"{secret} look like secrets: they must come from the cluster's own environment, never "
+                         "from a spec (specs are stored with every record)")  # fmt: skip
+    return env

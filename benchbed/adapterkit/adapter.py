@@ -12,13 +12,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchbed.adapter import Adapter, FigureDefinition
+from benchbed.adapter import Adapter, FigureDefinition, HistorySupport
 from benchbed.runs import runs_under
 
 if TYPE_CHECKING:
     from benchbed.adapter import LaunchPlan
     from benchbed.adapterkit.histories import History
-    from benchbed.spec import ExperimentSpec
+    from benchbed.spec.model import ExperimentSpec
     from benchbed.trace import Trace
 
 # A function, or where it lives: "package.module:function", or ".module:function" relative to the adapter's package.
@@ -51,12 +51,22 @@ class FrameworkAdapter(Adapter):
         """A run directory or a native file as the canonical trace (NotThisFrameworkError for another's); a tracker
         history the adapter reads (a W&B run directory, an MLflow store, TensorBoard event files) goes to
         `parse_history`."""
-        if self.history_parser is not None:
+        support = self.history()
+        if support is not None:
             from benchbed.adapterkit.histories import history_kind, open_history
 
-            if history_kind(Path(path)) in self.history_kinds:
-                return self.parse_history(open_history(Path(path)))
+            if history_kind(Path(path)) in support.kinds:
+                return support.parse(open_history(Path(path)))
         return self._function("parser")(Path(path))
+
+    def history(self) -> HistorySupport | None:
+        """With a `history_parser`: the `history_kinds` plus every registered history source, read by
+        `parse_history`."""
+        if self.history_parser is None:
+            return None
+        from benchbed.adapterkit.histories.reader import HISTORY_SOURCES
+
+        return HistorySupport((*self.history_kinds, *HISTORY_SOURCES.names()), self.parse_history)
 
     def live_reader(self) -> Callable[..., Any] | None:
         """What builds the live reader of a run directory (see benchbed.adapter.Adapter.live_reader): for an adapter

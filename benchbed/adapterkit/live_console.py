@@ -12,7 +12,7 @@ from typing import Any
 
 from benchbed.adapterkit.histories.console_formats import ConsoleFormat, line_figures
 from benchbed.adapterkit.histories.history import HistorySource
-from benchbed.adapterkit.live_history import NewRows
+from benchbed.adapterkit.live_rows import NewRows
 from benchbed.logtext import split_ray_line, strip_ansi
 from benchbed.watch.tail import FileTail
 

@@ -12,47 +12,17 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from benchbed.adapterkit.gpu import match_gpu_key
-from benchbed.adapterkit.histories.history import PART, STEP, WALL_TIME, History, HistorySource
+from benchbed.adapterkit.histories.history import PART, STEP, WALL_TIME, History
+from benchbed.adapterkit.live_rows import Follower, Row
 from benchbed.errors import BenchbedError, NotThisFrameworkError
 from benchbed.trace import Trace
 from benchbed.watch.live import LiveFigures
-
-Row = tuple[int, float | None, dict[str, float]]  # (step, wall time or None, {key: value}), as History.rows gives
-
-
-@dataclass
-class NewRows:
-    """What one follower read returned: whole rows (and the file each came from, where the history has several),
-    GPU samples as (wall times, source keys, values), and whether the run's end was read."""
-
-    rows: list[Row] = field(default_factory=list)
-    parts: list[str] = field(default_factory=list)
-    samples: tuple[list[float], list[str], list[float]] = field(default_factory=lambda: ([], [], []))
-    ended: bool = False
-
-
-class Follower(Protocol):
-    """One history format followed by byte offset: `read` the new whole rows, `flush` the rows held back for a step
-    that may still grow (at the run's end), `close` the files."""
-
-    warnings: list[str]
-    config: dict[str, Any]
-    source: HistorySource
-
-    def read(self) -> NewRows: ...
-
-    def flush(self) -> NewRows: ...
-
-    @property
-    def resets(self) -> int: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass

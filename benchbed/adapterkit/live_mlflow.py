@@ -16,7 +16,7 @@ from typing import Any
 
 from benchbed.adapterkit.histories.history import HistorySource
 from benchbed.adapterkit.histories.mlflow_runs import SYSTEM_PREFIX, unflatten
-from benchbed.adapterkit.live_history import NewRows
+from benchbed.adapterkit.live_rows import NewRows
 from benchbed.watch.tail import FileTail
 
 RUNNING = 1  # mlflow.entities.RunStatus.RUNNING, as meta.yaml's `status` stores it

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchbed.adapterkit.histories.history import HistorySource
 from benchbed.adapterkit.histories.tensorboard import event_files, event_scalars, masked_crc
-from benchbed.adapterkit.live_history import NewRows
+from benchbed.adapterkit.live_rows import NewRows
 
 HEADER = 12  # uint64 length + the masked CRC-32C of those 8 bytes
 

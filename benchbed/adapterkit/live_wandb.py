@@ -31,7 +31,7 @@ from benchbed.adapterkit.histories.wandb_file import (
     _typed_json,
     find_wandb_file,
 )
-from benchbed.adapterkit.live_history import NewRows, Row
+from benchbed.adapterkit.live_rows import NewRows, Row
 
 _CRC = [zlib.crc32(bytes([t])) for t in range(5)]
 

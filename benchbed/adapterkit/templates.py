@@ -24,7 +24,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 if TYPE_CHECKING:
-    from benchbed.spec import ExperimentSpec
+    from benchbed.spec.model import ExperimentSpec
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*(?:\.\w+)*)\}")
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -100,9 +101,9 @@ def gate_options(alpha: float, min_effect: float) -> Gate:
 @json_option
 @fail_on_option
 @junit_option
-def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
-            ray_working_dir: str | None, timeout_s: float | None, output: Path | None, store_dir: Path,
-            as_json: bool, fail_on: str | None, junit_path: Path | None) -> None:  # fmt: skip
+def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, launcher_flags: dict[str, Any],
+            timeout_s: float | None, output: Path | None, store_dir: Path, as_json: bool, fail_on: str | None,
+            junit_path: Path | None) -> None:  # fmt: skip
     """Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of
     tonight's runs against the last nights of the same (machine, entry) series.
 
@@ -117,7 +118,7 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, ray_add
     for path in (output, junit_path):  # an unwritable page or JUnit path is refused before the night runs
         if path is not None:
             check_output(path)
-    chosen = build_launcher(launcher, ray_address, ray_working_dir)
+    chosen = build_launcher(launcher, launcher_flags)
 
     def progress(label: str) -> AbstractContextManager[Callable[[str], None]]:
         return launch_progress(label, enabled=sys.stderr.isatty())

@@ -161,9 +161,9 @@ def _watch_settings(specs: list[ExperimentSpec], watching: bool, interval: float
 @watch_options
 @store_option
 @json_option
-def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address: str | None,
-        ray_working_dir: str | None, timeout_s: float | None, dry_run: bool, watching: bool, interval: float,
-        prometheus_port: int | None, on_alarm: str | None, store_dir: Path, as_json: bool) -> None:  # fmt: skip
+def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, launcher_flags: dict[str, Any],
+        timeout_s: float | None, dry_run: bool, watching: bool, interval: float, prometheus_port: int | None,
+        on_alarm: str | None, store_dir: Path, as_json: bool) -> None:  # fmt: skip
     """Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.
 
     A spec with a [matrix] table launches one run per combination, each `repeats` times (the simulator's seed
@@ -172,7 +172,7 @@ def run(spec_path: Path, overrides: tuple[str, ...], launcher: str, ray_address:
     figures while it runs (benchbed watch; adapter ref). Exit status 1 if any run failed."""
     specs = _load_specs(spec_path, overrides)
     store = Store(store_dir)
-    chosen = build_launcher(launcher, ray_address, ray_working_dir)
+    chosen = build_launcher(launcher, launcher_flags)
     if dry_run:
         _dry_run(specs, store, chosen)
         return
@@ -234,6 +234,7 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
     from benchbed.adapterkit.histories import history_kind
     from benchbed.adapterkit.histories.console_formats import console_adapter
     from benchbed.adapterkit.histories.locate import TRACKERS
+    from benchbed.adapterkit.histories.reader import HISTORY_SOURCES
 
     table = resources_table(**resources)
     if quality_target is not None:
@@ -245,7 +246,7 @@ def ingest_command(location: str, adapter_name: str | None, warmup_steps: int, e
         check_readable_input(Path(location))  # an unreadable file or folder is named as such before any reader
         refuse_summary(Path(location), whole=True)  # before any reader: a summary is no history and no run
     kind = history_kind(location)
-    if kind in TRACKERS:
+    if kind in TRACKERS or kind in HISTORY_SOURCES:  # a registered source is a tracker's
         with history_progress(f"reading {kind} history") as progress:
             outcome = ingest_history(
                 location, adapter_name, Store(store_dir), warmup_steps, table, progress, quality_target=quality_target

@@ -15,7 +15,7 @@ from benchbed.outputs import check_output, write_output
 from benchbed.pipeline import execute
 from benchbed.sim.calibrate import calibrate, round_trip
 from benchbed.sim.plan import VARIABLES, parse_target, plan
-from benchbed.sim.reproduce import STUDIES, CaseRun, Row, reproduce, resolve, simulate_in_process
+from benchbed.sim.reproduce import CaseRun, Row, reproduce, resolve, simulate_in_process, studies
 from benchbed.spec import ExperimentSpec, load_spec
 from benchbed.store import DEFAULT_STORE, Store
 
@@ -43,7 +43,7 @@ def _studies_table() -> Table:
     table = Table(title="studies (benchbed reproduce STUDY or STUDY/CASE)", title_justify="left")
     for column in ("study", "cases", "source"):
         table.add_column(column)
-    for study in STUDIES.values():
+    for study in studies().values():
         table.add_row(study.name, ", ".join(study.cases), study.title)
     return table
 
@@ -68,7 +68,7 @@ def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tupl
     unknown study or case."""
     if list_only:
         if as_json:
-            click.echo(json.dumps({s.name: {"title": s.title, "cases": list(s.cases)} for s in STUDIES.values()}))
+            click.echo(json.dumps({s.name: {"title": s.title, "cases": list(s.cases)} for s in studies().values()}))
         else:
             stdout_console().print(_studies_table())
         return

@@ -1,5 +1,6 @@
-"""Levers: the spec fields (levers.toml) that move a run out of its regime or flag, and their predicted effect
-from a simulation calibrated to the run (the run's own spec when it is a simulation)."""
+"""Levers: the spec fields that move a run out of its regime or flag (lever sets: benchbed's levers.toml, and the
+sets outside packages register in the `benchbed.levers` entry-point group, e.g. for their adapter's table), and
+their predicted effect from a simulation calibrated to the run (the run's own spec when it is a simulation)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.diagnosis.rules import Diagnosis, Lever, Prediction
+from benchbed.errors import BenchbedError
+from benchbed.registry import Registry
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,11 +24,36 @@ CORE_TABLES = ("workload", "resources", "sandbox")
 TARGET_IDLE = 0.10  # the planner's target: trainer idle at most 10%, the trainer-bound threshold
 
 
+LeverSet = dict[str, list[dict[str, Any]]]  # regime or flag -> levers ({field, direction, why[, to, predict]})
+
+
+def _is_lever_set(obj: Any) -> bool:
+    return isinstance(obj, dict) and all(
+        isinstance(v, list) and all(isinstance(e, dict) and {"field", "direction", "why"} <= set(e) for e in v)
+        for v in obj.values()
+    )
+
+
+LEVER_SETS: Registry[LeverSet] = Registry(
+    "benchbed.levers",
+    "lever set",
+    (_is_lever_set, "a dict of regime or flag -> list of {field, direction, why} tables"),
+    BenchbedError,
+)
+
+
 @cache
-def lever_table() -> dict[str, list[dict[str, Any]]]:
-    """levers.toml: regime or flag -> the levers, in order of preference."""
-    text = (resources.files("benchbed.diagnosis") / "levers.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+def _builtin_levers() -> LeverSet:
+    return tomllib.loads((resources.files("benchbed.diagnosis") / "levers.toml").read_text(encoding="utf-8"))
+
+
+def lever_table() -> LeverSet:
+    """Regime or flag -> the levers, in order of preference: levers.toml's, then each registered set's (by name)."""
+    table = {name: list(entries) for name, entries in _builtin_levers().items()}
+    for extra in LEVER_SETS.load_all().values():
+        for name, entries in extra.items():
+            table.setdefault(name, []).extend(entries)
+    return table
 
 
 def _lookup(spec: Mapping[str, Any], dotted: str) -> Any:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 
 
 class _Strict(BaseModel):

@@ -9,14 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchbed import plugins
+from pydantic import BaseModel
+
 from benchbed.errors import LaunchError
 from benchbed.launch.signals import stop_signals_interrupt
 from benchbed.record import LaunchInfo
+from benchbed.registry import Registry
 
 if TYPE_CHECKING:
     from benchbed.adapter import LaunchPlan
-    from benchbed.spec import ExperimentSpec
+    from benchbed.spec.model import ExperimentSpec
 
 LOG_TAIL_CHARS = 4000
 
@@ -54,15 +56,33 @@ class LaunchResult:
 OnLine = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class LauncherFlag:
+    """A command-line option a launcher owns: `flag` (e.g. "--ray-address") is passed to the launcher's constructor
+    as `keyword`; `directory`: the value must be an existing directory."""
+
+    flag: str
+    keyword: str
+    help: str
+    metavar: str | None = None
+    directory: bool = False
+
+
 class Launcher(ABC):
     """Runs a rendered plan for a spec; blocks until the job reaches a terminal state, the timeout, or Ctrl-C.
 
     On a timeout, Ctrl-C or SIGTERM the launcher stops the job (nothing is left running) before returning;
     an interrupt is reported as `interrupted=True`, not raised. Launchers are registered in the
     `benchbed.launchers` entry-point group (local, ray and slurm are; a site adds its own the same way) and built
-    with the keyword options `get_launcher` passes (e.g. `address=` for ray)."""
+    with the keyword options `get_launcher` passes (e.g. `address=` for ray).
+
+    Optional, typed: `options_model`, the pydantic model (extra="forbid") of the spec's table named after the
+    launcher (e.g. `[slurm]`), validated when a spec is bound (`spec.launcher_options(name)` returns it);
+    `flags`, the command-line options of `run` and `nightly` that build it."""
 
     name: ClassVar[str]
+    options_model: ClassVar[type[BaseModel] | None] = None
+    flags: ClassVar[tuple[LauncherFlag, ...]] = ()
 
     @abstractmethod
     def launch(
@@ -85,14 +105,17 @@ class Launcher(ABC):
         return []
 
 
+LAUNCHERS: Registry[type[Launcher]] = Registry("benchbed.launchers", "launcher", Launcher, LaunchError)
+
+
 def available_launchers() -> list[str]:
-    """Names registered in the `benchbed.launchers` entry-point group (nothing is imported)."""
-    return plugins.names(plugins.LAUNCHERS)
+    """Names registered as launchers (nothing is imported)."""
+    return LAUNCHERS.names()
 
 
 def get_launcher(name: str, **options: Any) -> Launcher:
     """The launcher registered as `name`, built with its options (e.g. address= for ray); imports lazily."""
-    return plugins.load_class(plugins.LAUNCHERS, name, "launcher", Launcher, LaunchError)(**options)
+    return LAUNCHERS.load(name)(**options)
 
 
 def sigterm_as_interrupt() -> contextlib.AbstractContextManager[None]:

@@ -21,7 +21,7 @@ from benchbed.launch.signals import signal_name
 from benchbed.launch.slurm_jobs import follow_framework_job
 from benchbed.launch.watchdog import Watchdog, die_with_parent
 from benchbed.secrets import redact, secret_values
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 
 TERMINATE_GRACE_S = 5.0
 

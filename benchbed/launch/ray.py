@@ -17,15 +17,16 @@ from typing import IO, Any
 
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import LaunchError
-from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_interrupt
+from benchbed.launch.base import Launcher, LauncherFlag, LaunchResult, OnLine, sigterm_as_interrupt
 from benchbed.launch.local import write_plan_files
+from benchbed.launch.ray_options import RayOptions
 from benchbed.launch.ray_submission import RaySubmission, entrypoint, unwrap, with_env
 from benchbed.launch.signals import signal_name
 from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, redact_env, secret_values
 from benchbed.shell import comment
-from benchbed.spec import ExperimentSpec, RaySpec
+from benchbed.spec.model import ExperimentSpec
 
 POLL_S = 0.5
 STOP_WAIT_S = 30.0
@@ -40,6 +41,14 @@ class RayLauncher(Launcher):
     """Submits the plan with Ray's JobSubmissionClient and follows it to a terminal state."""
 
     name = "ray"
+    options_model = RayOptions
+    flags = (
+        LauncherFlag("--ray-address", "address", metavar="URL",
+                     help="--launcher ray: the Ray dashboard address, e.g. http://head:8265 (else RAY_ADDRESS, "
+                     "then [ray].address, then the address in the framework's own `ray job submit`)"),
+        LauncherFlag("--ray-working-dir", "working_dir", directory=True,
+                     help="--launcher ray: upload this directory as the job's working_dir (only when given)"),
+    )  # fmt: skip
 
     def __init__(self, address: str | None = None, working_dir: str | None = None) -> None:
         self.address = address
@@ -122,7 +131,7 @@ class RayLauncher(Launcher):
 
     def request(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> dict[str, Any]:
         """The submit_job arguments for this plan (and `cwd`, the directory the entrypoint changes to)."""
-        options = spec.ray or RaySpec()
+        options: RayOptions = spec.launcher_options(self.name)
         sub = unwrap(plan.argv, Path(plan.cwd) if plan.cwd else run_dir)
         runtime_env = self._runtime_env(plan, options, sub)
         cwd = plan.cwd or (None if "working_dir" in runtime_env else str(run_dir))
@@ -154,12 +163,13 @@ class RayLauncher(Launcher):
     def resolve_address(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
         """--ray-address, else RAY_ADDRESS, else [ray].address, else the plan's own `ray job submit --address`."""
         sub = unwrap(plan.argv, Path(plan.cwd) if plan.cwd else run_dir)
-        address = self.address or os.environ.get("RAY_ADDRESS") or (spec.ray and spec.ray.address) or sub.address
+        options: RayOptions = spec.launcher_options(self.name)
+        address = self.address or os.environ.get("RAY_ADDRESS") or options.address or sub.address
         if not address:
             raise LaunchError("no Ray cluster address: pass --ray-address URL, set RAY_ADDRESS or [ray].address")
         return address
 
-    def _runtime_env(self, plan: LaunchPlan, options: RaySpec, sub: RaySubmission) -> dict[str, Any]:
+    def _runtime_env(self, plan: LaunchPlan, options: RayOptions, sub: RaySubmission) -> dict[str, Any]:
         runtime_env = with_env(sub.runtime_env, plan.env, options.env)
         working_dir = options.working_dir or self.working_dir
         if working_dir:

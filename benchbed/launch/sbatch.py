@@ -10,9 +10,10 @@ from pathlib import Path
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import SpecError
 from benchbed.launch.ray_submission import is_ray_submit, run_dir_check
+from benchbed.launch.slurm_options import SlurmOptions
 from benchbed.secrets import is_secret_name
 from benchbed.shell import is_variable_name
-from benchbed.spec import ExperimentSpec, SlurmSpec
+from benchbed.spec.model import ExperimentSpec
 
 SCRIPT_NAME = "benchbed.sbatch"
 STDOUT_LOG = "logs/stdout.log"
@@ -23,7 +24,7 @@ RAY_READY_TRIES = 90  # two seconds apart
 TIME_MARGIN_MIN = 1  # Slurm's own limit sits past benchbed's timeout, so benchbed cancels first and says why
 
 
-def allocation(spec: ExperimentSpec, options: SlurmSpec) -> tuple[int, int]:
+def allocation(spec: ExperimentSpec, options: SlurmOptions) -> tuple[int, int]:
     """(nodes, GPUs per node): the [slurm] values, else whole nodes for the [resources] GPUs."""
     res = spec.resources
     gpus_per_node = options.gpus_per_node if options.gpus_per_node is not None else res.gpus_per_node
@@ -34,7 +35,7 @@ def allocation(spec: ExperimentSpec, options: SlurmSpec) -> tuple[int, int]:
     return nodes, gpus_per_node
 
 
-def time_limit(spec: ExperimentSpec, options: SlurmSpec) -> str | None:
+def time_limit(spec: ExperimentSpec, options: SlurmOptions) -> str | None:
     """sbatch --time: [slurm].time_limit, else the spec's timeout rounded up to minutes plus a margin."""
     if options.time_limit:
         return options.time_limit
@@ -50,7 +51,7 @@ def public_env(env: dict[str, str]) -> dict[str, str]:
 
 def render_script(spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> str:
     """The batch script: #SBATCH header, run-dir check, environment, captures, then the plan's command."""
-    options = spec.slurm or SlurmSpec()
+    options: SlurmOptions = spec.launcher_options("slurm")
     run_dir = Path(run_dir)
     nodes, gpus_per_node = allocation(spec, options)
     header = {
@@ -104,7 +105,7 @@ def _check_script_values(spec: ExperimentSpec, header: dict[str, str | None], op
         raise SpecError(f"{spec.source}: environment variable name {bad[0]!r} is not one a shell can export")
 
 
-def wants_ray_cluster(options: SlurmSpec, plan: LaunchPlan, nodes: int) -> bool:
+def wants_ray_cluster(options: SlurmOptions, plan: LaunchPlan, nodes: int) -> bool:
     """A `ray job submit` command needs a cluster to submit to; a multi-node job needs one to span the nodes."""
     if options.ray_cluster is not None:
         return options.ray_cluster
@@ -139,7 +140,7 @@ def ray_head_steps(nodes: int, gpus_per_node: int) -> list[str]:
     ]
 
 
-def _container_options(options: SlurmSpec, run_dir: Path, cwd: str) -> list[str]:
+def _container_options(options: SlurmOptions, run_dir: Path, cwd: str) -> list[str]:
     """pyxis/enroot srun options for [slurm].container_image (the run dir and working dir mounted), or none."""
     if not options.container_image:
         return []

@@ -12,11 +12,12 @@ from benchbed.launch.base import Launcher, LaunchResult, OnLine, sigterm_as_inte
 from benchbed.launch.local import LocalLauncher, write_plan_files
 from benchbed.launch.sbatch import SCRIPT_NAME, STDERR_LOG, STDOUT_LOG, render_script
 from benchbed.launch.slurm_jobs import follow, slurm_info, submit
+from benchbed.launch.slurm_options import SlurmOptions
 from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
 from benchbed.secrets import redact, secret_values
 from benchbed.shell import comment, heredoc
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 
 
 class _FileTail:
@@ -53,6 +54,7 @@ class SlurmLauncher(Launcher):
     """Submits the rendered sbatch script and follows the job to a terminal state."""
 
     name = "slurm"
+    options_model = SlurmOptions
 
     def describe(self, spec: ExperimentSpec, plan: LaunchPlan, run_dir: Path) -> list[str]:
         """The sbatch script --dry-run shows (none when the framework submits its own job)."""

@@ -16,7 +16,7 @@ from benchbed.errors import LaunchError
 from benchbed.launch.base import LaunchResult, sigterm_as_interrupt
 from benchbed.launch.watchdog import Watchdog
 from benchbed.record import LaunchInfo
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 
 POLL_S = 0.5
 CANCEL_WAIT_S = 60.0

@@ -8,7 +8,7 @@ import math
 from benchbed import keys as K
 from benchbed.metrics import cost, generator, gpu, partial, quality, samples, sandbox, trainer  # noqa: F401  (registers metrics)
 from benchbed.metrics.context import MetricContext
-from benchbed.metrics.registry import METRICS, MetricDef  # noqa: F401  (MetricDef: re-exported by benchbed.metrics)
+from benchbed.metrics.registry import METRIC_FUNCTIONS, METRICS, MetricDef  # noqa: F401  (MetricDef: re-exported)
 from benchbed.record import MetricValue
 from benchbed.trace import Trace
 
@@ -47,7 +47,8 @@ def compute_metrics(trace: Trace, warmup_steps: int = 1, warnings: list[str] | N
             f"{int(steps.max())}): no windowed metric can be computed; use a smaller warmup_steps"
         )
     out: dict[str, MetricValue] = {}
-    for definition in METRICS.values():
+    METRIC_FUNCTIONS.load_all()  # the metrics outside packages register (their @metric adds them to METRICS)
+    for definition in list(METRICS.values()):
         result = definition.fn(ctx)
         if result is None or not math.isfinite(result[0]):
             continue

@@ -1,4 +1,5 @@
-"""Metric registry: each metric is a pure function of a MetricContext, registered with its unit, and described
+"""Metric registry: each metric is a pure function of a MetricContext, registered (`@metric`, in the one
+`benchbed.registry.Registry` of the `benchbed.metrics` entry-point group) with its unit, and described
 as PRESENTATION says (family, better direction, display order, headline, `ls` column): the one place every table,
 list, watch default, gate and report section reads. PRESENTATION needs no metric function loaded (nor pandas with
 them), so a gate or a history reads directions without them."""
@@ -8,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from benchbed.errors import BenchbedError
+from benchbed.registry import Registry
 
 if TYPE_CHECKING:
     from benchbed.metrics.context import MetricContext
@@ -137,18 +141,32 @@ def listed_columns() -> dict[str, str]:
 
 
 METRICS: dict[str, MetricDef] = {}
+# name -> metric function; an outside package names its function (decorated with @metric) in `benchbed.metrics`
+METRIC_FUNCTIONS: Registry[MetricFn] = Registry(
+    "benchbed.metrics",
+    "metric",
+    (lambda fn: any(d.fn is fn for d in METRICS.values()), "a function decorated with benchbed.api.metric"),
+)
 
 
-def metric(name: str, unit: str, description: str) -> Callable[[MetricFn], MetricFn]:
-    """Register a metric function under `name`, with its unit and what it computes (its presentation and
-    direction: the PRESENTATION entry of the same name)."""
+def metric(
+    name: str, unit: str, description: str, presentation: Presentation | None = None
+) -> Callable[[MetricFn], MetricFn]:
+    """Register a metric function under `name`, with its unit and what it computes. Its presentation and
+    direction are the PRESENTATION entry of the same name; a metric from outside benchbed passes `presentation`
+    (in one of FAMILIES), and is shown at its family's end."""
 
     def wrap(fn: MetricFn) -> MetricFn:
         if name in METRICS:
-            raise ValueError(f"metric {name!r} registered twice")
+            raise BenchbedError(f"metric {name!r} registered twice")
+        if presentation is not None and name not in PRESENTATION:
+            if presentation.family not in FAMILIES:
+                raise BenchbedError(f"metric {name!r}: family {presentation.family!r} is not one of {FAMILIES}")
+            PRESENTATION[name] = presentation
         if name not in PRESENTATION:
-            raise ValueError(f"metric {name!r} has no entry in the registry's PRESENTATION table")
+            raise BenchbedError(f"metric {name!r} has no presentation (pass presentation=Presentation(...))")
         METRICS[name] = MetricDef(name, unit, description, fn)
+        METRIC_FUNCTIONS.register(name, fn)
         return fn
 
     return wrap

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from benchbed.sim.reproduce import STUDIES, Row, assumptions, study_of
+from benchbed.sim.reproduce import Row, assumptions, studies, study_of
 
 
 def _cell(value: float | list[float] | str) -> str:
@@ -25,7 +25,7 @@ def _study_section(study: str, rows: list[Row]) -> str:
     assumed = "".join(f"<li><code>{html.escape(line)}</code></li>" for line in assumptions(study))
     held = sum(row.ok for row in rows)
     return (
-        f"<h2>{html.escape(STUDIES[study].title)}</h2>"
+        f"<h2>{html.escape(studies()[study].title)}</h2>"
         f"<p>{held} of {len(rows)} rows within tolerance; "
         f"{sum(row.kind == 'prediction' for row in rows)} predictions.</p>"
         "<table><tr><th>case</th><th>quantity</th><th>published</th><th>reproduced</th><th>tolerance</th>"
@@ -40,7 +40,7 @@ def reproduce_html(rows: list[Row]) -> str:
     by_study: dict[str, list[Row]] = {}
     for row in rows:
         by_study.setdefault(study_of(row.case), []).append(row)
-    sections = "".join(_study_section(study, by_study[study]) for study in STUDIES if study in by_study)
+    sections = "".join(_study_section(study, by_study[study]) for study in studies() if study in by_study)
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>benchbed reproduce</title><style>"
         "body{font-family:sans-serif;max-width:80em;margin:2em auto}td,th{padding:0.2em 0.6em;text-align:left}"

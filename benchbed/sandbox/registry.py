@@ -8,8 +8,8 @@ import importlib.util
 import os
 from typing import Any
 
-from benchbed import plugins
 from benchbed.errors import BenchbedError
+from benchbed.registry import Registry
 from benchbed.sandbox.base import SandboxBackend
 
 
@@ -17,9 +17,14 @@ class BackendUnavailable(BenchbedError):
     """A backend cannot be used here: unknown name, SDK not installed, or credentials missing."""
 
 
+BACKENDS: Registry[type] = Registry(
+    "benchbed.sandbox_backends", "sandbox backend", (lambda obj: isinstance(obj, type), "a class"), BackendUnavailable
+)
+
+
 def available_backends() -> list[str]:
-    """Names registered in the `benchbed.sandbox_backends` entry-point group (nothing is imported)."""
-    return plugins.names(plugins.SANDBOX_BACKENDS)
+    """Names registered as sandbox backends (nothing is imported)."""
+    return BACKENDS.names()
 
 
 def require_sdk(backend: str, module: str, extra: str) -> None:
@@ -39,7 +44,7 @@ def require_credentials(backend: str, variables: tuple[str, ...], env: dict[str,
 def get_backend(name: str, **options: Any) -> SandboxBackend:
     """Construct the backend registered as `name`; BackendUnavailable with what to install or set when it cannot
     run here (each backend checks its SDK and credentials when built without an injected SDK)."""
-    cls = plugins.load_class(plugins.SANDBOX_BACKENDS, name, "sandbox backend", object, BackendUnavailable)
+    cls = BACKENDS.load(name)
     backend = cls(**options)
     if not isinstance(backend, SandboxBackend):
         raise BackendUnavailable(f"sandbox backend {name!r} ({cls.__qualname__}) lacks the SandboxBackend methods")

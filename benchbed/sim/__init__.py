@@ -10,7 +10,7 @@ from benchbed.errors import SpecError
 from benchbed.sim.config import SimConfig
 from benchbed.sim.engine import SimParams, simulate
 from benchbed.sim.to_trace import outcome_to_trace
-from benchbed.spec import ExperimentSpec
+from benchbed.spec.model import ExperimentSpec
 from benchbed.trace import Trace
 
 

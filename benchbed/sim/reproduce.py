@@ -20,6 +20,7 @@ import tomllib
 from benchbed import keys as K
 from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
+from benchbed.registry import Registry
 from benchbed.sim import simulate_spec
 from benchbed.spec import ExperimentSpec, expand, load_spec
 from benchbed.trace import Trace
@@ -80,8 +81,8 @@ def case_specs(case: str, overrides: tuple[str, ...] = ()) -> list[ExperimentSpe
     overrides applied."""
     study, name = resolve(case)[0]
     specs: list[ExperimentSpec] = []
-    for filename in STUDIES[study].cases[name]:
-        with resources.as_file(EXPERIMENTS / study / filename) as path:
+    for filename in studies()[study].cases[name]:
+        with resources.as_file(studies()[study].files / filename) as path:
             specs.extend(expand(load_spec(path, overrides), str(path)))
     return specs
 
@@ -356,12 +357,19 @@ def _verl_one_step_off(engine: str, runs: list[CaseRun]) -> list[Row]:
 
 @dataclass(frozen=True)
 class Study:
-    """A published study: its cases (spec files in experiments/reproduce/NAME/) and how each case's rows are made."""
+    """A published study: its cases (spec files in `folder`, by default experiments/reproduce/NAME/) and how each
+    case's rows are made."""
 
     name: str
     title: str
     cases: dict[str, tuple[str, ...]]
     rows: dict[str, Callable[[list[CaseRun]], list[Row]]]
+    folder: Any = None  # a Path or importlib Traversable holding the case files; None: the study's folder here
+
+    @property
+    def files(self) -> Any:
+        """Where the study's spec files are."""
+        return EXPERIMENTS / self.name if self.folder is None else self.folder
 
 
 def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
@@ -549,6 +557,16 @@ STUDIES.update(
                        {"sync-7b": ("baseline.toml", "pruned.toml")}, {"sync-7b": rows_arrol}),
     }
 )  # fmt: skip
+STUDY_REGISTRY: Registry[Study] = Registry(
+    "benchbed.studies", "study", (lambda obj: isinstance(obj, Study), "a benchbed.api.Study"), SpecError
+)
+for _study in STUDIES.values():
+    STUDY_REGISTRY.register(_study.name, _study)
+
+
+def studies() -> dict[str, Study]:
+    """Every registered study: benchbed's own in their order, then those outside packages register, by name."""
+    return {**STUDIES, **{name: STUDY_REGISTRY.load(name) for name in STUDY_REGISTRY.names() if name not in STUDIES}}
 
 
 def study_of(case: str) -> str:
@@ -559,8 +577,8 @@ def study_of(case: str) -> str:
 def assumptions(study: str) -> list[str]:
     """Every ASSUMED line of the study's specs (`file: field = value  # why`), each once, in file order."""
     lines: list[str] = []
-    for name in dict.fromkeys(f for files in STUDIES[study].cases.values() for f in files):
-        for line in (EXPERIMENTS / study / name).read_text().splitlines():
+    for name in dict.fromkeys(f for files in studies()[study].cases.values() for f in files):
+        for line in (studies()[study].files / name).read_text().splitlines():
             code, _, why = line.partition("#")
             if "ASSUMED" in why and code.strip():
                 entry = f"{name}: {code.strip()}  # {why.strip()}"
@@ -571,13 +589,14 @@ def assumptions(study: str) -> list[str]:
 
 def resolve(target: str) -> list[tuple[str, str]]:
     """`all`, `STUDY`, `STUDY/CASE` or a bare SemiAnalysis case id -> (study, case) pairs, in registry order."""
+    known = studies()
     if target == "all":
-        return [(study.name, case) for study in STUDIES.values() for case in study.cases]
+        return [(study.name, case) for study in known.values() for case in study.cases]
     target = ALIASES.get(target, target)
     study, _, case = target.partition("/")
-    if study in STUDIES and (not case or case in STUDIES[study].cases):
-        return [(study, name) for name in STUDIES[study].cases if not case or name == case]
-    choices = ", ".join(["all", *STUDIES, *(f"{s.name}/{c}" for s in STUDIES.values() for c in s.cases), *ALIASES])
+    if study in known and (not case or case in known[study].cases):
+        return [(study, name) for name in known[study].cases if not case or name == case]
+    choices = ", ".join(["all", *known, *(f"{s.name}/{c}" for s in known.values() for c in s.cases), *ALIASES])
     raise SpecError(f"unknown study or case {target!r}; expected one of: {choices}")
 
 
@@ -592,5 +611,5 @@ def reproduce(targets: list[str], simulate: Simulate = simulate_in_process, over
             if progress is not None:
                 progress(f"{study}/{case}: {spec.name} {spec.variant or ''}".strip())
             runs.append(simulate(spec))
-        rows.extend(STUDIES[study].rows[case](runs))
+        rows.extend(studies()[study].rows[case](runs))
     return rows

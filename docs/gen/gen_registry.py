@@ -25,6 +25,14 @@ def adapters() -> list[tuple[str, str, Any]]:
     return out
 
 
+def launcher_tables() -> dict[str, Any]:
+    """Launcher name (its spec table) -> its options model, for every registered launcher that takes options."""
+    from benchbed.launch.base import LAUNCHERS
+
+    found = {name: LAUNCHERS.load(name).options_model for name in LAUNCHERS.names()}
+    return {name: model for name, model in found.items() if model is not None}
+
+
 def keymap_of(name: str) -> Any:
     """The adapter's key map (the keymap.toml beside its package), or None when it has none."""
     from benchbed.adapter import get_adapter

@@ -101,20 +101,27 @@ def table_markdown(path: str, model: type[BaseModel], links: dict[type, str], ti
     return "\n".join([*out, ""])
 
 
-def spec_markdown(root: type[BaseModel], adapter_tables: dict[str, tuple[str, type[BaseModel]]]) -> str:
-    """The core spec and its nested tables, then each adapter's table (name -> (adapter, options model))."""
+def spec_markdown(
+    root: type[BaseModel],
+    adapter_tables: dict[str, tuple[str, type[BaseModel]]],
+    launcher_tables: dict[str, type[BaseModel]] | None = None,
+) -> str:
+    """The core spec and its nested tables, then each adapter's table (name -> (adapter, options model)) and each
+    launcher's (name -> options model)."""
+    owned = {table: (f"adapter `{adapter}`", model) for table, (adapter, model) in adapter_tables.items()}
+    owned.update({table: (f"launcher `{table}`", model) for table, model in (launcher_tables or {}).items()})
     sections = list(tables(root, ""))
-    for table, (_, model) in sorted(adapter_tables.items()):
+    for table, (_, model) in sorted(owned.items()):
         sections += list(tables(model, table))
     links: dict[type, str] = {}
     for path, model in sections:
         links.setdefault(model, anchor(path))
-    owners = {table: adapter for table, (adapter, _) in adapter_tables.items()}
+    owners = {table: owner for table, (owner, _) in owned.items()}
     out, seen = [], set()
     for path, model in sections:
         if model in seen:  # a model used by two tables (a time spread, say) is described once, where first used
             continue
         seen.add(model)
-        title = f"`[{path}]`: adapter `{owners[path]}`" if path in owners else ""
+        title = f"`[{path}]`: {owners[path]}" if path in owners else ""
         out.append(table_markdown(path, model, links, title))
     return "\n".join(out)

@@ -18,7 +18,7 @@ from gen_cli import cli_markdown
 from gen_common import DocsError
 from gen_keys import keymap_markdown, trace_keys_markdown, vocabulary_markdown
 from gen_metrics import metrics_markdown
-from gen_registry import adapter_pages, adapters, keymap_of, plugins_markdown, readme_markdown
+from gen_registry import adapter_pages, adapters, keymap_of, launcher_tables, plugins_markdown, readme_markdown
 from gen_spec import spec_markdown
 from mkdocs.exceptions import PluginError
 
@@ -55,7 +55,7 @@ def _generated(name: str, arg: str | None, page_path: str) -> str:
         from benchbed.spec import ExperimentSpec
 
         tables = {table: (adapter, model) for adapter, table, model in adapters() if model is not None}
-        return spec_markdown(ExperimentSpec, tables)
+        return spec_markdown(ExperimentSpec, tables, launcher_tables())
     if name == "adapters":
         return adapter_pages(page_path)
     if name == "keymap":

@@ -12,7 +12,8 @@ import pytest
 from benchbed.adapter import LaunchPlan
 from benchbed.errors import SpecError
 from benchbed.launch.sbatch import allocation, render_script
-from benchbed.spec import SlurmSpec, build_spec
+from benchbed.launch.slurm_options import SlurmOptions
+from benchbed.spec import build_spec
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "sbatch"
 RUN_DIR = Path("/shared/results/vm/sim/quickstart-0123abcd/20260101T000000Z-abc123")
@@ -62,8 +63,8 @@ def test_full_slurm_table_with_container_env_and_captures():
 
 def test_allocation_whole_nodes_for_the_gpus():
     spec = build_spec({"name": "x", "adapter": "sim", "resources": {"trainer_gpus": 12, "generator_gpus": 8}})
-    assert allocation(spec, SlurmSpec()) == (3, 8)
-    assert allocation(spec, SlurmSpec(nodes=1, gpus_per_node=0)) == (1, 0)
+    assert allocation(spec, SlurmOptions()) == (3, 8)
+    assert allocation(spec, SlurmOptions(nodes=1, gpus_per_node=0)) == (1, 0)
 
 
 def test_secret_in_the_slurm_table_is_refused_without_echoing_it():

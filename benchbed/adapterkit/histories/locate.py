@@ -1,5 +1,6 @@
-"""Which history source a location is, and opening it: paths are told apart by what they hold, URIs by scheme.
-Credentials in a URI (a password, a token in the query) never reach the History's `source.uri`."""
+"""Which history source a location is, and opening it: paths are told apart by what they hold, URIs by scheme;
+a location no built-in source recognises goes to the registered history sources (reader.py). Credentials in a
+URI (a password, a token in the query) never reach the History's `source.uri`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from pathlib import Path
 
 from benchbed.adapterkit.histories.history import History, HistoryError, Progress
+from benchbed.adapterkit.histories.reader import HISTORY_SOURCES, outside_kind
 
 WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD = "wandb", "wandb-cloud", "mlflow", "tensorboard"
 JSONL, CONSOLE = "jsonl", "console"
@@ -28,8 +30,13 @@ def _scheme(location: str) -> str:
 
 
 def history_kind(location: str | Path) -> str | None:
-    """The source a location is read by (WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD, JSONL, CONSOLE), or None when it is
-    not a history: a run directory of framework logs, a log without `step:N - key:value` lines."""
+    """The source a location is read by (WANDB, WANDB_CLOUD, MLFLOW, TENSORBOARD, JSONL, CONSOLE, or a registered
+    history source's name), or None when it is not a history: a run directory of framework logs, a log without
+    `step:N - key:value` lines."""
+    return _builtin_kind(location) or outside_kind(location)
+
+
+def _builtin_kind(location: str | Path) -> str | None:
     text = str(location)
     scheme = _scheme(text)
     if scheme == "wandb":
@@ -75,6 +82,8 @@ def open_history(location: str | Path, progress: Progress | None = None, timeout
 
         return read_mlflow(location, progress=progress, timeout_s=timeout_s)
     path = Path(location)
+    if kind in HISTORY_SOURCES:
+        return HISTORY_SOURCES.load(kind)().open(location, progress=progress, timeout_s=timeout_s)
     if kind == WANDB:
         return _open_wandb(path)
     if kind == TENSORBOARD:

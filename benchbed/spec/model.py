@@ -1,13 +1,11 @@
-"""Experiment specs (docs/reference/spec.md): TOML -> pydantic, --set overrides, matrix expansion, spec_id."""
+"""The pure experiment spec (docs/reference/spec.md): TOML -> pydantic, --set overrides, matrix points, spec_id.
+Nothing here knows the registries: the plug-in tables (an adapter's, a launcher's) are kept as written until
+`benchbed.spec.bind` validates them against what is registered."""
 
 from __future__ import annotations
 
-import copy
-import difflib
 import hashlib
-import itertools
 import json
-import math
 import re
 import sys
 from collections.abc import Iterator
@@ -15,10 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 
-from benchbed import plugins
-from benchbed.adapter import Adapter, available_adapters, get_adapter, table_names, table_owner
 from benchbed.errors import SpecError
 from benchbed.secrets import is_secret_name, redact_mapping
 
@@ -34,12 +29,14 @@ MAX_REPEATS = 1_000
 MAX_MATRIX_POINTS = 10_000
 
 
-class _Strict(BaseModel):
+class StrictTable(BaseModel):
+    """A spec table: unknown fields, coerced types and inf/nan are refused."""
+
     # strict: `true` or "10" is not a number of steps; allow_inf_nan: inf/nan cannot pass as a size or a time
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
-class Workload(_Strict):
+class Workload(StrictTable):
     """Framework-neutral description of the RL workload."""
 
     model: str = "Qwen/Qwen3-30B-A3B"
@@ -56,7 +53,7 @@ class Workload(_Strict):
         return self.prompts_per_step * self.group_size
 
 
-class Resources(_Strict):
+class Resources(StrictTable):
     trainer_gpus: int = Field(8, ge=0)
     generator_gpus: int = Field(8, ge=0)
     gpus_per_node: int = Field(8, gt=0)
@@ -67,7 +64,7 @@ class Resources(_Strict):
     generator_price_per_gpu_hour: float | None = Field(None, ge=0, description="overrides it for generator GPUs")
 
 
-class QualityTable(_Strict):
+class QualityTable(StrictTable):
     """`[quality]`: what the run must learn, for the learning metrics (time, steps and GPU-hours to the target)."""
 
     target: str = Field(description="NAME>=VALUE or NAME<=VALUE: 'reward>=0.5', 'eval/<validation score>>=0.3'")
@@ -83,7 +80,7 @@ class QualityTable(_Strict):
             raise ValueError(str(exc)) from None
 
 
-class SandboxTable(_Strict):
+class SandboxTable(StrictTable):
     """`[sandbox]`: which sandbox provider the run uses and how it starts sandboxes (the sandbox-bench adapter
     and frameworks that start coding sandboxes read it)."""
 
@@ -92,76 +89,17 @@ class SandboxTable(_Strict):
     start_timeout_s: float | None = Field(None, gt=0)
     image: str | None = None
 
-    @field_validator("backend")
-    @classmethod
-    def _registered(cls, backend: str) -> str:
-        known = ["none", *plugins.names(plugins.SANDBOX_BACKENDS)]
-        if backend not in known:
-            raise ValueError(f"expected one of {', '.join(repr(k) for k in known)}")
-        return backend
-
-
-def _refuse_secrets(env: dict[str, str]) -> dict[str, str]:
-    secret = sorted(k for k in env if is_secret_name(k))
-    if secret:
-        raise ValueError(f"{secret} look like secrets: they must come from the cluster's own environment, never "
-                         "from a spec (specs are stored with every record)")  # fmt: skip
-    return env
-
-
-class SlurmSpec(_Strict):
-    """`[slurm]`: how `--launcher slurm` asks for the allocation; unset fields come from [resources] and timeout_s."""
-
-    nodes: int | None = Field(None, gt=0, description="default: the [resources] GPUs over gpus_per_node")
-    gpus_per_node: int | None = Field(None, ge=0, description="default: resources.gpus_per_node; 0 = no GPUs")
-    time_limit: str | None = Field(
-        None, pattern=r"^(\d+-)?\d+(:\d{1,2}){0,2}$", description="sbatch --time, e.g. 90 or 02:00:00 or 1-00:00:00"
-    )
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    job_name: str | None = Field(None, description="default: the spec name")
-    container_image: str | None = Field(None, description="pyxis/enroot image; the command runs in it via srun")
-    container_mounts: list[str] = Field(default_factory=list, description="extra SRC:DST mounts; the run dir is one")
-    env: dict[str, str] = Field(default_factory=dict, description="exported in the batch script (never secrets)")
-
-    @field_validator("env")
-    @classmethod
-    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
-        return _refuse_secrets(env)
-
-    sbatch_options: list[str] = Field(default_factory=list, description="extra #SBATCH lines, e.g. --exclusive")
-    ray_cluster: bool | None = Field(
-        None, description="start a Ray cluster over the allocation first; default: for `ray job submit` or >1 node"
-    )
-
-
-class RaySpec(_Strict):
-    """`[ray]`: Ray Job options for `--launcher ray`, layered over a plan's own `ray job submit` options."""
-
-    address: str | None = Field(None, description="dashboard URL; --ray-address and RAY_ADDRESS take precedence")
-    working_dir: str | None = Field(None, description="uploaded as the job's working_dir (only when given)")
-    entrypoint_num_cpus: float | None = Field(None, ge=0)
-    entrypoint_num_gpus: float | None = Field(None, ge=0)
-    entrypoint_memory: int | None = Field(None, ge=0, description="bytes")
-    entrypoint_resources: dict[str, float] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict, description="runtime_env env_vars (never secrets)")
-
-    @field_validator("env")
-    @classmethod
-    def _no_secrets(cls, env: dict[str, str]) -> dict[str, str]:
-        return _refuse_secrets(env)
-
 
 # Part of the spec-id format, not a list of adapters: ids hash these six tables, as {} when a spec has none,
 # because every spec carried them before adapters owned their tables; so existing ids stay valid.
 ID_EMPTY_TABLES: tuple[str, ...] = ("local", "prime_rl", "sandbox_bench", "sim", "slime", "verl")
 
 
-class ExperimentSpec(_Strict):
-    """A declarative experiment: the neutral core below, plus one table per adapter (e.g. `[verl]`), each
-    validated once, when the spec is built, by the options model of the registered adapter that owns it (see
-    `benchbed/adapter.py`); read a table with `adapter_table()`, its validated options with `adapter_options()`."""
+class ExperimentSpec(StrictTable):
+    """A declarative experiment: the neutral core below, plus one table per plug-in that takes options (an adapter's,
+    e.g. `[verl]`, or a launcher's, e.g. `[slurm]`), each validated once by the options model of its registered
+    owner when the spec is bound (`benchbed.spec.bind`); read a table with `adapter_table()`, its validated options
+    with `adapter_options()` or `launcher_options()`."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -175,15 +113,13 @@ class ExperimentSpec(_Strict):
     resources: Resources = Field(default_factory=Resources)
     sandbox: SandboxTable = Field(default_factory=SandboxTable)
     quality: QualityTable | None = Field(None, description="a quality target for the learning metrics")
-    slurm: SlurmSpec | None = Field(None, description="--launcher slurm: the allocation")
-    ray: RaySpec | None = Field(None, description="--launcher ray: job options")
     matrix: dict[str, list[Any]] = Field(
         default_factory=dict, description="dotted field -> list of values; expands to one spec per combination"
     )
     variant: dict[str, Any] = Field(default_factory=dict, description="the matrix point this spec was expanded from")
     _source: str = PrivateAttr(default="<spec>")
     _repeat: int = PrivateAttr(default=0)
-    _options: dict[str, BaseModel] = PrivateAttr(default_factory=dict)  # table -> its validated options model
+    _bound: Any = PrivateAttr(default=None)  # benchbed.spec.bind.Bound: the owners' validated options
 
     @model_validator(mode="after")
     def _window_has_steps(self) -> ExperimentSpec:
@@ -213,27 +149,24 @@ class ExperimentSpec(_Strict):
         """Adapter tables by name, as written."""
         return dict(self.model_extra or {})
 
+    def _binding(self) -> Any:
+        if self._bound is None:
+            raise SpecError(f"{self.source}: the spec is not bound to the registries (benchbed.spec.bind)")
+        return self._bound
+
     def adapter_table(self, name: str | None = None) -> dict[str, Any]:
         """The table `name` as written (default: the table of this spec's adapter), {} when the spec has none."""
-        return (self.model_extra or {}).get(name or get_adapter(self.adapter).table) or {}
+        return (self.model_extra or {}).get(name or self._binding().table_of(self.adapter)) or {}
 
     def adapter_options(self, name: str | None = None) -> Any:
         """The options model of the adapter `name` (default: this spec's adapter), filled from its table and
-        validated when the spec was built; None when the adapter declares no options model."""
-        adapter = get_adapter(name or self.adapter)
-        if adapter.options_model is None:
-            return None
-        if adapter.table not in self._options:  # an absent table of another adapter: its defaults
-            self._options[adapter.table] = options_of(adapter, {}, self.source)
-        return self._options[adapter.table]
+        validated when the spec was bound; None when the adapter declares no options model."""
+        return self._binding().adapter_options(name or self.adapter, self.source)
 
-    @model_validator(mode="after")
-    def _validate_adapter_tables(self) -> ExperimentSpec:
-        options, problems = validate_tables(self.adapter, self.model_extra or {})
-        if problems:
-            raise PydanticCustomError("adapter_tables", "; ".join(problems), {"problems": problems})
-        self._options = options
-        return self
+    def launcher_options(self, name: str) -> Any:
+        """The options model of the launcher `name` (its table, e.g. `[ray]`, validated when the spec was bound;
+        its defaults when the spec has none); None when the launcher declares no options model."""
+        return self._binding().launcher_options(name, self.source)
 
 
 def normalized(spec: ExperimentSpec) -> dict[str, Any]:
@@ -242,15 +175,14 @@ def normalized(spec: ExperimentSpec) -> dict[str, Any]:
     data.pop("description", None)
     data.pop("matrix", None)
     data.pop("quality", None)  # how a run is judged, not what runs
-    for table in ("slurm", "ray"):  # launcher tables join the id only when given, so older ids stay valid
-        if data.get(table) is None:
-            data.pop(table, None)
     for key in ("price_per_gpu_hour", "trainer_price_per_gpu_hour", "generator_price_per_gpu_hour"):
         if data["resources"].get(key) is None:  # prices join the id only when given, so older ids stay valid
             data["resources"].pop(key, None)
     for table, value in spec.tables.items():  # an empty table changes nothing that runs
         if not value:
             data.pop(table, None)
+    if spec._bound is not None:  # a launcher's table joins the id with its defaults filled in, when given
+        data.update(spec._bound.launcher_dumps())
     return {**{table: {} for table in ID_EMPTY_TABLES}, **data}
 
 
@@ -261,50 +193,10 @@ def spec_id(spec: ExperimentSpec) -> str:
     return f"{slug}-{digest}"
 
 
-def validate_tables(adapter_name: str, tables: dict[str, Any]) -> tuple[dict[str, BaseModel], list[str]]:
-    """Each adapter table validated by its owner's options model: (table -> options, problems), one dotted-path
-    phrase per problem. Each table must belong to a registered adapter and pass its options model; the spec's own
-    adapter's table is validated even when absent (its model may require fields); other empty tables are skipped."""
-    own = get_adapter(adapter_name).table if adapter_name in available_adapters() else None
-    options: dict[str, BaseModel] = {}
-    problems: list[str] = []
-    for name, table in {**({own: {}} if own else {}), **tables}.items():
-        if not isinstance(table, dict):
-            problems.append(f"field '{name}': expected a table of {name!r} options (got {table!r})")
-            continue
-        if not table and name != own:
-            continue
-        owner = table_owner(name, adapter_name)
-        if owner is None:
-            close = difflib.get_close_matches(name, table_names(), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            problems.append(f"unknown field '{name}' (not a spec field or a registered adapter's table){hint}")
-        elif owner.options_model is None:
-            problems.extend(f"unknown field '{name}.{key}' (adapter {owner.name!r} takes no options)" for key in table)
-        else:
-            try:
-                options[name] = owner.options_model.model_validate(table)
-            except ValidationError as exc:
-                problems.extend(validation_problems(exc, prefix=name))
-    return options, problems
-
-
-def options_of(adapter: Adapter, table: dict[str, Any], source: str) -> BaseModel:
-    """`table` validated by the adapter's options model; a SpecError in the one format of spec errors."""
-    assert adapter.options_model is not None
-    try:
-        return adapter.options_model.model_validate(table)
-    except ValidationError as exc:
-        raise SpecError("; ".join(f"{source}: {p}" for p in validation_problems(exc, prefix=adapter.table))) from None
-
-
 def validation_problems(exc: ValidationError, prefix: str = "") -> list[str]:
     """One phrase per problem, naming the dotted path (under `prefix`) and what was expected."""
     lines = []
     for err in exc.errors():
-        if err["type"] == "adapter_tables":
-            lines.extend(err["ctx"]["problems"])
-            continue
         path = ".".join(str(p) for p in (*([prefix] if prefix else []), *err["loc"]))
         if err["type"] == "extra_forbidden":
             lines.append(f"unknown field '{path}'")
@@ -387,7 +279,8 @@ def refuse_secrets(data: dict[str, Any], source: str) -> None:
             )
 
 
-def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
+def parse_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
+    """The spec `data` validated as plain data (its plug-in tables as written); SpecError names every problem."""
     refuse_secrets(data, source)
     try:
         spec = ExperimentSpec.model_validate(data)
@@ -397,39 +290,9 @@ def build_spec(data: dict[str, Any], source: str = "<spec>") -> ExperimentSpec:
     return spec
 
 
-def load_spec(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ExperimentSpec:
-    """Read a TOML spec, apply `--set` overrides, validate. The matrix is kept (see expand)."""
-    data = load_spec_data(path)
-    apply_overrides(data, overrides)
-    return build_spec(data, str(path))
-
-
-def expand(spec: ExperimentSpec, source: str = "<spec>") -> list[ExperimentSpec]:
-    """One spec per combination of the matrix (cartesian product, in the order written)."""
-    if not spec.matrix:
-        return [spec]
-    base = spec.model_dump(mode="json", exclude={"matrix", "variant"})
-    keys = list(spec.matrix)
-    for key in keys:
-        if not spec.matrix[key]:
-            raise SpecError(f"{source}: matrix.{key} is empty; give at least one value")
-    points = math.prod(len(spec.matrix[k]) for k in keys)
-    if points > MAX_MATRIX_POINTS:
-        sizes = " x ".join(str(len(spec.matrix[k])) for k in keys)
-        raise SpecError(f"{source}: [matrix] expands to {sizes} = {points:,} points; at most {MAX_MATRIX_POINTS:,}")
-    out = []
-    for values in itertools.product(*(spec.matrix[k] for k in keys)):
-        data = copy.deepcopy(base)
-        for key, value in zip(keys, values, strict=True):
-            set_dotted(data, key, value)
-        data["variant"] = dict(zip(keys, values, strict=True))
-        out.append(build_spec(data, f"{source} (matrix point {data['variant']})"))
-    return out
-
-
 def repeated(spec: ExperimentSpec) -> Iterator[ExperimentSpec]:
     """One copy of `spec` per repeat, each knowing its index (made as each launches); all share the spec_id."""
     for index in range(spec.repeats):
         one = spec.model_copy(deep=True)
-        one._source, one._repeat = spec.source, index
+        one._source, one._repeat, one._bound = spec.source, index, spec._bound
         yield one

@@ -1,0 +1,40 @@
+"""What every live follower of a history (live_wandb, live_tensorboard, live_mlflow, live_console) hands to
+live_history: the rows one read returned, and the follower's shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from benchbed.adapterkit.histories.history import HistorySource
+
+Row = tuple[int, float | None, dict[str, float]]  # (step, wall time or None, {key: value}), as History.rows gives
+
+
+@dataclass
+class NewRows:
+    """What one follower read returned: whole rows (and the file each came from, where the history has several),
+    GPU samples as (wall times, source keys, values), and whether the run's end was read."""
+
+    rows: list[Row] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    samples: tuple[list[float], list[str], list[float]] = field(default_factory=lambda: ([], [], []))
+    ended: bool = False
+
+
+class Follower(Protocol):
+    """One history format followed by byte offset: `read` the new whole rows, `flush` the rows held back for a step
+    that may still grow (at the run's end), `close` the files."""
+
+    warnings: list[str]
+    config: dict[str, Any]
+    source: HistorySource
+
+    def read(self) -> NewRows: ...
+
+    def flush(self) -> NewRows: ...
+
+    @property
+    def resets(self) -> int: ...
+
+    def close(self) -> None: ...

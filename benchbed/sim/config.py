@@ -160,6 +160,12 @@ class SimConfig(_Strict):
         description="verl fully_async: per weight push the generator may start (1 + threshold) pushes' worth of "
         "samples, counted from the last push (async count mode; replaces workload.max_staleness for admission)",
     )
+    max_groups_in_flight: int | None = Field(
+        None,
+        gt=0,
+        description="groups (prompts) the generator runs at once; a group holds its place until its last sample "
+        "finishes (verl fully_async: max_concurrent_samples = 16 prompts per rollout server)",
+    )
     abort_on_weight_push: bool = Field(False, description="abort in-flight samples at each push; resume them later")
     reprefill_fraction: float = Field(
         0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"

@@ -156,6 +156,7 @@ class Simulation:
         self.pruned = min(self.G - 1, max(1, round(prune.fraction * self.G))) if prune is not None else 0
         self.prune_at = prune.at if prune is not None else 1.0
         self.train_time = cfg.train_step_time * (self.G - self.pruned) / self.G
+        self.group_cap = cfg.max_groups_in_flight or 0  # 0: no cap on groups in flight
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
@@ -176,6 +177,7 @@ class Simulation:
         self.s_work: list[float] = []
         self.s_left: list[float] = []
         self.s_resumes: dict[int, list[int]] = {}  # sample -> [resumes, v_start, v_resume]
+        self.s_aborted_end: dict[int, float] = {}  # buffered sample -> end time of its aborted segment's stale event
         self.masked: set[int] = set()
         self.prune_marked: set[int] = set()  # samples stopped by early pruning: not trained
         self.g_t0: list[float] = []
@@ -200,6 +202,7 @@ class Simulation:
         self.queued_samples = 0
         self.version = self.gen_version = self.batch_version = 0
         self.started = self.finished = self.discarded = self.discarded_since_step = 0
+        self.groups_done = 0
         self.paused_since = -1.0
         # Count admission refused a group and nothing it reads (version, discards) has changed since; kept only
         # where admission has no side effect and does not read `finished` (async without rounds).
@@ -236,6 +239,8 @@ class Simulation:
             if self.round_dispatched >= self.quota:
                 self.start_round(self.dispatch_round + 1)
             return self.dispatch_round <= self.version + self.lookahead
+        if self.group_cap and self.groups_in_flight() >= self.group_cap:
+            return False
         # Filtered or dropped groups do not count against admission: they are replaced (dynamic sampling).
         counted = self.started - self.discarded
         version = self.gen_version if self.push_counted else self.version
@@ -243,6 +248,10 @@ class Simulation:
             return False
         # Batch modes: a new batch starts only after every sample of the previous one has finished.
         return not (self.batch_mode and counted % self.B == 0 and self.finished < self.started)
+
+    def groups_in_flight(self) -> int:
+        """Groups dispatched or resumed whose last sample has not finished (buffered partial groups excluded)."""
+        return len(self.g_t0) - self.groups_done - len(self.buffered)
 
     # Generator.
 
@@ -369,7 +378,7 @@ class Simulation:
         buffered, free_slots = self.buffered, self.free_slots
         while buffered:
             samples = self.unfinished(buffered[0])
-            if len(free_slots) < len(samples):
+            if len(free_slots) < len(samples) or self.group_cap and self.groups_in_flight() >= self.group_cap:
                 return
             group = buffered.popleft()
             for sample in range(group * self.G, group * self.G + self.G):
@@ -377,11 +386,14 @@ class Simulation:
             for sample in samples:
                 self.s_slot[sample] = free_slots.pop()
                 self.s_began[sample] = now
-                self.s_end[sample] = now + self.s_left[sample]
+                end = self.s_end[sample] = now + self.s_left[sample]
                 info = self.s_resumes.setdefault(sample, [0, self.g_v_start[group], self.gen_version])
                 info[0] += 1
                 info[2] = self.gen_version
-                self.ends.push(self.s_end[sample], sample)
+                # Resumed where it was aborted (the same instant, no re-prefill): the aborted segment's event is
+                # still queued at this end time and now stands for the resumed one; a second would end it twice.
+                if self.s_aborted_end.pop(sample, None) != end:
+                    self.ends.push(end, sample)
             self.mark_last(samples, [self.s_end[sample] for sample in samples])
             self.live_groups.add(group)
 
@@ -395,6 +407,7 @@ class Simulation:
                     continue
                 s_work[sample] += now - self.s_began[sample]
                 self.s_left[sample] = s_end[sample] - now + self.cfg.reprefill_fraction * s_work[sample]
+                self.s_aborted_end[sample] = s_end[sample]
                 s_end[sample] = math.inf
                 self.free_slots.append(self.s_slot[sample])
                 self.aborted_in_step += 1
@@ -485,6 +498,9 @@ class Simulation:
     def on_group_done(self, now: float, group: int) -> None:
         """The group's last sample finished: reject it, hold it for a later round, or queue it for the trainer."""
         self.g_done[group] = now
+        if self.group_cap:
+            self.groups_done += 1
+            self.blocked = False  # a place for one more group
         if self.track_live:
             self.live_groups.discard(group)
         rejected = self.rejection(group) if self.may_reject else -1

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import tomllib
@@ -22,7 +22,7 @@ from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.registry import Registry
 from benchbed.sim import simulate_spec
-from benchbed.spec import ExperimentSpec, expand, load_spec
+from benchbed.spec import ExperimentSpec, build_spec, expand, load_spec
 from benchbed.trace import Trace
 
 EXPERIMENTS = resources.files("benchbed") / "data" / "reproduce"
@@ -37,6 +37,8 @@ SEMIANALYSIS_FILES: dict[str, tuple[str, ...]] = {
 # third party, not confirmed against the article
 TINKER_PER_MTOK = 3.34
 IDLE_TOLERANCE = 0.05
+FIT_TOLERANCE = 0.005  # out of sample: the synchronous baseline's step within 0.5% of its published value
+FIT_STEPS = 6  # secant steps at most
 
 
 @dataclass
@@ -600,9 +602,51 @@ def resolve(target: str) -> list[tuple[str, str]]:
     raise SpecError(f"unknown study or case {target!r}; expected one of: {choices}")
 
 
+def with_latency_scale(spec: ExperimentSpec, scale: float) -> ExperimentSpec:
+    """The spec with its mean LLM latency (sim.latency.mean) multiplied by `scale`."""
+    data = spec.model_dump(mode="json")
+    data["sim"]["latency"]["mean"] *= scale
+    return build_spec(data, f"{spec.source} (sim.latency.mean x {scale:.4f})")
+
+
+def _baseline_error(rows: list[Row]) -> float:
+    """Relative error of the case's first consistency row (the synchronous baseline's published step or hours)."""
+    row = next(row for row in rows if row.kind == "consistency")
+    return row.reproduced / float(cast(float, row.published)) - 1.0
+
+
+def out_of_sample(study: str, case: str, runs: list[CaseRun], rows: list[Row], simulate: Simulate) -> list[Row]:
+    """Fit one scale on every variant's mean LLM latency so that the synchronous baseline reproduces its own
+    published step (secant steps on the baseline alone, to within FIT_TOLERANCE), then simulate the other variants
+    with it: their predictions, out of sample. Cases without a synchronous variant and one other give none."""
+    sync = [i for i, run in enumerate(runs) if run.spec.sim.get("mode") == "sync"]
+    if study == "semianalysis" or len(sync) != 1 or len(runs) < 2:
+        return []
+    i, make_rows = sync[0], studies()[study].rows[case]
+    points, baselines = [(1.0, _baseline_error(rows))], {1.0: runs[i]}
+    scale = 1.0 / (1.0 + points[0][1])
+    for _ in range(FIT_STEPS):
+        if abs(points[-1][1]) <= FIT_TOLERANCE:
+            break
+        baselines[scale] = simulate(with_latency_scale(runs[i].spec, scale))
+        points.append((scale, _baseline_error(make_rows([*runs[:i], baselines[scale], *runs[i + 1 :]]))))
+        (s0, e0), (s1, e1) = points[-2:]
+        scale = s1 - e1 * (s1 - s0) / (e1 - e0) if e1 != e0 else s1
+    fitted = min(points, key=lambda point: abs(point[1]))[0]
+    fit_runs = [
+        baselines[fitted] if j == i else simulate(with_latency_scale(run.spec, fitted)) for j, run in enumerate(runs)
+    ]
+    label = f"out of sample: sim.latency.mean x {fitted:.3f}, fitted on the synchronous baseline"
+    return [
+        replace(row, kind="out-of-sample", inputs=[label, *row.inputs])
+        for row in make_rows(fit_runs)
+        if row.kind == "prediction"
+    ]
+
+
 def reproduce(targets: list[str], simulate: Simulate = simulate_in_process, overrides: tuple[str, ...] = (),
               progress: Callable[[str], None] | None = None) -> list[Row]:  # fmt: skip
-    """Simulate every variant of each selected case and return its table rows."""
+    """Simulate every variant of each selected case and return its table rows, then its out-of-sample rows."""
     selected = list(dict.fromkeys(pair for target in targets for pair in resolve(target)))
     rows: list[Row] = []
     for study, case in selected:
@@ -611,5 +655,7 @@ def reproduce(targets: list[str], simulate: Simulate = simulate_in_process, over
             if progress is not None:
                 progress(f"{study}/{case}: {spec.name} {spec.variant or ''}".strip())
             runs.append(simulate(spec))
-        rows.extend(studies()[study].rows[case](runs))
+        case_rows = studies()[study].rows[case](runs)
+        rows.extend(case_rows)
+        rows.extend(out_of_sample(study, case, runs, case_rows, simulate))
     return rows

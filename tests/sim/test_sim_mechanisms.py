@@ -211,3 +211,30 @@ def test_staleness_threshold_admits_a_fraction_of_a_push_ahead_counted_from_the_
 def test_staleness_threshold_needs_async_count_admission():
     with pytest.raises(SpecError, match="staleness_threshold needs mode = 'async'"):
         simulate_spec(make_spec({"mode": "sync", "staleness_threshold": 0.5}))
+
+
+def test_a_sample_resumed_where_it_was_aborted_finishes_once():
+    # One slot, 10 s samples, a push every 3 s step aborting the running sample; with no re-prefill the sample
+    # resumes at once, ending when it would have: every step waits for one sample, so a step takes 10 s and the
+    # trainer trains one sample per step (a double finish would queue it twice and halve the wait).
+    spec = make_spec({"mode": "async", "concurrency": 1, "latency": 10.0, "train_step_time": 3.0,
+                      "abort_on_weight_push": True}, prompts=1, staleness=10, steps=10)  # fmt: skip
+    trace = simulate_spec(spec)
+    m = metrics_of(trace)
+    assert m["step_time_mean_s"] == pytest.approx(10.0)
+    assert m["trainer_idle_ratio"] == pytest.approx(7.0 / 10.0)
+    rows = trace.of("rollout")
+    assert rows["sample"].is_unique and len(rows.query("v_train >= 0")) == 10
+
+
+def test_groups_in_flight_cap_holds_a_place_until_the_group_ends():
+    # Groups of 2 samples of 10 s, a 1 s trainer step of one group, 40 steps. With 8 slots 4 groups run at once
+    # (4 steps per 10 s: the last ends at 10 x 10 + 4 = 104 s); capped at 2 groups in flight, 2 steps per 10 s
+    # (20 x 10 + 2 = 202 s); capped at 1, a group starts only when the last one ends (40 x 10 + 1 = 401 s).
+    def last_step_end(cap: int | None) -> float:
+        sim = {"mode": "async", "concurrency": 8, "latency": 10.0, "train_step_time": 1.0}
+        trace = simulate_spec(make_spec({**sim, "max_groups_in_flight": cap} if cap else sim, prompts=1, group=2,
+                                        staleness=100, steps=40))  # fmt: skip
+        return float(trace.of("trainer.step")["t1"].max())
+
+    assert [last_step_end(cap) for cap in (None, 2, 1)] == [104.0, 202.0, 401.0]

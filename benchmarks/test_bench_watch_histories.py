@@ -6,10 +6,12 @@ step number changed) is written as the trackers write it (wandb's Record message
 tensorboard's own EventFileWriter) and followed through the verl adapter's live reader, which has read it all; each
 round appends one more step and updates. The baseline reads the whole 10,000-step file into a fresh reader,
 what a watcher without offsets would do on every update. Targets: the update at 10,000 steps within 3x of the one at
-1,000 (flat in the file's length) and at least 20x faster than re-reading the file. The issue's 10 ms an update is
-reported, not judged: each update runs the adapter's history parser and the trace's validation on its new rows once,
-a fixed cost of tens of milliseconds on 2 shared cores, whatever the file's length (an update that sees several
-steps pays it once for all of them)."""
+1,000 (flat in the file's length), at least 20x faster than re-reading the file, and within the issue's 10 ms. Each
+update still runs the adapter's history parser and the trace's validation on its new rows (the parse ingest runs),
+so it costs more than the JSONL follower's (benchmarks/test_bench_watch.py): measured in one run on 2 shared cores,
+5.2-5.9 ms an update at 1,000 and 10,000 steps against the JSONL follower's 0.17-0.20 ms, about 30x. It was 35-46 ms
+(about 200x the JSONL follower's, in another run) before verl's key map and the trace's category dtypes were made
+once instead of at each update and the validation judged categories instead of rows."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ pytest.importorskip("tensorboard", reason="the `tensorboard` extra is not instal
 
 SIZES = (1_000, 10_000)
 ROUNDS = 100
-STEP_TARGET_S = 0.010  # the issue's target for an update at 10,000 steps: reported
+STEP_TARGET_S = 0.010  # the issue's target for an update at 10,000 steps
 FLAT_LIMIT = 3.0
 REREAD_LIMIT = 1 / 20
 ROW = json.loads((Path(__file__).parents[1] / "tests/fixtures/verl/verl-0.9.1-v1_sync/metrics.jsonl").read_text()
@@ -174,6 +176,6 @@ def test_an_update_after_one_more_step(benchmark, logs, medians: dict[str, float
         reread = baseline_median(medians, f"{name}: re-read the whole file")
         print(f"{name}: re-reading the whole {size:,}-step file: {reread * 1e3:.1f} ms, {reread / seconds:,.0f}x")
         ratio(f"{name} watch update at {size:,} steps", seconds, "re-read the whole file", reread, REREAD_LIMIT)
-        ratio(f"{name} watch update at {size:,} steps", seconds, "10 ms", STEP_TARGET_S, None)
+        ratio(f"{name} watch update at {size:,} steps", seconds, "10 ms", STEP_TARGET_S, 1.0)
         ratio(f"{name} watch update at {size:,} steps", seconds, f"update at {sizes[0]:,} steps",
               baseline_median(medians, f"{name}: update at {sizes[0]}"), FLAT_LIMIT)  # fmt: skip

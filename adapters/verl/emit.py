@@ -72,7 +72,7 @@ def segments_of(records: list[Record], warnings: list[str]) -> list[Segment]:
 
 
 def _classifier(mm: ModeMap) -> Callable[[str], Action]:
-    cache: dict[str, Action] = {}
+    cache = mm.actions
     prefix = mm.timing_prefix
     step_key = prefix + mm.step_timer if mm.step_timer else None
 

@@ -260,9 +260,9 @@ def _member(column: pd.Series, allowed: frozenset[str]) -> np.ndarray:
     """Whether each row's value is one of `allowed` (missing values are not), judged once per category where the
     column is categorical: pandas' isin and == cost far more than the check on a trace of a few rows."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        categories = column.cat.categories
-        hit = np.fromiter((c in allowed for c in categories), dtype=bool, count=len(categories))
-        return np.append(hit, False)[column.cat.codes.to_numpy()]  # code -1 (missing) takes the appended False
+        values: pd.Categorical = column.array
+        hit = np.fromiter((c in allowed for c in values.categories), dtype=bool, count=len(values.categories))
+        return np.append(hit, False)[values.codes]  # code -1 (missing) takes the appended False
     return column.isin(list(allowed)).to_numpy(dtype=bool)
 
 

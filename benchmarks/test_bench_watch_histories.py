@@ -10,8 +10,8 @@ what a watcher without offsets would do on every update. Targets: the update at 
 update still runs the adapter's history parser and the trace's validation on its new rows (the parse ingest runs),
 so it costs more than the JSONL follower's (benchmarks/test_bench_watch.py). On 2 shared cores, runs of both
 benchmarks together: 5.2-5.9 ms an update at 1,000 and 10,000 steps against the JSONL follower's 0.17-0.20 ms (30x);
-under heavier load 9.6-10.8 ms against 0.16-0.19 ms (50-60x). The 10 ms is met on a quiet machine and missed by up
-to 8% on a loaded one, so it is not judged. It was 35-46 ms (200x the JSONL follower's) before verl's key map and
+under heavier load 9.6-16.7 ms against 0.16-0.19 ms (50-90x). The 10 ms is met on a quiet machine and missed on a
+loaded one, so it is not judged. It was 35-46 ms (200x the JSONL follower's) before verl's key map and
 the trace's category dtypes were made once instead of at each update and the validation judged categories instead
 of rows."""
 

@@ -3,6 +3,7 @@ metadata; parquet on disk."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -51,7 +52,9 @@ _COMPRESSION = {
     else "none"
     for column in COLUMNS
 }  # fmt: skip
-_NON_NEGATIVE_AGG = [k for k in KEYS if k.startswith(("trainer.", "samples.", "groups."))]
+_NON_NEGATIVE_AGG = frozenset(k for k in KEYS if k.startswith(("trainer.", "samples.", "groups.")))
+_SPAN, _AGG = frozenset({"span"}), frozenset({"agg"})
+_ROLLOUT_KEYS, _ROLLOUT_STATUSES = frozenset({ROLLOUT, ROLLOUT_GROUP}), frozenset(ROLLOUT_STATUSES)
 _DEFAULTS: dict[str, Any] = {
     "step": -1, "t0": math.nan, "t1": math.nan, "value": math.nan, "actor": "", "sample": "",
     "group": "", "v_start": -1, "v_end": -1, "v_train": -1, "status": "", "attrs": "", "prompt_tokens": -1,
@@ -145,8 +148,7 @@ def _in_schema(df: pd.DataFrame) -> bool:
     """Columns exactly COLUMNS, a default index, and every column already of the dtype _coerce would give it."""
     if tuple(df.columns) != COLUMNS or not isinstance(df.index, pd.RangeIndex) or df.index.start != 0:
         return False
-    for col in COLUMNS:
-        dtype = df[col].dtype
+    for col, dtype in zip(COLUMNS, df.dtypes, strict=True):  # the dtypes at once: a column each costs more
         if col in _CATEGORICAL:
             ok = isinstance(dtype, pd.CategoricalDtype)
         elif col in FLOAT_COLUMNS:
@@ -218,7 +220,7 @@ def validate_events(df: pd.DataFrame) -> None:
         raise TraceError(f"row {bad_kind}, column 'kind': {df['kind'].iloc[bad_kind]!r} is not one of {list(KINDS)}")
     t0 = df["t0"].to_numpy(dtype=float)
     t1 = df["t1"].to_numpy(dtype=float)
-    is_span = (df["kind"] == "span").to_numpy(dtype=bool)
+    is_span = _member(df["kind"], _SPAN)
     no_time = is_span & (np.isnan(t0) | np.isnan(t1))
     if no_time.any():
         row = int(np.flatnonzero(no_time)[0])
@@ -229,8 +231,8 @@ def validate_events(df: pd.DataFrame) -> None:
     if backwards.any():
         row = int(np.flatnonzero(backwards)[0])
         raise TraceError(f"row {row}, column 't1': t1={t1[row]} is before t0={t0[row]}")
-    is_rollout = df["key"].isin((ROLLOUT, ROLLOUT_GROUP)).to_numpy(dtype=bool)
-    bad_status = is_rollout & ~df["status"].isin(ROLLOUT_STATUSES).to_numpy(dtype=bool)
+    is_rollout = _member(df["key"], _ROLLOUT_KEYS)
+    bad_status = is_rollout & ~_member(df["status"], _ROLLOUT_STATUSES)
     if bad_status.any():
         row = int(np.flatnonzero(bad_status)[0])
         raise TraceError(
@@ -239,7 +241,7 @@ def validate_events(df: pd.DataFrame) -> None:
         )
     # Durations and counts in agg rows (trainer.*, samples.*, groups.*) cannot be negative or infinite.
     value = df["value"].to_numpy(dtype=float)
-    counted = (df["kind"] == "agg").to_numpy(dtype=bool) & df["key"].isin(_NON_NEGATIVE_AGG).to_numpy(dtype=bool)
+    counted = _member(df["kind"], _AGG) & _member(df["key"], _NON_NEGATIVE_AGG)
     with np.errstate(invalid="ignore"):
         impossible = counted & ((value < 0) | np.isinf(value))
     if impossible.any():
@@ -252,6 +254,16 @@ def validate_events(df: pd.DataFrame) -> None:
             key=str(df["key"].iloc[row]),
             steps=steps,
         )
+
+
+def _member(column: pd.Series, allowed: frozenset[str]) -> np.ndarray:
+    """Whether each row's value is one of `allowed` (missing values are not), judged once per category where the
+    column is categorical: pandas' isin and == cost far more than the check on a trace of a few rows."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        values: pd.Categorical = column.array
+        hit = np.fromiter((c in allowed for c in values.categories), dtype=bool, count=len(values.categories))
+        return np.append(hit, False)[values.codes]  # code -1 (missing) takes the appended False
+    return column.isin(list(allowed)).to_numpy(dtype=bool)
 
 
 def _outside(column: pd.Series, allowed: Any) -> int | None:
@@ -364,12 +376,19 @@ def _typed(col: str, parts: list[tuple[int, Any]]) -> Any:
                 codes = [np.fromiter(map(index.__getitem__, g), np.int32, n) if _is_seq(g)
                          else np.full(n, index[g], dtype=np.int32) for n, g in parts]  # fmt: skip
                 joined = np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
-                return pd.Categorical.from_codes(joined, categories=categories)
+                return pd.Categorical.from_codes(joined, dtype=_categories(tuple(categories)))
         if col in STRING_COLUMNS and _ARROW_STR is not None:  # pandas' own str dtype, built by arrow in one call
             return pd.array(pa.array(_flat(parts), type=pa.large_string()), dtype=_ARROW_STR)
     except (ValueError, TypeError, OverflowError, KeyError, pa.ArrowException):
         pass
     return _flat(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _categories(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The dtype of these categories, made once: pandas checks the categories each time a dtype is made, the most
+    of building a trace of a few rows (what each update of `benchbed watch` builds)."""
+    return pd.CategoricalDtype(list(categories))
 
 
 def _arrow_str_dtype() -> pd.StringDtype | None:

@@ -79,7 +79,7 @@ def segments_of(records: StepColumns, warnings: list[str]) -> list[Segment]:
 
 
 def _classifier(mm: ModeMap) -> Callable[[str], Action]:
-    cache: dict[str, Action] = {}
+    cache = mm.actions
     prefix = mm.timing_prefix
     step_key = prefix + mm.step_timer if mm.step_timer else None
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbed.adapterkit.keymaps import KeyEntry, KeyMap, load_keymap, quality_key
@@ -29,6 +30,9 @@ class ModeMap:
     native_keys: frozenset[str]
     native_prefixes: tuple[str, ...]
     quality: tuple[KeyEntry, ...] = ()  # the training reward and validation scores (quality.*)
+    # what the step parser does with each native key, filled as keys are met (emit._classifier): kept with the map,
+    # which mode_map makes once, so that a run read in batches (benchbed watch) classifies each key once
+    actions: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
 
     def native(self, key: str) -> bool:
         return key in self.native_keys or key.startswith(self.native_prefixes)
@@ -52,8 +56,10 @@ def nearest_version(version: str) -> tuple[str, bool]:
     return keymap().nearest(version)
 
 
+@functools.cache
 def mode_map(version: str, mode: str) -> ModeMap:
-    """The map for a key-map release and trainer mode ('v1' and unknown V1 modes use the sync rules)."""
+    """The map for a key-map release and trainer mode ('v1' and unknown V1 modes use the sync rules); made once
+    per release and mode."""
     km = keymap()
     facts = km.facts(version)
     modes = facts.get("modes", [])

@@ -97,6 +97,9 @@ def with_gpu_samples(trace: Trace, history: History) -> Trace:
     origin = epoch_origin(history)
     if not np.isfinite(origin):
         return trace
+    if not len(history.system):  # no samples to place: the steps' log times are not needed
+        trace.meta.extra.setdefault("epoch_origin", origin)
+        return trace
     return with_samples(trace, history.system, origin, *step_log_times(history.frame))
 
 

@@ -23,9 +23,9 @@ from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
 from benchbed.adapters.trl.schedule import Schedule
 from benchbed.adapters.trl.timeline import GLOBAL_STEP, KEYMAP, PROFILING, StepCutter, Timeline, paint
 
-from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
 from benchbed.adapterkit.handoff import read_handoff
+from benchbed.api import keys as K
 from benchbed.engine.eventlog import EVENTS_DIRNAME
 from benchbed.sandbox.events import Ev
 from benchbed.watch.live import LiveFigures

@@ -13,10 +13,9 @@ from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.adapterkit.groups import GroupStats, group_stats
 from benchbed.adapterkit.rows import EventRows
+from benchbed.adapterkit.shared import failure_reason, redact
 from benchbed.api import TraceBuilder, attrs_json
 from benchbed.api import keys as K
-from benchbed.sandbox.reasons import failure_reason
-from benchbed.secrets import redact
 
 
 @dataclass

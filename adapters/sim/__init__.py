@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from benchbed.adapterkit.shared import redact_mapping
 from benchbed.api import TRACE_FILENAME, Adapter, ExperimentSpec, LaunchPlan, NotThisFrameworkError, Trace, read_trace
-from benchbed.secrets import redact_mapping
 from benchbed.sim import sim_params
 from benchbed.sim.config import SimConfig
 

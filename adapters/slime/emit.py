@@ -15,10 +15,9 @@ from benchbed.adapters.slime.sandbox import abort_failure
 
 from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.adapterkit.groups import group_stats
+from benchbed.adapterkit.shared import failure_reason, redact
 from benchbed.api import Trace, TraceBuilder, TraceMeta, attrs_json
 from benchbed.api import keys as K
-from benchbed.sandbox.reasons import failure_reason
-from benchbed.secrets import redact
 
 GENERATE_SPAN = "generate_and_rm"  # slime's traced span around one generation + reward call of a sample
 _SANDBOX_SPAN_WORDS = {

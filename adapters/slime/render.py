@@ -14,8 +14,8 @@ from typing import Any
 from benchbed.adapters.slime.options import SlimeOptions
 
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.shared import is_secret_name
 from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
-from benchbed.secrets import is_secret_name
 
 if sys.version_info >= (3, 11):
     import tomllib

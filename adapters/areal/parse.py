@@ -14,8 +14,7 @@ from benchbed.adapterkit.histories import History, history_kind
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.errors import NotThisFrameworkError
-from benchbed.trace import Trace, TraceMeta
+from benchbed.api import NotThisFrameworkError, Trace, TraceMeta
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 RELEASE = KEYMAP.releases[-1]

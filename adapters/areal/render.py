@@ -9,11 +9,9 @@ from typing import Any
 
 from benchbed.adapters.areal import ArealOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.omegaconf_text import literal
 from benchbed.adapterkit.templates import render_template, spec_values, yaml_text
-from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 CONFIG = "areal.yaml"
 TEMPLATE = Path(__file__).with_name(CONFIG)

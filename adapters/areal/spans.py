@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchbed import keys as K
 from benchbed.adapterkit.chrome_trace import complete_events
 from benchbed.adapterkit.lines import JsonLines, read_utf8
-from benchbed.errors import NotThisFrameworkError, TraceError
-from benchbed.trace import TraceBuilder, attrs_json
+from benchbed.api import NotThisFrameworkError, TraceBuilder, TraceError, attrs_json
+from benchbed.api import keys as K
 
 # AReaL's session status -> benchbed's; accepted samples no step consumed become "discarded".
 STATUS = {"accepted": "ok", "rejected": "discarded", "dropped": "discarded", "failed": "failed", "pending": "aborted"}

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from benchbed.adapters.example.logformat import LOG
 
-from benchbed.runs import by_name
+from benchbed.adapterkit.shared import by_name
 
 marks_run = by_name((LOG,))

@@ -9,12 +9,11 @@ from typing import Any
 
 from benchbed.adapters.example.logformat import FORMAT, LOG
 
-from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
 from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.adapterkit.lines import JsonLines, first_json_object
-from benchbed.errors import AdapterError, NotThisFrameworkError
-from benchbed.trace import Trace, TraceBuilder, TraceMeta
+from benchbed.api import AdapterError, NotThisFrameworkError, Trace, TraceBuilder, TraceMeta
+from benchbed.api import keys as K
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchbed.runs import by_name
+from benchbed.adapterkit.shared import by_name
 
 HISTORY = "history.jsonl"
 marks_run = by_name((HISTORY,))

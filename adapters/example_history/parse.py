@@ -10,7 +10,7 @@ from benchbed.adapters.example_history.discover import HISTORY
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.trace import Trace
+from benchbed.api import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 

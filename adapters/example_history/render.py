@@ -8,8 +8,7 @@ from pathlib import Path
 from benchbed.adapters.example_history import HistoryLoopOptions
 from benchbed.adapters.example_history.discover import HISTORY
 
-from benchbed.adapter import LaunchPlan
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:

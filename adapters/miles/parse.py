@@ -17,8 +17,7 @@ from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.miles_dashboard import read_dashboard_metrics, read_dashboard_phases
 from benchbed.adapterkit.history_trace import with_gpu_samples
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.errors import NotThisFrameworkError
-from benchbed.trace import Trace, TraceBuilder, attrs_json
+from benchbed.api import NotThisFrameworkError, Trace, TraceBuilder, attrs_json
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 RELEASE = KEYMAP.releases[-1]

@@ -12,7 +12,7 @@ from benchbed.adapters.nemo_rl.discover import TENSORBOARD
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.trace import Trace
+from benchbed.api import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 CUMULATIVE = ("efficiency/idle/buffer_full_backoff_s", "efficiency/idle/generation_limit_pause_s",

@@ -7,10 +7,8 @@ from pathlib import Path
 
 from benchbed.adapters.nemo_rl import NemoRLOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.hydra import hydra_overrides
-from benchbed.errors import AdapterError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import AdapterError, ExperimentSpec, LaunchPlan
 
 GEN = "policy.generation.colocated"
 

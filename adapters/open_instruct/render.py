@@ -8,10 +8,8 @@ from pathlib import Path
 
 from benchbed.adapters.open_instruct import OpenInstructOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
-from benchbed.errors import AdapterError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import AdapterError, ExperimentSpec, LaunchPlan
 
 PROMPT_DEFAULT = 256  # StreamingDataLoaderConfig.max_prompt_token_length's default (open_instruct/data_loader.py)
 

@@ -15,7 +15,7 @@ from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.trace import Trace
+from benchbed.api import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 GLOBAL_STEP, TOTAL, GENERATION = "train/global_step", "train/timing/step_total", "train/timing/generation"

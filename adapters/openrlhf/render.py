@@ -9,10 +9,8 @@ from pathlib import Path
 
 from benchbed.adapters.openrlhf.options import OpenRLHFOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.templates import argv, render_template, sections, spec_values
-from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 FLAGS = Path(__file__).with_name("flags.toml")
 

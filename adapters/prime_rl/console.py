@@ -15,7 +15,7 @@ from benchbed.adapters.prime_rl.keymap import KEYMAP
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
 from benchbed.adapterkit.lines import text_lines
-from benchbed.logtext import strip_ansi
+from benchbed.adapterkit.shared import strip_ansi
 
 LINE = KEYMAP.lines  # the console lines read here (keymap.toml [lines])
 TRACEBACK = "Traceback (most recent call last)"

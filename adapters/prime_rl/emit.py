@@ -10,13 +10,12 @@ from functools import lru_cache
 from benchbed.adapters.prime_rl.keymap import COUNTERS, FRAMEWORK_METRICS, PAUSE_KEYS, quality_of
 from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 
-from benchbed import keys as K
 from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.adapterkit.groups import GroupStats, group_stats
 from benchbed.adapterkit.rows import EventRows
-from benchbed.sandbox.reasons import failure_reason
-from benchbed.secrets import redact
-from benchbed.trace import TraceBuilder, attrs_json
+from benchbed.adapterkit.shared import failure_reason, redact
+from benchbed.api import TraceBuilder, attrs_json
+from benchbed.api import keys as K
 
 
 @dataclass

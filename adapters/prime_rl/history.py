@@ -9,7 +9,7 @@ from benchbed.adapters.prime_rl.parse import build_trace, config_settings
 
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.history_trace import with_gpu_samples
-from benchbed.trace import Trace
+from benchbed.api import Trace
 
 
 def parse_history(history: History) -> Trace:

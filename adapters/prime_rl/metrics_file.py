@@ -22,9 +22,9 @@ from benchbed.adapters.prime_rl.keymap import (
 )
 from benchbed.adapters.prime_rl.model import OrchestratorStep, RunData, TrainerStep
 
-from benchbed import keys as K
 from benchbed.adapterkit.lines import JsonLines, loads_finite
-from benchbed.errors import NotThisFrameworkError
+from benchbed.api import NotThisFrameworkError
+from benchbed.api import keys as K
 
 # Only the SFT trainer (`sft` entrypoint, trainer/sft/train.py at 559b447) logs a perplexity; the RL trainer never does.
 SFT_KEY = "loss/perplexity"

@@ -42,9 +42,8 @@ from benchbed.adapters.prime_rl.model import RunData
 from benchbed.adapterkit.failure import last_error
 from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.lines import first_json_object
-from benchbed.errors import NotThisFrameworkError, RunFailedError
-from benchbed.logtext import strip_ansi
-from benchbed.trace import Trace, TraceBuilder, TraceMeta
+from benchbed.adapterkit.shared import strip_ansi
+from benchbed.api import NotThisFrameworkError, RunFailedError, Trace, TraceBuilder, TraceMeta
 
 ADAPTER = "prime_rl"
 FRAMEWORK = "prime-rl"

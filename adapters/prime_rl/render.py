@@ -11,11 +11,9 @@ from typing import Any
 from benchbed.adapters.prime_rl.options import PrimeRLOptions
 from benchbed.adapters.prime_rl.presets import Preset, preset_by_name, preset_for_model
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.adapterkit.templates import toml_text
-from benchbed.errors import LaunchError, SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchError, LaunchPlan, SpecError
 
 CONFIG_FILE = "prime_rl.toml"
 CHECKOUT_ENV = "PRIME_RL_DIR"

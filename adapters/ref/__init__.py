@@ -9,11 +9,8 @@ from pathlib import Path
 
 from benchbed.adapters.ref.parse import parse_run
 
-from benchbed.adapter import Adapter, LaunchPlan
+from benchbed.api import Adapter, AdapterError, ExperimentSpec, LaunchPlan, Trace
 from benchbed.engine.config import RefConfig, engine_config
-from benchbed.errors import AdapterError
-from benchbed.spec import ExperimentSpec
-from benchbed.trace import Trace
 
 CONFIG_FILENAME = "engine.json"
 NEEDS = ("torch", "transformers", "tokenizers")

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import benchbed
-from benchbed import keys as K
+from benchbed.adapterkit.shared import Ev, SandboxEvent, add_spans
+from benchbed.api import NotThisFrameworkError, Trace, TraceBuilder, TraceError, TraceMeta, attrs_json
+from benchbed.api import keys as K
 from benchbed.engine.eventlog import EVENTS_DIRNAME, SUMMARY_FILENAME
-from benchbed.errors import NotThisFrameworkError, TraceError
-from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
-from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
 
 FRAMEWORK = "benchbed-ref"
 # How a finished group that was not trained is recorded on its samples and its rollout.group point.

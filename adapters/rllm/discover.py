@@ -4,6 +4,6 @@ the walk for runs does not enter `wandb/` folders)."""
 from __future__ import annotations
 
 from benchbed.adapterkit.handoff import HANDOFF_FILE
-from benchbed.runs import by_name
+from benchbed.adapterkit.shared import by_name
 
 marks_run = by_name((HANDOFF_FILE,))

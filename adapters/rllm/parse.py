@@ -11,7 +11,7 @@ from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.trace import Trace
+from benchbed.api import Trace
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 FULLY_ASYNC = "time/buffer_wait"  # only the fully async training loop (_training_loop) logs it

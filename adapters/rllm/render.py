@@ -9,10 +9,9 @@ from pathlib import Path
 
 from benchbed.adapters.rllm import RllmOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.adapterkit.hydra import hydra_overrides
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:

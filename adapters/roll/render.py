@@ -11,10 +11,8 @@ from typing import Any
 
 from benchbed.adapters.roll import RollOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.templates import render_template, spec_values, yaml_text
-from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 CONFIG = "benchbed_rlvr"
 TEMPLATE = Path(__file__).with_name(f"{CONFIG}.yaml")

@@ -9,11 +9,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from benchbed.adapter import Adapter, LaunchPlan
-from benchbed.errors import NotThisFrameworkError, SpecError
+from benchbed.api import (
+    TRACE_FILENAME,
+    Adapter,
+    ExperimentSpec,
+    LaunchPlan,
+    NotThisFrameworkError,
+    SpecError,
+    Trace,
+    format_validation_error,
+    read_trace,
+)
 from benchbed.sandbox.bench import ADAPTER, BenchConfig, BenchOptions
-from benchbed.spec import ExperimentSpec, format_validation_error
-from benchbed.trace import TRACE_FILENAME, Trace, read_trace
 
 CONFIG_FILE = "sandbox_bench_config.json"
 

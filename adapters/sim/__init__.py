@@ -6,13 +6,10 @@ import json
 import sys
 from pathlib import Path
 
-from benchbed.adapter import Adapter, LaunchPlan
-from benchbed.errors import NotThisFrameworkError
-from benchbed.secrets import redact_mapping
+from benchbed.adapterkit.shared import redact_mapping
+from benchbed.api import TRACE_FILENAME, Adapter, ExperimentSpec, LaunchPlan, NotThisFrameworkError, Trace, read_trace
 from benchbed.sim import sim_params
 from benchbed.sim.config import SimConfig
-from benchbed.spec import ExperimentSpec
-from benchbed.trace import TRACE_FILENAME, Trace, read_trace
 
 SPEC_FILENAME = "sim-spec.json"
 

@@ -7,11 +7,9 @@ from pathlib import Path
 
 from benchbed.adapters.skyrl import SkyRLOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.adapterkit.hydra import hydra_overrides
-from benchbed.errors import AdapterError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import AdapterError, ExperimentSpec, LaunchPlan
 
 FULLY_ASYNC, SYNC = "examples.train.fully_async.main_fully_async", "skyrl.train.entrypoints.main_base"
 

@@ -11,7 +11,7 @@ from typing import Any
 from benchbed.adapters.slime import keymap as M
 from benchbed.adapters.slime.pyrepr import ReprError, parse_repr_dict
 
-from benchbed.logtext import split_ray_line
+from benchbed.adapterkit.shared import split_ray_line
 
 LINE = M.KEYMAP.lines  # the console lines read here (keymap.toml [lines])
 TRAINER_ACTORS: tuple[str, ...] = ("MegatronTrainRayActor", "FSDPTrainRayActor", "TrainRayActor")

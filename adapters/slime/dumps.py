@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbed.errors import AdapterError, NotThisFrameworkError
+from benchbed.api import AdapterError, NotThisFrameworkError
 
 DUMP_NAME = re.compile(r"^rollout_(?P<id>\d+)\.pt$")
 INSTALL_HINT = "pip install 'benchbed[local]' (the optional extra with torch)"

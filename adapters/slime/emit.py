@@ -13,12 +13,11 @@ from benchbed.adapters.slime.detect import SFT, SlimeDetected
 from benchbed.adapters.slime.dumps import DumpSample
 from benchbed.adapters.slime.sandbox import abort_failure
 
-from benchbed import keys as K
 from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.adapterkit.groups import group_stats
-from benchbed.sandbox.reasons import failure_reason
-from benchbed.secrets import redact
-from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
+from benchbed.adapterkit.shared import failure_reason, redact
+from benchbed.api import Trace, TraceBuilder, TraceMeta, attrs_json
+from benchbed.api import keys as K
 
 GENERATE_SPAN = "generate_and_rm"  # slime's traced span around one generation + reward call of a sample
 _SANDBOX_SPAN_WORDS = {

@@ -16,8 +16,7 @@ from benchbed.adapters.slime.trainer import Perf
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import PART
 from benchbed.adapterkit.history_trace import with_gpu_samples
-from benchbed.errors import NotThisFrameworkError
-from benchbed.trace import Trace
+from benchbed.api import NotThisFrameworkError, Trace
 
 ROLLOUT_STEP, TRAIN_STEP, EVAL_STEP = "rollout/step", "train/step", "eval/step"
 

@@ -20,8 +20,7 @@ from benchbed.adapters.slime.render import PREPARE_SUBDIR
 
 from benchbed.adapterkit.failure import last_error
 from benchbed.adapterkit.lines import head_bytes
-from benchbed.errors import AdapterError, NotThisFrameworkError, RunFailedError
-from benchbed.trace import Trace
+from benchbed.api import AdapterError, NotThisFrameworkError, RunFailedError, Trace
 
 # Shapes of other frameworks' output, to say what a non-slime input probably is.
 _OTHER_FRAMEWORKS: tuple[tuple[re.Pattern[str], str], ...] = (

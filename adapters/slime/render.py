@@ -13,11 +13,9 @@ from typing import Any
 
 from benchbed.adapters.slime.options import SlimeOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
-from benchbed.errors import SpecError
-from benchbed.secrets import is_secret_name
-from benchbed.spec import ExperimentSpec
+from benchbed.adapterkit.shared import is_secret_name
+from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -3,7 +3,7 @@ Provider error text is classified by benchbed.sandbox.reasons.failure_reason."""
 
 from __future__ import annotations
 
-from benchbed.sandbox.reasons import failure_reason
+from benchbed.adapterkit.shared import failure_reason
 
 # coding_agent_rl abort reasons (examples/coding_agent_rl/generate.py _abort_result) -> benchbed reason.
 # `exception:<ExcType>` is classified from the exception name; `unevaluatable:<why>` is a dataset problem found

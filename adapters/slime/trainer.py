@@ -8,9 +8,9 @@ from typing import Any
 
 from benchbed.adapters.slime import keymap as M
 
-from benchbed import keys as K
 from benchbed.adapterkit.breakdown import StepBreakdown
-from benchbed.trace import TraceBuilder
+from benchbed.api import TraceBuilder
+from benchbed.api import keys as K
 
 _ORDER_BEFORE_WAIT = (K.TRAINER_CHECKPOINT, K.TRAINER_WEIGHT_SYNC)
 _RESYNC_S = 2.0  # re-anchor a chained step end on its own log time when they drift apart by more than this

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from benchbed.runs import by_name
+from benchbed.adapterkit.shared import by_name
 
 marks_run = by_name(("metrics.jsonl",))

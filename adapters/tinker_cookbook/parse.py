@@ -13,8 +13,7 @@ from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import STEP
 from benchbed.adapterkit.history_trace import history_trace, read_run_history
 from benchbed.adapterkit.keymaps import load_keymap
-from benchbed.errors import NotThisFrameworkError
-from benchbed.trace import Trace, TraceBuilder, attrs_json
+from benchbed.api import NotThisFrameworkError, Trace, TraceBuilder, attrs_json
 
 KEYMAP = load_keymap(Path(__file__).with_name("keymap.toml"))
 METRICS, TRACE_EVENTS = "metrics.jsonl", "trace_events.jsonl"

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from benchbed.adapters.tinker_cookbook import TinkerCookbookOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan
 
 
 def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:

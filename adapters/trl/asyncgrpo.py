@@ -9,10 +9,8 @@ import sys
 from benchbed.adapters.trl.options import TrlOptions
 from benchbed.adapters.trl.script_parts import check_installed, data_line, local_path, local_ref, rewards_line
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
-from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 SCRIPT = "trl_async_grpo.py"
 

@@ -13,12 +13,12 @@ from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
 from benchbed.adapters.trl.schedule import Schedule
 from benchbed.adapters.trl.timeline import KEYMAP, Timeline, paint
 
-from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
 from benchbed.adapterkit.keymaps import quality_key
+from benchbed.adapterkit.shared import Ev, SandboxEvent, add_spans
+from benchbed.api import TraceBuilder, attrs_json
+from benchbed.api import keys as K
 from benchbed.engine.eventlog import EVENTS_DIRNAME
-from benchbed.sandbox.events import Ev, SandboxEvent, add_spans
-from benchbed.trace import TraceBuilder, attrs_json
 
 if TYPE_CHECKING:
     from benchbed.adapters.trl.parse import Run

@@ -23,13 +23,11 @@ from benchbed.adapters.trl.rewards import SANDBOX_LOG_ROLE
 from benchbed.adapters.trl.schedule import Schedule
 from benchbed.adapters.trl.timeline import GLOBAL_STEP, KEYMAP, PROFILING, StepCutter, Timeline, paint
 
-from benchbed import keys as K
 from benchbed.adapterkit.groups import reward_std
 from benchbed.adapterkit.handoff import read_handoff
+from benchbed.adapterkit.shared import Ev, FileTail, LiveFigures
+from benchbed.api import keys as K
 from benchbed.engine.eventlog import EVENTS_DIRNAME
-from benchbed.sandbox.events import Ev
-from benchbed.watch.live import LiveFigures
-from benchbed.watch.tail import FileTail
 
 ZERO_STD = 1e-12  # a group whose rewards' spread is below this has no advantage (metrics.samples)
 

@@ -22,13 +22,12 @@ from benchbed.adapters.trl.launch import ARGS_FILE, BATCHES_FILE
 from benchbed.adapters.trl.schedule import Schedule
 from benchbed.adapters.trl.timeline import KEYMAP, read_timeline
 
-from benchbed import keys as K
 from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.histories.console_formats import ConsoleFormat, format_of, read_console_format
 from benchbed.adapterkit.keymaps import quality_key
 from benchbed.adapterkit.lines import read_utf8
-from benchbed.errors import NotThisFrameworkError, TraceError
-from benchbed.trace import Trace, TraceBuilder, TraceMeta
+from benchbed.api import NotThisFrameworkError, Trace, TraceBuilder, TraceError, TraceMeta
+from benchbed.api import keys as K
 
 GRPO_KEYS = ("frac_reward_zero_std", "reward_std", "completions/mean_length")  # what GRPOTrainer logs each step
 PLAIN_WARNING = (

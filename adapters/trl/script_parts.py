@@ -10,7 +10,7 @@ from pathlib import Path
 from benchbed.adapters.trl.launch import version_problem
 from benchbed.adapters.trl.options import TESTED_RANGE, TrlOptions, hub_id_hint, looks_like_hub_id
 
-from benchbed.errors import AdapterError, SpecError
+from benchbed.api import AdapterError, SpecError
 
 NEEDS = ("torch", "transformers", "datasets", "trl")
 

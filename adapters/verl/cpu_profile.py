@@ -11,8 +11,7 @@ from typing import Any
 
 from benchbed.adapters.verl.options import VerlOptions
 
-from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, SpecError
 
 CPU_DIR = "verl_cpu"  # the run-directory folder the profile's files, model and data set live in
 PLUGIN_MODULE = "benchbed_verl_cpu"

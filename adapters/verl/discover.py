@@ -11,7 +11,7 @@ from benchbed.adapters.verl.worker_logs import might_hold_failures
 
 from benchbed.adapterkit.artifacts import SKIP_DIRS, Artifacts, discover
 from benchbed.adapterkit.histories.console import looks_like_console
-from benchbed.errors import NotThisFrameworkError
+from benchbed.api import NotThisFrameworkError
 
 JSONL, CONSOLE, ROLLOUT_DUMPS, WORKER_LOGS, HYDRA_CONFIG = "jsonl", "console", "rollout_dumps", "worker_logs", "hydra"
 _LOG_SUFFIXES = (".log", ".out", ".err", ".txt")

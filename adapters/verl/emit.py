@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from benchbed.adapters.verl.keymap import ModeMap
 
-from benchbed import keys as K
 from benchbed.adapterkit.breakdown import StepBreakdown
 from benchbed.adapterkit.rows import AggRows
 from benchbed.adapterkit.step_columns import KeyTable, Places, StepColumns
-from benchbed.trace import TraceBuilder, attrs_json
+from benchbed.api import TraceBuilder, attrs_json
+from benchbed.api import keys as K
 
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
 # what to do with a key: (kind, target); kinds: step, inside, outside, framework, native, ignore

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from benchbed.adapters.verl.emit import Segment
 
-from benchbed import keys as K
 from benchbed.adapterkit.rows import AggRows
-from benchbed.trace import TraceBuilder, attrs_json
+from benchbed.api import TraceBuilder, attrs_json
+from benchbed.api import keys as K
 
 # replay_buffer._evict_terminal_groups counts evicted prompt uids (whole groups) under these keys
 STALE = "training/off_policy/evicted_samples"

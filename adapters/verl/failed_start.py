@@ -8,7 +8,7 @@ from pathlib import Path
 from benchbed.adapterkit.artifacts import Artifacts, walk
 from benchbed.adapterkit.failure import LastError, last_error
 from benchbed.adapterkit.lines import head_bytes
-from benchbed.errors import RunFailedError
+from benchbed.api import RunFailedError
 
 _LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 MAX_LOGS = 50  # text files of a run directory searched for the traceback

@@ -8,8 +8,7 @@ from benchbed.adapters.verl.parse import Inputs, build_trace
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.history_trace import with_gpu_samples
 from benchbed.adapterkit.step_columns import StepColumns
-from benchbed.errors import NotThisFrameworkError
-from benchbed.trace import Trace
+from benchbed.api import NotThisFrameworkError, Trace
 
 
 def parse_history(history: History) -> Trace:

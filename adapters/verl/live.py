@@ -11,9 +11,9 @@ from benchbed.adapters.verl.render import METRICS_FILE
 
 from benchbed.adapterkit.handoff import read_handoff
 from benchbed.adapterkit.live_jsonl import JsonlStepsReader, Rows
+from benchbed.adapterkit.shared import LiveFigures
 from benchbed.adapterkit.step_columns import StepColumns
-from benchbed.trace import Trace
-from benchbed.watch.live import LiveFigures
+from benchbed.api import Trace
 
 
 def verl_reader(run_dir: Path, figures: LiveFigures) -> JsonlStepsReader:

@@ -30,8 +30,7 @@ from benchbed.adapterkit.artifacts import Artifacts
 from benchbed.adapterkit.handoff import Handoff
 from benchbed.adapterkit.lines import head_bytes
 from benchbed.adapterkit.step_columns import StepColumns
-from benchbed.errors import AdapterError, NotThisFrameworkError
-from benchbed.trace import Trace, TraceBuilder, TraceMeta, attrs_json
+from benchbed.api import AdapterError, NotThisFrameworkError, Trace, TraceBuilder, TraceMeta, attrs_json
 
 EXPECTED_TIMERS = ("timing_s/step", "timing_s/gen", "timing_s/update_actor", "timing_s/old_log_prob")
 _OTHER_FRAMEWORKS = {b"slime": "slime", b"prime_rl": "prime-rl", b"prime-rl": "prime-rl", b"areal": "AReaL"}

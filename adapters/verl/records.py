@@ -17,9 +17,9 @@ from benchbed.adapterkit.histories.console import (
 )
 from benchbed.adapterkit.histories.jsonl import read_step_columns
 from benchbed.adapterkit.lines import first_content_line, loads_lenient
+from benchbed.adapterkit.shared import split_ray_line
 from benchbed.adapterkit.step_columns import Record, StepColumns, fits_int64
-from benchbed.errors import NotThisFrameworkError
-from benchbed.logtext import split_ray_line
+from benchbed.api import NotThisFrameworkError
 
 # the console's value and step-line readers are the kit's (verl's Tracking console format), named here as well
 __all__ = [

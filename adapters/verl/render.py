@@ -11,11 +11,9 @@ from typing import Any
 from benchbed.adapters.verl import cpu_profile
 from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, VerlOptions
 
-from benchbed.adapter import LaunchPlan
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.adapterkit.hydra import hydra_overrides
-from benchbed.errors import SpecError
-from benchbed.spec import ExperimentSpec
+from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -8,11 +8,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from benchbed import keys as K
 from benchbed.adapterkit.groups import group_stats
 from benchbed.adapterkit.lines import JsonLines, first_content_line, loads_lenient
 from benchbed.adapterkit.rows import EventRows
-from benchbed.trace import TraceBuilder
+from benchbed.api import TraceBuilder
+from benchbed.api import keys as K
 
 _STEP_FILE = re.compile(r"^(\d+)\.jsonl$")
 _UID_TAIL = re.compile(r"_\d+_\d+$")

@@ -8,8 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchbed.sandbox.reasons import failure_reason
-from benchbed.secrets import redact
+from benchbed.adapterkit.shared import failure_reason, redact
 
 # ToolAgentLoop._call_tool: logger.warning(f"Error executing tool '{name}': {e}")
 _TOOL_ERROR = re.compile(r"Error executing tool '(?P<tool>[^']*)': (?P<msg>.*)")

@@ -14,4 +14,6 @@
 - `histories`: tracker histories (W&B, MLflow, TensorBoard, metrics JSONL) read into one frame.
 - `history_trace`: a history -> the canonical trace through a key map, the whole parse of a history-based adapter.
 - `gpu`: GPU samples (tracker system metrics, benchbed's NVML sampler) -> the trace's `gpu.*` points, by step.
+- `shared`: the library's helpers a plug-in uses (run discovery, log cleaning, redaction, sandbox failure reasons and
+  spans, live figures), so that a plug-in imports benchbed only through benchbed.api and the kit.
 """

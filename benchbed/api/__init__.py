@@ -14,6 +14,8 @@ benchbed), or call `<REGISTRY>.register(name, obj_or_"module:object")` in a runn
 | study           | Study                        | STUDIES          | benchbed.studies           |
 | lever set       | LeverSet                     | LEVER_SETS       | benchbed.levers            |
 
+Beside the contracts, the types a plug-in builds or raises (Trace and its builder, ExperimentSpec, LaunchPlan, the
+errors) and `keys`, the trace's key names: a plug-in imports benchbed only through this package and benchbed.adapterkit.
 Names load on first use (PEP 562), so importing benchbed.api imports none of the kinds' modules."""
 
 from __future__ import annotations
@@ -22,11 +24,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from benchbed import keys
     from benchbed.adapter import ADAPTERS, Adapter, FigureDefinition, HistorySupport, LaunchPlan
     from benchbed.adapterkit.histories.history import History, HistoryError
     from benchbed.adapterkit.histories.reader import HISTORY_SOURCES, HistoryReader
     from benchbed.diagnosis.levers import LEVER_SETS, LeverSet
-    from benchbed.errors import AdapterError, BenchbedError, NotThisFrameworkError
+    from benchbed.errors import (
+        AdapterError,
+        BenchbedError,
+        LaunchError,
+        NotThisFrameworkError,
+        RunFailedError,
+        SpecError,
+        TraceError,
+    )
     from benchbed.launch.base import LAUNCHERS, Launcher, LauncherFlag, LaunchResult
     from benchbed.metrics.context import MetricContext
     from benchbed.metrics.registry import METRIC_FUNCTIONS, MetricResult, Presentation, metric
@@ -35,16 +46,27 @@ if TYPE_CHECKING:
     from benchbed.sandbox.registry import BACKENDS as SANDBOX_BACKENDS
     from benchbed.sim.reproduce import STUDY_REGISTRY as STUDIES
     from benchbed.sim.reproduce import CaseRun, Row, Study
-    from benchbed.spec.model import ExperimentSpec
-    from benchbed.trace import Trace
+    from benchbed.spec.model import ExperimentSpec, format_validation_error
+    from benchbed.trace import TRACE_FILENAME, Trace, TraceBuilder, TraceMeta, attrs_json, read_trace
 
 _WHERE = {
     "Registry": "benchbed.registry",
     "BenchbedError": "benchbed.errors",
     "AdapterError": "benchbed.errors",
     "NotThisFrameworkError": "benchbed.errors",
+    "LaunchError": "benchbed.errors",
+    "RunFailedError": "benchbed.errors",
+    "SpecError": "benchbed.errors",
+    "TraceError": "benchbed.errors",
     "ExperimentSpec": "benchbed.spec",
+    "format_validation_error": "benchbed.spec",
     "Trace": "benchbed.trace",
+    "TraceBuilder": "benchbed.trace",
+    "TraceMeta": "benchbed.trace",
+    "TRACE_FILENAME": "benchbed.trace",
+    "attrs_json": "benchbed.trace",
+    "read_trace": "benchbed.trace",
+    "keys": "benchbed.keys:",  # the module itself
     "Adapter": "benchbed.adapter",
     "ADAPTERS": "benchbed.adapter",
     "FigureDefinition": "benchbed.adapter",
@@ -88,6 +110,7 @@ __all__ = [
     "LAUNCHERS",
     "LEVER_SETS",
     "LaunchPlan",
+    "LaunchError",
     "LaunchResult",
     "LauncherFlag",
     "Launcher",
@@ -99,17 +122,29 @@ __all__ = [
     "Presentation",
     "Registry",
     "Row",
+    "RunFailedError",
     "SANDBOX_BACKENDS",
     "STUDIES",
     "SandboxBackend",
+    "SpecError",
     "Study",
+    "TRACE_FILENAME",
     "Trace",
+    "TraceBuilder",
+    "TraceError",
+    "TraceMeta",
+    "attrs_json",
+    "format_validation_error",
+    "keys",
     "metric",
+    "read_trace",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = _WHERE[name].partition(":")
+    module, colon, attr = _WHERE[name].partition(":")
+    if colon and not attr:
+        return importlib.import_module(module)
     return getattr(importlib.import_module(module), attr or name)

@@ -1,18 +1,32 @@
 """Every registered metric of a Trace (docs/reference/metrics.md), and a framework's own figures beside them:
-importing this module registers the metric functions."""
+importing this module registers the built-in metric functions (every module of benchbed.metrics, found by pkgutil,
+so no list of them is kept by hand)."""
 
 from __future__ import annotations
 
+import importlib
 import math
+import pkgutil
 
+import benchbed.metrics
 from benchbed import keys as K
-from benchbed.metrics import cost, generator, gpu, partial, quality, samples, sandbox, trainer  # noqa: F401  (registers metrics)
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.registry import METRIC_FUNCTIONS, METRICS, MetricDef  # noqa: F401  (MetricDef: re-exported)
 from benchbed.record import MetricValue
 from benchbed.trace import Trace
 
 FRAMEWORK_PREFIX = "framework."
+
+
+def _register_builtin_metrics() -> None:
+    """Import every module of benchbed.metrics (pkgutil lists them sorted by name, which is the registration order
+    METRICS keeps); their @metric decorators register the built-in metrics."""
+    for module in pkgutil.iter_modules(benchbed.metrics.__path__, prefix="benchbed.metrics."):
+        if module.name != __name__:
+            importlib.import_module(module.name)
+
+
+_register_builtin_metrics()
 
 
 def framework_metrics(ctx: MetricContext) -> dict[str, MetricValue]:

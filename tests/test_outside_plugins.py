@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +21,7 @@ from benchbed.diagnosis.rules import Diagnosis
 from benchbed.errors import SpecError
 from benchbed.launch.base import available_launchers, get_launcher
 from benchbed.metrics import compute_metrics
+from benchbed.metrics.registry import METRIC_FUNCTIONS, METRICS, PRESENTATION
 from benchbed.sandbox.registry import get_backend
 from benchbed.sim.reproduce import reproduce, resolve
 from benchbed.spec import build_spec
@@ -154,7 +156,7 @@ outside = outside_ext.levers:LEVERS
 
 
 @pytest.fixture
-def outside(tmp_path: Path, monkeypatch) -> Path:
+def outside(tmp_path: Path, monkeypatch) -> Iterator[Path]:
     """The package `outside_ext` with a .dist-info naming one object per kind, put on sys.path."""
     package = tmp_path / "outside_ext"
     (package / "specs").mkdir(parents=True)
@@ -167,7 +169,15 @@ def outside(tmp_path: Path, monkeypatch) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-ext\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS)
     monkeypatch.syspath_prepend(str(tmp_path))
-    return tmp_path
+    saved = [(METRICS, dict(METRICS)), (PRESENTATION, dict(PRESENTATION)),
+             (METRIC_FUNCTIONS._registered, dict(METRIC_FUNCTIONS._registered))]  # fmt: skip
+    yield tmp_path
+    # The outside metric's @metric registered it in this process: leave the built-in set as it was for later tests.
+    for table, before in saved:
+        table.clear()
+        table.update(before)
+    for module in [name for name in sys.modules if name == "outside_ext" or name.startswith("outside_ext.")]:
+        del sys.modules[module]
 
 
 def test_an_outside_adapter_owns_its_spec_table(outside: Path, tmp_path: Path) -> None:

@@ -619,8 +619,10 @@ def out_of_sample(study: str, case: str, runs: list[CaseRun], rows: list[Row], s
     """Fit one scale on every variant's mean LLM latency so that the synchronous baseline reproduces its own
     published step (secant steps on the baseline alone, to within FIT_TOLERANCE), then simulate the other variants
     with it: their predictions, out of sample. Cases without a synchronous variant and one other give none."""
+    if study == "semianalysis" or len(runs) < 2:
+        return []
     sync = [i for i, run in enumerate(runs) if run.spec.sim.get("mode") == "sync"]
-    if study == "semianalysis" or len(sync) != 1 or len(runs) < 2:
+    if len(sync) != 1:
         return []
     i, make_rows = sync[0], studies()[study].rows[case]
     points, baselines = [(1.0, _baseline_error(rows))], {1.0: runs[i]}

@@ -82,6 +82,21 @@ class Saturation(_Strict):
     seqs_per_engine: float = Field(gt=0)
 
 
+class Decode(_Strict):
+    """Continuous-batching decode: a sequence's speed falls with the sequences decoding beside it on its engine.
+
+    One decode iteration of an engine running b sequences takes `step_s + step_s_per_seq x b` seconds and gives each
+    sequence one token: `step_s` reads the weights once per iteration (memory-bound, independent of b),
+    `step_s_per_seq` reads each sequence's KV cache and does its compute (the roofline of LLM decoding: Orca, OSDI
+    2022, and vLLM, arXiv 2309.06180, section 2; Seer, arXiv 2511.14617, on long-tail rollouts). A sample's drawn
+    latency is its time alone on an engine (b = 1); with b running it progresses at (step_s + step_s_per_seq) /
+    (step_s + step_s_per_seq x b) of that speed. Samples go to the least-loaded of `engines` engines."""
+
+    engines: int = Field(gt=0, description="inference engines (data-parallel replicas) sharing the generator slots")
+    step_s: float = Field(gt=0, description="seconds of a decode iteration independent of the batch (weight reads)")
+    step_s_per_seq: float = Field(ge=0, description="seconds a decode iteration adds per running sequence")
+
+
 class Oversample(_Strict):
     """Batch-filling generator: dispatch factor × the groups a step needs, train the first to finish.
 
@@ -152,6 +167,7 @@ class SimConfig(_Strict):
     turns: Turns | None = None
     tokens: Tokens | None = None
     saturation: Saturation | None = None
+    decode: Decode | None = None
     oversample: Oversample | None = None
     update_weights_interval: int = Field(1, gt=0, description="steps between weight pushes to the generator")
     staleness_threshold: float | None = Field(
@@ -185,6 +201,14 @@ class SimConfig(_Strict):
             if isinstance(data.get("latency"), int | float):
                 data["latency"] = {"dist": "fixed", "mean": data["latency"]}
         return data
+
+    @model_validator(mode="after")
+    def _check_decode(self) -> SimConfig:
+        if self.decode is not None:
+            clash = [name for name in ("saturation", "turns", "sandbox", "prefill") if getattr(self, name) is not None]
+            if clash:
+                raise ValueError(f"decode models LLM time alone; it cannot be combined with {', '.join(clash)}")
+        return self
 
     @model_validator(mode="after")
     def _check_threshold(self) -> SimConfig:

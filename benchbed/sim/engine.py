@@ -14,8 +14,8 @@ Optional mechanisms (off by default, so the default path stays fast): a batch-fi
 oversampling (`oversample`: rounds of factor × B/G groups, surplus discarded, carried or aborted and buffered as
 partial rollouts), weight pushes every `update_weights_interval` steps that may abort in-flight samples, a
 sandbox started on each sample's critical path, multi-turn environment time, token counts with a response cap,
-throughput-bound inference engines, prefill time (aggregated or disaggregated serving) and early pruning of part
-of each group (see config.py).
+throughput-bound inference engines, decode speed shared by the sequences on an engine (decode.py), prefill time
+(aggregated or disaggregated serving) and early pruning of part of each group (see config.py).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 
 from benchbed.columns import pooled, searchsorted_right
 from benchbed.sim.config import SimConfig
+from benchbed.sim.decode import DecodeEngines
 from benchbed.sim.draws import Draws, KeptDraws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
 from benchbed.sim.end_times import EndTimes
 from benchbed.sim.sandbox_starts import SandboxStarts
@@ -102,6 +103,8 @@ class Simulation:
         self._draws(cfg, params.max_response_tokens)
         self._rules(cfg, params)
         self._state(cfg)
+        if self.engines is not None:
+            self.finish_samples = self.finish_decoded  # type: ignore[method-assign]
 
     def _draws(self, cfg: SimConfig, cap: int) -> None:
         """Random streams, created in a fixed order from one generator (the order is part of the seed's trace)."""
@@ -147,6 +150,9 @@ class Simulation:
         # Without filtering, dropping or discarding no finished group is rejected: on_group_done does not ask.
         self.may_reject = cfg.filter_zero_adv or self.drop_stale or self.rounds and self.surplus_policy == "discard"
         self.partial = cfg.abort_on_weight_push or self.surplus_policy == "partial"
+        # End times stamped as samples finish (not known at dispatch): aborted segments, or decode speed that
+        # changes with each engine's load.
+        self.stamped = self.partial or cfg.decode is not None
         self.track_live = self.partial or self.surplus_policy == "carry"
         self.batch_versions = self.batch_mode and not self.rounds  # samples carry their batch's version
         self.max_discarded_per_step = 1000 * self.B
@@ -198,6 +204,8 @@ class Simulation:
         # Generator and queue.
         self.free_slots = list(range(cfg.concurrency - 1, -1, -1))
         self.ends = EndTimes()  # running samples by (end time, sample)
+        self.engines = DecodeEngines(cfg.decode, self.s_end, self.ends) if cfg.decode is not None else None
+        self.g_left: list[int] = []  # decode: samples of each group not finished (the last one is not known ahead)
         self.queue: deque[int] = deque()
         self.queued_samples = 0
         self.version = self.gen_version = self.batch_version = 0
@@ -299,6 +307,9 @@ class Simulation:
         free_slots = self.free_slots
         self.s_slot.extend(free_slots[: -G - 1 : -1])  # one pop() per sample, in sample order
         del free_slots[-G:]
+        if self.engines is not None:
+            self._start_decoding(now, group, latencies)
+            return
         ends = [now + latency for latency in latencies]
         if not self.partial:
             self.s_t1.extend(ends)
@@ -313,6 +324,23 @@ class Simulation:
             if add(end, j) != j:
                 self.ends.tie(end, j)
         self.s_last[first + G - 1 - ends[::-1].index(max(ends))] = 1  # mark_last, inlined
+        self.started += G
+        if self.rounds:
+            self.g_round.append(self.dispatch_round)
+            self.round_dispatched += 1
+        if self.track_live:
+            self.live_groups.add(group)
+
+    def _start_decoding(self, now: float, group: int, latencies: list[float]) -> None:
+        """Start a new group's samples on the decode engines; their latencies are their work alone on an engine."""
+        G, first = self.G, group * self.G
+        self.s_end.extend([math.nan] * G)
+        self.s_began.extend([now] * G)
+        self.s_work.extend([0.0] * G)
+        self.s_left.extend([0.0] * G)
+        self.g_left.append(G)
+        for j, latency in enumerate(latencies, first):
+            self.engines.arrive(now, j, latency)  # type: ignore[union-attr]
         self.started += G
         if self.rounds:
             self.g_round.append(self.dispatch_round)
@@ -336,7 +364,7 @@ class Simulation:
         self.g_step.extend([-1] * n)
         self.g_status.extend([OK] * n)
         self.s_last.extend(bytes(n * G))
-        if self.partial:
+        if self.stamped:
             self.s_t1.extend(_NAN * (n * G))
             self.s_v_end.extend(_UNSET * (n * G))
 
@@ -375,7 +403,7 @@ class Simulation:
 
     def resume(self, now: float) -> None:
         """Resume buffered partial groups first: their sandbox state is kept, the prefix is prefilled again."""
-        buffered, free_slots = self.buffered, self.free_slots
+        buffered, free_slots, engines = self.buffered, self.free_slots, self.engines
         while buffered:
             samples = self.unfinished(buffered[0])
             if len(free_slots) < len(samples) or self.group_cap and self.groups_in_flight() >= self.group_cap:
@@ -386,15 +414,20 @@ class Simulation:
             for sample in samples:
                 self.s_slot[sample] = free_slots.pop()
                 self.s_began[sample] = now
-                end = self.s_end[sample] = now + self.s_left[sample]
                 info = self.s_resumes.setdefault(sample, [0, self.g_v_start[group], self.gen_version])
                 info[0] += 1
                 info[2] = self.gen_version
+                if engines is not None:
+                    self.s_end[sample] = math.nan
+                    engines.arrive(now, sample, self.s_left[sample])
+                    continue
+                end = self.s_end[sample] = now + self.s_left[sample]
                 # Resumed where it was aborted (the same instant, no re-prefill): the aborted segment's event is
                 # still queued at this end time and now stands for the resumed one; a second would end it twice.
                 if self.s_aborted_end.pop(sample, None) != end:
                     self.ends.push(end, sample)
-            self.mark_last(samples, [self.s_end[sample] for sample in samples])
+            if engines is None:
+                self.mark_last(samples, [self.s_end[sample] for sample in samples])
             self.live_groups.add(group)
 
     def abort(self, now: float, groups: list[int], next_round: int) -> None:
@@ -406,8 +439,12 @@ class Simulation:
                 if s_end[sample] == math.inf:
                     continue
                 s_work[sample] += now - self.s_began[sample]
-                self.s_left[sample] = s_end[sample] - now + self.cfg.reprefill_fraction * s_work[sample]
-                self.s_aborted_end[sample] = s_end[sample]
+                if self.engines is not None:  # remaining work in seconds alone on an engine; no event to reuse
+                    left = self.engines.remove(now, sample)
+                else:
+                    left = s_end[sample] - now
+                    self.s_aborted_end[sample] = s_end[sample]
+                self.s_left[sample] = left + self.cfg.reprefill_fraction * s_work[sample]
                 s_end[sample] = math.inf
                 self.free_slots.append(self.s_slot[sample])
                 self.aborted_in_step += 1
@@ -455,6 +492,36 @@ class Simulation:
             now = pop(heap)
         heapq.heappush(heap, now)  # the first end time at or after `until` stays pending
         self.finished += len(free_slots) - free_before
+
+    def finish_decoded(self) -> None:
+        """finish_samples with decode engines: a sample's end is its engine's queued finish if still current (an
+        arrival or departure on the engine since has made it stale); each end reschedules its engine, and the group
+        is done when its last unfinished sample ends."""
+        heap, ending, untie, pop = self.ends.heap, self.ends.ending, self.ends.untie, heapq.heappop
+        s_t1, s_v_end, s_slot, s_end, g_left = self.s_t1, self.s_v_end, self.s_slot, self.s_end, self.g_left
+        free_slots, buffered, G, engines = self.free_slots, self.buffered, self.G, self.engines
+        now = pop(heap)
+        while now < self.trainer_event_t:
+            sample = ending.pop(now)
+            if sample < 0:
+                sample = untie(now)
+            if now != s_end[sample]:  # stale: the engine rescheduled, or the sample was aborted
+                now = pop(heap)
+                continue
+            self.now = now
+            engines.depart(now, sample)  # type: ignore[union-attr]
+            s_t1[sample] = now
+            s_v_end[sample] = self.batch_version if self.batch_versions else self.gen_version
+            free_slots.append(s_slot[sample])
+            self.finished += 1
+            group = sample // G
+            g_left[group] -= 1
+            if not g_left[group]:
+                self.on_group_done(now, group)
+            if buffered or (len(free_slots) >= G and not self.blocked):
+                self.dispatch(now)
+            now = pop(heap)
+        heapq.heappush(heap, now)
 
     def finishes_before_dispatch(self) -> int:
         """How many more samples must finish before `dispatch` may start anything: one while partial groups wait in
@@ -636,7 +703,7 @@ class Simulation:
         the run ended has the run's end and version -1. Stamped in the loop with partial rollouts; otherwise
         derived here from when each sample was scheduled to end."""
         t1 = np.frombuffer(self.s_t1, float, samples)
-        if self.partial:
+        if self.stamped:
             v_end = np.frombuffer(self.s_v_end, np.int64, samples)
             t1[v_end < 0] = self.now
             return t1, v_end

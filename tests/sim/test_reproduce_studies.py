@@ -10,6 +10,8 @@ import pytest
 from benchbed.diagnosis.levers import levers_for
 from benchbed.diagnosis.rules import diagnose_metrics
 from benchbed.sim.reproduce import EXPERIMENTS, STUDIES, case_specs, reproduce, simulate_in_process
+from benchbed.spec import build_spec
+from benchbed.spec.model import load_spec_data
 
 NEW_STUDIES = ("vime", "marin", "seer", "april", "arrol")
 NAMING = ("name", "adapter", "description")  # a spec's own identity, not a parameter
@@ -96,3 +98,26 @@ def test_marin_runs_are_weight_sync_bound_from_the_sync_share_of_the_step():
     # wait) in a 3.0 + 7.44 s step
     assert shares["reproduce-marin-sync"] == pytest.approx(2.4395 / (1.79 + 3.0 + 2.4395), abs=0.005)
     assert shares["reproduce-marin-async"] == pytest.approx(7.4395 / (3.0 + 7.4395), abs=0.01)
+
+
+def test_seer_tail_share_falls_when_decode_speed_is_shared_on_each_engine():
+    rows = {(row.case, row.quantity): row for row in reproduce(["seer"])}
+    tail = "share of rollout time taken by the last 10% of requests"
+    assert rows[("seer/moonlight", tail)].reproduced == pytest.approx(0.435, abs=0.01)
+    assert rows[("seer/qwen2-vl-72b", tail)].reproduced == pytest.approx(0.502, abs=0.01)
+    assert all(row.ok for row in rows.values())
+    # The same spec decoding every sequence at one speed: the last tenth takes 0.65 of the rollout.
+    data = load_spec_data(EXPERIMENTS / "seer" / "moonlight.toml")
+    del data["sim"]["decode"]
+    assert simulate_in_process(build_spec(data)).metrics["rollout_tail_share"] == pytest.approx(0.647, abs=0.01)
+
+
+def test_april_decode_coefficients_follow_from_the_model_bytes():
+    (partial,) = [spec for spec in case_specs("april/qwen3-4b") if spec.name == "reproduce-april-partial"]
+    decode = partial.sim["decode"]
+    bandwidth = 2 * 3.35e12  # two GPUs an engine
+    assert decode["step_s"] == pytest.approx(4.02e9 * 2 / bandwidth, rel=0.01)
+    kv_per_token = 36 * 8 * 128 * 2 * 2
+    assert decode["step_s_per_seq"] == pytest.approx(kv_per_token * (512 + 2677 / 2) / bandwidth, rel=0.01)
+    (row, *_) = reproduce(["april"])
+    assert row.reproduced == pytest.approx(2.72, abs=0.05) and not row.ok  # 6.33 at one speed; 1.17 published

@@ -236,4 +236,7 @@ def test_the_partial_rollouts_experiment_resumes_rollouts_and_reports_their_envi
     trained = MetricContext(run.trace, run.record.spec["warmup_steps"]).trained_in_window
     expected = [last.get(sid, 0) for sid in trained["sample"]]
     assert run.metric("staleness_env_mean") == pytest.approx(float(np.mean(expected)))
-    assert run.metric("staleness_env_max") == max(expected) >= 1
+    assert run.metric("staleness_env_max") == max(expected)
+    # Some rollout resumed under weights newer than its environment's start; whether a trained one did depends on
+    # the machine's pace (a loaded machine trains the window before any resumed rollout lands in it).
+    assert max(last.values()) >= 1

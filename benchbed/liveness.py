@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 
 def pid_alive(pid: int) -> bool:
-    """True while a process with this pid exists (one of another user's counts: kill(0) is refused, not failed);
-    False for pid <= 0, which names a process group, not a process."""
-    return pid > 0 and _exists(os.kill, pid)
+    """True while a process with this pid exists and has not exited (one of another user's counts: kill(0) is
+    refused, not failed); False for pid <= 0, which names a process group, not a process, and for a zombie: an
+    owner killed with its parent and reparented to a reaper that never waits for it (a subreaper) is dead."""
+    return pid > 0 and _exists(os.kill, pid) and not _zombie(pid)
 
 
 def group_alive(pgid: int) -> bool:
@@ -26,3 +27,12 @@ def _exists(send: Callable[[int, int], None], ident: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _zombie(pid: int) -> bool:
+    """True when /proc says the process has exited and waits to be reaped (state Z); False where /proc is absent."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False

@@ -14,7 +14,7 @@ import importlib.util
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -143,40 +143,61 @@ def console_adapter(path: Path, adapters: list[str]) -> str:
                        "name the framework that wrote it with --adapter")  # fmt: skip
 
 
-def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
-    """Every figure line of a console log, by step; AdapterError when the log is the framework's but carries none of
-    the `required` keys (what was recognised and what is missing, in one line)."""
-    steps: dict[int, dict[str, float]] = {}
+@dataclass
+class ConsoleSteps:
+    """A console log's figures by step, read a line at a time: the one reading of a console format, which ingest
+    (read_console_format) and watch (adapterkit.live_console) share."""
+
+    fmt: ConsoleFormat
+    steps: dict[int, dict[str, float]] = field(default_factory=dict)
     current: int | None = None
-    counted = fmt.first_step - 1
-    warnings: list[str] = []
-    cut_off: int | None = None
-    for number, raw, cut in read_text_lines(path):
-        cut_off = number if cut else cut_off
-        line = strip_ansi(split_ray_line(raw)[2]).rstrip("\r")
+    counted: int = 0
+
+    def __post_init__(self) -> None:
+        self.counted = self.fmt.first_step - 1
+
+    def feed(self, line: str) -> bool | None:
+        """Read one line (ANSI codes and Ray's prefix removed): None when it is no figure line (a step opener
+        included), False for a figure line that cannot be read, True for one read."""
+        fmt = self.fmt
         opened = fmt.step.search(line) if fmt.step is not None else None
         if opened is not None:
-            counted = int(opened.group("step")) if "step" in opened.groupdict() else counted + 1
-            current = counted + fmt.step_shift
-            continue
+            self.counted = int(opened.group("step")) if "step" in opened.groupdict() else self.counted + 1
+            self.current = self.counted + fmt.step_shift
+            return None
         for rule in fmt.rules:
             match = rule.pattern.search(line)
             if match is None:
                 continue
             own, figures = line_figures(rule, match)
             if rule.counts:
-                counted += 1
-                own, current = counted, counted + fmt.step_shift
-            step = current if own is None else own + fmt.step_shift
+                self.counted += 1
+                own, self.current = self.counted, self.counted + fmt.step_shift
+            step = self.current if own is None else own + fmt.step_shift
             if figures is None:
-                warnings.append(f"{path}:{number}: a {fmt.framework} figure line that could not be read; skipped")
-            elif step is not None:
-                row = steps.setdefault(step, {})
+                return False
+            if step is not None:
+                row = self.steps.setdefault(step, {})
                 for key, value in figures.items():
                     row[key] = row.get(key, 0.0) + value if rule.sum else value
-            if cut_off == number:
-                warnings.append(f"{path}:{number}: last line is cut off (no closing newline); read what it holds")
-            break
+            return True
+        return None
+
+
+def read_console_format(path: Path, fmt: ConsoleFormat) -> History:
+    """Every figure line of a console log, by step; AdapterError when the log is the framework's but carries none of
+    the `required` keys (what was recognised and what is missing, in one line)."""
+    reading = ConsoleSteps(fmt)
+    warnings: list[str] = []
+    cut_off: int | None = None
+    for number, raw, cut in read_text_lines(path):
+        cut_off = number if cut else cut_off
+        seen = reading.feed(strip_ansi(split_ray_line(raw)[2]).rstrip("\r"))
+        if seen is False:
+            warnings.append(f"{path}:{number}: a {fmt.framework} figure line that could not be read; skipped")
+        if seen is not None and cut_off == number:
+            warnings.append(f"{path}:{number}: last line is cut off (no closing newline); read what it holds")
+    steps = reading.steps
     found = sorted({k for row in steps.values() for k in row})
     if not any(fmt.required.fullmatch(k) for k in found):
         shown = f" (it holds {', '.join(found[:5])}{' ...' if len(found) > 5 else ''})" if found else ""

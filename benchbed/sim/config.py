@@ -182,6 +182,12 @@ class SimConfig(_Strict):
         description="groups (prompts) the generator runs at once; a group holds its place until its last sample "
         "finishes (verl fully_async: max_concurrent_samples = 16 prompts per rollout server)",
     )
+    fetch_s_per_sample: float = Field(
+        0.0,
+        ge=0,
+        description="seconds per sample the trainer spends taking its batch from the queue and assembling it before "
+        "its compute, counted as waiting for data (verl fully_async's `gen` timer covers it)",
+    )
     abort_on_weight_push: bool = Field(False, description="abort in-flight samples at each push; resume them later")
     reprefill_fraction: float = Field(
         0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"

@@ -163,6 +163,8 @@ class Simulation:
         self.prune_at = prune.at if prune is not None else 1.0
         self.train_time = cfg.train_step_time * (self.G - self.pruned) / self.G
         self.group_cap = cfg.max_groups_in_flight or 0  # 0: no cap on groups in flight
+        # Seconds the trainer spends fetching and assembling a batch after it is queued, before its compute.
+        self.fetch_time = cfg.fetch_s_per_sample * self.B
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
@@ -642,10 +644,11 @@ class Simulation:
             self.g_step[group] = self.steps_done + 1
         self.queued_samples -= self.B
         self.trainer_waiting = False
+        ready = now + self.fetch_time
         self.st_start.append(self.step_started_at)
-        self.st_ready.append(now)
+        self.st_ready.append(ready)
         self.trainer_phase = 1
-        self.trainer_event_t = now + self.train_time
+        self.trainer_event_t = ready + self.train_time
 
     def on_compute_done(self, now: float) -> None:
         """The step's compute ended: sync weights when this step pushes them, else the step ends now."""

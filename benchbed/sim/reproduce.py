@@ -265,7 +265,13 @@ def _verl_scale(gpus: int, runs: list[CaseRun]) -> list[Row]:
     asynchronous = next(run for run in runs if run.spec.sim.get("staleness_threshold") == 0.5)
     sync_s, async_s = version_step_s(colocated), version_step_s(asynchronous)
     split = f"{gpus // 2}:{gpus // 2}"
-    inputs = ["sim.train_step_time (update_actor)", "sim.staleness_threshold", "response-length distribution"]
+    inputs = [
+        "sim.train_step_time (update_actor)",
+        "sim.staleness_threshold",
+        "sim.max_groups_in_flight",
+        "sim.fetch_s_per_sample",
+        "response-length distribution",
+    ]
     return [
         _near(case, f"colocated sync step time, {gpus} GPUs (s)", q[f"colocate_step_{gpus}"], sync_s, 0.10,
               "consistency", ["sim.train_step_time (old_log_prob + update_actor)", "sim.weight_sync_time (the rest)",
@@ -302,7 +308,12 @@ def rows_verl_128(runs: list[CaseRun]) -> list[Row]:
             q["trainer_idle_64_64"],
             by_threshold[0.5].metrics["trainer_idle_ratio"],
             "prediction",
-            ["sim.train_step_time (update_actor)", "sim.concurrency", "response-length distribution"],
+            [
+                "sim.train_step_time (update_actor)",
+                "sim.fetch_s_per_sample (the 30B run's gen)",
+                "sim.max_groups_in_flight",
+                "response-length distribution",
+            ],
         )
     )
     hours = {t: version_step_s(run) * 400 / 3600 for t, run in by_threshold.items()}
@@ -347,7 +358,10 @@ def _verl_one_step_off(engine: str, runs: list[CaseRun]) -> list[Row]:
     colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
     overlapped = next(run for run in runs if run.spec.sim["mode"] == "one_step_off")
     sync_s, overlap_s = version_step_s(colocated), version_step_s(overlapped)
-    inputs = ["sim.latency (its generate_sequences on 4 GPUs)", "sim.train_step_time (old_log_prob + update_actor)"]
+    inputs = [
+        "sim.latency (its generate_sequences on 4 GPUs)",
+        "sim.train_step_time (old_log_prob + update_actor + the colocated run's rest)",
+    ]
     return [
         _near(case, f"colocated sync step time, {engine} (s)", q[f"colocate_step_{key}"], sync_s, 0.10, "consistency",
               ["sim.train_step_time", "sim.weight_sync_time (the rest)", "sim.latency (generate_sequences)"]),

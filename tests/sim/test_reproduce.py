@@ -132,13 +132,19 @@ def test_verl_specs_carry_the_published_configuration():
     assert asynchronous.sim["train_step_time"] == round(313.81 / 4, 2)
     thresholds = [s.sim["staleness_threshold"] for s in case_specs("verl-fully-async/128-gpus")[1:]]
     assert thresholds == [0.0, 0.1, 0.3, 0.5]
-    # one response-length assumption across the study
+    # one response-length assumption across the study: the cap is the 1 - 1/8192 quantile, 23.13 x the mean
     shapes = {
         (s.sim["latency"]["mean"], s.sim["latency"]["cv"], s.sim["tokens"]["response_mean"])
         for case in STUDIES["verl-fully-async"].cases
         for s in case_specs(f"verl-fully-async/{case}")
     }
-    assert shapes == {(29.06, 1.29, 4685)}
+    assert shapes == {(round(177.85 / 23.13, 2), 1.29, round(28672 / 23.13))}
+    # the rollouter's cap of 16 prompts a rollout server (rollout GPUs / gen_tp 4), and the 30B run's fetch time
+    caps = {s.resources.generator_gpus: s.sim["max_groups_in_flight"]
+            for case in STUDIES["verl-fully-async"].cases for s in case_specs(f"verl-fully-async/{case}")
+            if s.sim["mode"] == "async"}  # fmt: skip
+    assert caps == {16: 64, 32: 128, 64: 256}
+    assert asynchronous.sim["fetch_s_per_sample"] == round(22.06 / (512 * 16), 6)
 
 
 def test_verl_32_gpu_rows_compare_with_the_published_table():
@@ -147,13 +153,16 @@ def test_verl_32_gpu_rows_compare_with_the_published_table():
     q = published("verl-fully-async")["quantities"]
     assert [(r["quantity"], r["published"], r["kind"], r["ok"]) for r in rows] == [
         ("colocated sync step time, 32 GPUs (s)", q["colocate_step_32"], "consistency", True),
-        ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "prediction", True),
+        ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "prediction", False),
         ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "out-of-sample", True),
     ]
-    assert rows[0]["reproduced"] == pytest.approx(788.4, abs=0.1)
-    assert rows[1]["reproduced"] == pytest.approx(2.478, abs=0.001)
-    assert rows[2]["reproduced"] == rows[1]["reproduced"]  # the baseline holds to 0.5%: no refit
-    assert result.exit_code == 0
+    assert rows[0]["reproduced"] == pytest.approx(738.6, abs=0.1)
+    # trainer-bound: 4 x (313.81 / 4) + the 4.33 s push + 22.06 s of fetching = 340.2 s a push; the published total
+    # (1d9h26m / 400 = 300.9 s a push) is shorter than its own update_actor, so no model with it as input reaches 2.66
+    assert rows[1]["reproduced"] == pytest.approx(738.6 / 340.2, abs=0.002)
+    # the baseline is 6.5% short: refitted out of sample, its longer colocated step raises the speedup
+    assert rows[2]["reproduced"] > rows[1]["reproduced"]
+    assert result.exit_code == 1
 
 
 def test_unknown_case_is_a_spec_error():
@@ -166,7 +175,7 @@ def test_html_page_puts_published_beside_reproduced_with_the_assumptions(tmp_pat
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/32-gpus", "--json", "--html", str(page)])
     rows = json.loads(result.output)
     text = page.read_text()
-    assert STUDIES["verl-fully-async"].title in text and "3 of 3 rows within tolerance; 1 predictions." in text
+    assert STUDIES["verl-fully-async"].title in text and "2 of 3 rows within tolerance; 1 predictions." in text
     for row in rows:
         assert f"<td>{row['quantity']}</td><td>{row['published']:.4g}</td><td>{row['reproduced']:.4g}</td>" in text
     # every ASSUMED line of the study's specs, once: the response-length shape among them
@@ -185,10 +194,11 @@ def test_verl_one_step_off_rows_and_the_gain_its_own_step_times_do_not_give():
         r["reproduced"] for r in every if r["kind"] == "prediction"
     ]
     gain = rows[("verl-one-step-off/fsdp2", "one-step-off gain in total time, FSDP2")]
-    assert gain["published"] == 1.23 and not gain["ok"] and gain["reproduced"] == pytest.approx(1.635, abs=0.002)
-    # the published step times themselves give 749 / 520 = 1.44, not the +23% of the total times
+    assert gain["published"] == 1.23 and not gain["ok"] and gain["reproduced"] == pytest.approx(749 / 499.3, abs=0.002)
+    # the published step times themselves give 749 / 520 = 1.44, not the +23% of the total times; the step is the
+    # trainer's 108 + 337 + the colocated run's 54 s rest, longer than the 458 s generation
     step = rows[("verl-one-step-off/fsdp2", "one-step-off step time, FSDP2 (s)")]
-    assert step["ok"] and step["reproduced"] == pytest.approx(458.1, abs=0.1)
+    assert step["ok"] and step["reproduced"] == pytest.approx(499.3, abs=0.1)
     megatron = rows[("verl-one-step-off/megatron", "one-step-off gain in total time, Megatron")]
     assert megatron["ok"] and megatron["kind"] == "prediction"
 

@@ -31,6 +31,8 @@ from benchbed.sim.reproduce import (
 )
 from benchbed.spec import build_spec
 
+from .test_reproduce_studies import unmarked_lines
+
 
 def study_files() -> list[str]:
     """Every spec file of every study, as STUDY/FILE."""
@@ -145,6 +147,12 @@ def test_verl_specs_carry_the_published_configuration():
             if s.sim["mode"] == "async"}  # fmt: skip
     assert caps == {16: 64, 32: 128, 64: 256}
     assert asynchronous.sim["fetch_s_per_sample"] == round(22.06 / (512 * 16), 6)
+
+
+@pytest.mark.parametrize("study", ["verl-fully-async", "verl-one-step-off"])
+def test_every_parameter_of_the_verl_studies_is_marked(study):
+    for name in {f for files in STUDIES[study].cases.values() for f in files}:
+        assert unmarked_lines((EXPERIMENTS / study / name).read_text()) == [], f"{study}/{name}"
 
 
 def test_verl_32_gpu_rows_compare_with_the_published_table():

@@ -269,7 +269,7 @@ class Simulation:
         """Drain: True once no sample is in flight, when the generator loads the weights pushed last."""
         if len(self.free_slots) < self.cfg.concurrency:
             return False
-        self.draining = False
+        self.draining = self.blocked = False  # admission refused during the drain may allow a group now
         self.load_pushed(self.now)
         return True
 

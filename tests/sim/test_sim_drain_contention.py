@@ -68,3 +68,12 @@ def test_contention_lengthens_steps_that_overlap_generation_only():
     assert step_mean(trace, 5) == pytest.approx(6.0)
     compute = trace.of("trainer.compute")
     assert len(compute) == 40 and list((compute["t1"] - compute["t0"]).iloc[5:]) == pytest.approx([6.0] * 35)
+
+
+def test_a_drain_that_ends_between_steps_lets_admission_start_groups_again():
+    # A batch (16) is twice the slots (8): after a drain the generator must keep refilling its slots until the
+    # trainer's batch is complete, with no step end in between to wake it.
+    spec = make_spec({"mode": "async", "concurrency": 8, "latency": {"mean": 10.0, "cv": 0.5}, "train_step_time": 1.0,
+                      "drain_on_weight_push": True}, prompts=4, group=4, staleness=4, steps=20)  # fmt: skip
+    trace = simulate_spec(spec)
+    assert len(trace.of("trainer.step")) == 20

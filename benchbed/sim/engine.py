@@ -12,7 +12,8 @@ samples per step. Modes differ only in admission and in when the generator's wei
 
 Optional mechanisms (off by default, so the default path stays fast): a batch-filling generator with
 oversampling (`oversample`: rounds of factor × B/G groups, surplus discarded, carried or aborted and buffered as
-partial rollouts), weight pushes every `update_weights_interval` steps that may abort in-flight samples, a
+partial rollouts), weight pushes every `update_weights_interval` steps that may abort in-flight samples or wait
+for them to finish (drain), a trainer slowed while the generator runs beside it (contention), a
 sandbox started on each sample's critical path, multi-turn environment time, token counts with a response cap,
 throughput-bound inference engines, decode speed shared by the sequences on an engine (decode.py), prefill time
 (aggregated or disaggregated serving) and early pruning of part of each group (see config.py).

@@ -189,6 +189,17 @@ class SimConfig(_Strict):
         "its compute, counted as waiting for data (verl fully_async's `gen` timer covers it)",
     )
     abort_on_weight_push: bool = Field(False, description="abort in-flight samples at each push; resume them later")
+    drain_on_weight_push: bool = Field(
+        False,
+        description="a push waits for every in-flight sample to finish under the old weights, and the generator "
+        "starts nothing new until then (a weight update without interruptible generation)",
+    )
+    train_contention: float = Field(
+        0.0,
+        ge=0,
+        description="fraction by which a training step's compute lengthens when it starts while the generator is "
+        "decoding (shared host, memory or interconnect): compute = train_step_time x (1 + train_contention)",
+    )
     reprefill_fraction: float = Field(
         0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"
     )
@@ -214,6 +225,12 @@ class SimConfig(_Strict):
             clash = [name for name in ("saturation", "turns", "sandbox", "prefill") if getattr(self, name) is not None]
             if clash:
                 raise ValueError(f"decode models LLM time alone; it cannot be combined with {', '.join(clash)}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_drain(self) -> SimConfig:
+        if self.drain_on_weight_push and (self.mode != "async" or self.abort_on_weight_push):
+            raise ValueError("drain_on_weight_push needs mode = 'async' and abort_on_weight_push = false")
         return self
 
     @model_validator(mode="after")

@@ -12,7 +12,8 @@ samples per step. Modes differ only in admission and in when the generator's wei
 
 Optional mechanisms (off by default, so the default path stays fast): a batch-filling generator with
 oversampling (`oversample`: rounds of factor × B/G groups, surplus discarded, carried or aborted and buffered as
-partial rollouts), weight pushes every `update_weights_interval` steps that may abort in-flight samples, a
+partial rollouts), weight pushes every `update_weights_interval` steps that may abort in-flight samples or wait
+for them to finish (drain), a trainer slowed while the generator runs beside it (contention), a
 sandbox started on each sample's critical path, multi-turn environment time, token counts with a response cap,
 throughput-bound inference engines, decode speed shared by the sequences on an engine (decode.py), prefill time
 (aggregated or disaggregated serving) and early pruning of part of each group (see config.py).
@@ -165,6 +166,10 @@ class Simulation:
         self.group_cap = cfg.max_groups_in_flight or 0  # 0: no cap on groups in flight
         # Seconds the trainer spends fetching and assembling a batch after it is queued, before its compute.
         self.fetch_time = cfg.fetch_s_per_sample * self.B
+        # A push without interruption waits for the in-flight samples (drain); a step's compute lengthens when the
+        # generator decodes beside it (contention).
+        self.drain = cfg.drain_on_weight_push
+        self.contention = 1.0 + cfg.train_contention
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
@@ -226,6 +231,8 @@ class Simulation:
         self.trainer_phase = 0  # 1 = compute, 2 = weight sync
         self.purged_at_version = 0
         self.now = 0.0
+        self.draining = False  # a push waits for the samples in flight; nothing new starts
+        self.applied: list[tuple[float, int]] = []  # drain: (time, version) of each push the generator loaded
         # Batch-filling generator (oversampling / partial rollout) and the partial-rollout buffer.
         self.dispatch_round = self.round_dispatched = self.fill_round = self.fill_count = 0
         self.early: dict[int, list[int]] = {}
@@ -245,6 +252,8 @@ class Simulation:
 
     def admitted(self) -> bool:
         """May one more group start now?"""
+        if self.draining and not self.drained():
+            return False
         if self.rounds:
             if self.round_dispatched >= self.quota:
                 self.start_round(self.dispatch_round + 1)
@@ -258,6 +267,20 @@ class Simulation:
             return False
         # Batch modes: a new batch starts only after every sample of the previous one has finished.
         return not (self.batch_mode and counted % self.B == 0 and self.finished < self.started)
+
+    def drained(self) -> bool:
+        """Drain: True once no sample is in flight, when the generator loads the weights pushed last."""
+        if len(self.free_slots) < self.cfg.concurrency:
+            return False
+        self.draining = self.blocked = False  # admission refused during the drain may allow a group now
+        self.load_pushed(self.now)
+        return True
+
+    def load_pushed(self, now: float) -> None:
+        """The generator takes the weights pushed last (every `interval` steps)."""
+        self.gen_version = self.version - self.version % self.interval
+        if self.drain:
+            self.applied.append((now, self.gen_version))
 
     def groups_in_flight(self) -> int:
         """Groups dispatched or resumed whose last sample has not finished (buffered partial groups excluded)."""
@@ -520,7 +543,7 @@ class Simulation:
             g_left[group] -= 1
             if not g_left[group]:
                 self.on_group_done(now, group)
-            if buffered or (len(free_slots) >= G and not self.blocked):
+            if buffered or (len(free_slots) >= G and not self.blocked) or self.draining:
                 self.dispatch(now)
             now = pop(heap)
         heapq.heappush(heap, now)
@@ -530,6 +553,8 @@ class Simulation:
         the buffer (any freed slot may resume one), never while admission is blocked, else until G slots are free."""
         if self.buffered:
             return 1
+        if self.draining:
+            return max(1, self.cfg.concurrency - len(self.free_slots))
         if self.blocked:
             return NEVER
         return max(1, self.G - len(self.free_slots))
@@ -648,7 +673,8 @@ class Simulation:
         self.st_start.append(self.step_started_at)
         self.st_ready.append(ready)
         self.trainer_phase = 1
-        self.trainer_event_t = ready + self.train_time
+        busy = self.contention != 1.0 and len(self.free_slots) < self.cfg.concurrency
+        self.trainer_event_t = ready + self.train_time * (self.contention if busy else 1.0)
 
     def on_compute_done(self, now: float) -> None:
         """The step's compute ended: sync weights when this step pushes them, else the step ends now."""
@@ -672,7 +698,10 @@ class Simulation:
             self.st_aborted.append(self.aborted_in_step)
             self.aborted_in_step = 0
         if self.steps_done % self.interval == 0:
-            self.gen_version = self.version
+            if self.drain and len(self.free_slots) < self.cfg.concurrency:
+                self.draining = True
+            else:
+                self.load_pushed(now)
             if self.cfg.abort_on_weight_push:
                 self.abort(now, sorted(self.live_groups), self.fill_round)
         if self.progress is not None:
@@ -712,7 +741,13 @@ class Simulation:
             return t1, v_end
         running = t1 >= self.now  # the run stops at a trainer event, which goes before samples ending with it
         t1[running] = self.now
-        if self.batch_versions:
+        if self.drain:
+            # The generator's version moves when a drain ends (after the samples ending with it), to the version
+            # pushed last.
+            times = np.asarray([t for t, _ in self.applied], dtype=float)
+            versions = np.asarray([0] + [v for _, v in self.applied], dtype=np.int64)
+            v_end = versions[np.searchsorted(times, t1, side="left")]
+        elif self.batch_versions:
             # A batch starts only once every sample started before it has finished: each ends with its own batch's
             # version, the one its group started with.
             v_end = pooled(samples, np.int64)

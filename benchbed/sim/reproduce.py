@@ -411,7 +411,8 @@ def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
         _near(case, f"speedup, asynchronous over synchronous AReaL, {size.upper()}", q[f"speedup_{key}"],
               sync_h / async_h, 0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
         _near(case, f"interruptible generation: generation throughput gain, {size.upper()}", q[f"interrupt_gain_{key}"],
-              gain, 0.05, "prediction", ["sim.abort_on_weight_push", "sim.reprefill_fraction (assumed 0)"]),
+              gain, 0.05, "prediction", ["sim.abort_on_weight_push", "sim.drain_on_weight_push (the blog's baseline)",
+                                         "sim.decode (model bytes)", "sim.reprefill_fraction (assumed 0)"]),
     ]  # fmt: skip
 
 
@@ -487,7 +488,12 @@ def rows_vime(runs: list[CaseRun]) -> list[Row]:
     q, case = published("vime")["quantities"], "vime/qwen3-4b"
     sync, fully = _by_name(runs, "-sync"), _by_name(runs, "-fully-async")
     sync_s, async_s = version_step_s(sync), version_step_s(fully)
-    inputs = ["sim.train_step_time (sync train_time)", "sim.latency (sync train_wait, cap-bound)", "response shape"]
+    inputs = [
+        "sim.train_step_time (sync train_time)",
+        "sim.train_contention (async / sync train_time)",
+        "sim.latency (sync train_wait, cap-bound)",
+        "response shape",
+    ]
     return [
         _near(case, "sync step time (s)", q["sync_step"], sync_s, 0.10, "consistency", inputs),
         _near(case, "fully async step time (s)", q["async_step"], async_s, 0.15, "prediction", inputs),

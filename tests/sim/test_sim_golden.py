@@ -73,6 +73,10 @@ MECHANISMS = {
                                 {"max_response_tokens": 1500}),
     "fixed_latency_ties": ({"mode": "async", "concurrency": 16, "latency": 10.0, "train_step_time": 2.0,
                             "update_weights_interval": 2, "weight_sync_time": 1.0, "seed": 13}, {}),
+    "drain_on_push": ({"mode": "async", "concurrency": 32, "latency": LAT, "train_step_time": 3.0,
+                       "drain_on_weight_push": True, "weight_sync_time": 0.5, "seed": 14}, {"staleness": 2}),
+    "train_contention": ({"mode": "async", "concurrency": 32, "latency": LAT, "train_step_time": 3.0,
+                          "train_contention": 0.25, "seed": 15}, {}),
 }  # fmt: skip
 
 GOLDEN = {
@@ -86,6 +90,7 @@ GOLDEN = {
     "case3/360": "7bd9388d078a3b34",
     "case3/960": "32ff4f935a355f40",
     "case4": "3a6e6791fec623cb",
+    "drain_on_push": "af621f35f06da7f5",
     "filter_zero_adv": "f6dd74773718e214",
     "fixed_latency_ties": "f563bdd72a6f774c",
     "one_step_off": "866ba267c07d3962",
@@ -96,6 +101,7 @@ GOLDEN = {
     "sandboxes": "dc8274aa32f2e212",
     "sync": "a189fa6ea8d72e09",
     "tokens_turns_saturation": "d76031a48b951f03",
+    "train_contention": "341f2cf796210157",
 }
 
 

@@ -259,7 +259,9 @@ def watch(run_dir: Path, adapter_name: str | None, warmup_steps: int | None, tim
     start): step time, trainer idle, generator idle, staleness, throughput, zero-advantage groups, the regime of
     the metric window so far, and the alarms of benchbed/diagnosis/alarms.toml as they fire. On a terminal the
     view is a table; elsewhere one `watch step=N ...` line per step. When the run ends, the figures benchbed
-    computes from the finished run (as `benchbed ingest` does) are printed."""
+    computes from the finished run (as `benchbed ingest` does) are printed. Files that cannot be followed further
+    (a damaged W&B `.wandb` log) end the watch with one line naming the file and the byte, exit status 2: at once
+    when nothing of them could be read, else when the run is over."""
     adapter, stored_warmup, label = _adapter_of(run_dir, adapter_name)
     warmup = stored_warmup if warmup_steps is None else warmup_steps
     watched = Watch(run_dir, adapter, warmup_steps=warmup)
@@ -268,6 +270,8 @@ def watch(run_dir: Path, adapter_name: str | None, warmup_steps: int | None, tim
     try:
         with View(err_console if as_json else stdout_console(), f"watching {label}") as view:
             Follower(watched, view, interval, server, labels, on_alarm).until_end(timeout_s)
+        if watched.failure is not None:  # e.g. a damaged .wandb file: one line naming it, exit status 2
+            raise BenchbedError(watched.failure)
     finally:
         watched.close()
         if server is not None:

@@ -1,5 +1,5 @@
-"""`benchbed watch` of tracker histories (issue 38): an update's cost as a W&B `.wandb` record log or a TensorBoard
-event file grows, against re-reading the whole file.
+"""`benchbed watch` of tracker histories (issue 38): an update's cost as a W&B `.wandb` record log, a TensorBoard
+event file or verl's console log (a run with no other output) grows, against re-reading the whole file.
 
 A verl history of 1,000 and 10,000 steps (each step: verl v1_sync's first logged row, tests/fixtures/verl, with its
 step number changed) is written as the trackers write it (wandb's Record messages framed into a `.wandb` log;
@@ -117,7 +117,28 @@ class EventLog:
         self.writer.flush()
 
 
-FORMATS: dict[str, Callable[[Path], Any]] = {"wandb": WandbLog, "tensorboard": EventLog}
+class ConsoleLog:
+    """A run whose only output is verl's console log (tests/fixtures/verl/verl-0.9.1-v1_sync/console.log, printed by
+    verl's Tracking console backend under Ray): the log's lines before its first step line (the task runner's printed
+    config among them), then its step-1 line once per step with the step number changed."""
+
+    SOURCE = Path(__file__).parents[1] / "tests/fixtures/verl/verl-0.9.1-v1_sync/console.log"
+
+    def __init__(self, root: Path) -> None:
+        lines = self.SOURCE.read_text().splitlines(keepends=True)
+        first = next(i for i, line in enumerate(lines) if " step:1 - " in line)
+        self.line = lines[first]
+        self.dir = root / "run"
+        (self.dir / "logs").mkdir(parents=True)
+        self.fh = (self.dir / "logs" / "stdout.log").open("w")
+        self.fh.write("".join(lines[:first]))
+
+    def step(self, step: int) -> None:
+        self.fh.write(self.line.replace(" step:1 - ", f" step:{step} - "))
+        self.fh.flush()
+
+
+FORMATS: dict[str, Callable[[Path], Any]] = {"wandb": WandbLog, "tensorboard": EventLog, "console": ConsoleLog}
 
 
 @pytest.fixture(scope="module")

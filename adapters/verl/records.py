@@ -23,6 +23,7 @@ from benchbed.api import NotThisFrameworkError
 
 # the console's value and step-line readers are the kit's (verl's Tracking console format), named here as well
 __all__ = [
+    "ConsoleReading",
     "Reading",
     "Record",
     "clean_console_line",
@@ -113,49 +114,81 @@ def clean_console_line(line: str) -> tuple[str, str | None]:
     return text, actor or None
 
 
-def read_console(path: Path) -> Reading:
-    """Step lines (read by the kit's console history reader), the pprinted config, Ray actor names, crash markers
-    and version hints from a console log, in one pass."""
-    out = Reading()
-    steps = StepLines(path)
-    before_steps: list[str] = []  # where the task runner pprints its config
+@dataclass
+class ConsoleReading:
+    """One verl console log read a line at a time (`feed`): its step lines (the kit's StepLines), the lines before
+    the first step (where the task runner pprints its config), Ray actor names, crash markers and version hints.
+    `read_console` feeds it a whole file; `benchbed watch` feeds it the lines as they are appended (adapters.verl.live),
+    so both read the same rows and the same config."""
+
+    path: Path
+    out: Reading = field(default_factory=Reading)
+    steps: StepLines = field(init=False)
+    before_steps: list[str] = field(default_factory=list)
     dump_start: int | None = None
-    writers: list[str] = []  # which process printed each line before the steps (Ray actor and pid)
-    for number, raw, cut_off in read_text_lines(path):
+    writers: list[str] = field(default_factory=list)  # which process printed each line before the steps
+
+    def __post_init__(self) -> None:
+        self.steps = StepLines(self.path)
+
+    def feed(self, number: int, raw: str, cut_off: bool) -> None:
+        """Read line `number` as the file holds it (Ray prefix and ANSI colours still on); `cut_off` marks a last line
+        without its closing newline."""
+        out = self.out
         actor, pid, line = split_ray_line(raw)
         actor = actor or None
         if actor:
             out.actors.add(actor)
-        if not steps.rows and len(before_steps) < _MAX_CONFIG_LINES:
-            if dump_start is None and line.startswith("{'") and "':" in line:
-                dump_start = len(before_steps)
-            before_steps.append(line)
-            writers.append(f"{actor or ''}:{pid}")
+        if not self.steps.rows and len(self.before_steps) < _MAX_CONFIG_LINES:
+            if self.dump_start is None and line.startswith("{'") and "':" in line:
+                self.dump_start = len(self.before_steps)
+            self.before_steps.append(line)
+            self.writers.append(f"{actor or ''}:{pid}")
         if not out.crashed and any(marker in line for marker in _CRASH_MARKERS):
             out.crashed = True
-            out.warnings.append(f"{path}:{number}: the run crashed here (traceback or RayTaskError); it is partial")
+            where = f"{self.path}:{number}"
+            out.warnings.append(f"{where}: the run crashed here (traceback or RayTaskError); it is partial")
         if "verl" in line.lower():
             hint = _VERSION_HINT.search(line)
             if hint:
                 out.text_hints.append(hint.group(1))
-        steps.feed(number, line, actor, cut_off, out.warnings)
-    for row in steps.rows:
-        if fits_int64(row.step):
-            out.records.add(row.step, row.data, str(path), row.line)
-        else:
-            out.warnings.append(f"{path}:{row.line}: step {row.step} is past any step count; line skipped")
-    out.truncated = steps.truncated
-    if before_steps:
-        if dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's
-            printer = writers[dump_start]
-            before_steps = before_steps[:dump_start] + [
+        self.steps.feed(number, line, actor, cut_off, out.warnings)
+
+    def config(self, warnings: list[str]) -> dict[str, Any] | None:
+        """The printed config, from the lines before the first step (whole once a step line has been read)."""
+        if not self.before_steps:
+            return None
+        lines = self.before_steps
+        if self.dump_start is not None:  # other processes' lines interleaved with the dump: keep the printer's
+            printer = self.writers[self.dump_start]
+            lines = lines[: self.dump_start] + [
                 text
-                for text, who in zip(before_steps[dump_start:], writers[dump_start:], strict=True)
+                for text, who in zip(lines[self.dump_start :], self.writers[self.dump_start :], strict=True)
                 if who == printer
             ]
-        out.config = config_from_lines(before_steps, dump_start, path, out.warnings)
-    steps.finish(out.warnings)
-    return out
+        return config_from_lines(lines, self.dump_start, self.path, warnings)
+
+    def finish(self) -> Reading:
+        """The whole reading, once every line has been fed."""
+        out = self.out
+        for row in self.steps.rows:
+            if fits_int64(row.step):
+                out.records.add(row.step, row.data, str(self.path), row.line)
+            else:
+                out.warnings.append(f"{self.path}:{row.line}: step {row.step} is past any step count; line skipped")
+        out.truncated = self.steps.truncated
+        out.config = self.config(out.warnings)
+        self.steps.finish(out.warnings)
+        return out
+
+
+def read_console(path: Path) -> Reading:
+    """Step lines (read by the kit's console history reader), the pprinted config, Ray actor names, crash markers
+    and version hints from a console log, in one pass."""
+    reading = ConsoleReading(path)
+    for number, raw, cut_off in read_text_lines(path):
+        reading.feed(number, raw, cut_off)
+    return reading.finish()
 
 
 # Fields read from a printed config that Ray's log de-duplication made unreadable as a whole.

@@ -39,6 +39,11 @@ class ConsoleFollower:
     def resets(self) -> int:
         return self._tail.resets
 
+    @property
+    def damage(self) -> None:
+        """Text lines: nothing in them stops the following."""
+        return None
+
     def read(self) -> NewRows:
         """The rows of the steps the log has moved past since the last read."""
         for raw in self._tail.read():

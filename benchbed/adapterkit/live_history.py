@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from benchbed.adapterkit.gpu import match_gpu_key
-from benchbed.adapterkit.histories.history import PART, STEP, WALL_TIME, History
+from benchbed.adapterkit.histories.history import PART, STEP, WALL_TIME, History, HistoryError
 from benchbed.adapterkit.live_rows import Follower, Row
 from benchbed.errors import BenchbedError, NotThisFrameworkError
 from benchbed.trace import Trace
@@ -37,6 +37,7 @@ class HistoryStepsReader:
     framework: str
     follower: Follower | None = None
     _gpu: list[tuple[float, float]] = field(default_factory=list)  # (wall time, utilization) not yet credited
+    _rows: int = 0  # rows read so far
 
     @property
     def warnings(self) -> list[str]:
@@ -48,7 +49,9 @@ class HistoryStepsReader:
 
     def update(self, now: float) -> int:
         """Read what was appended since the last update; the number of new rows. Once the run has ended (its
-        tracker says so, or benchbed's record of a run it launched), the rows held back are read too."""
+        tracker says so, or benchbed's record of a run it launched), the rows held back are read too. A history
+        that cannot be followed further (a damaged `.wandb` file) ends the watch with HistoryError (see
+        `_stop_if_damaged`)."""
         from benchbed.adapterkit.live_jsonl import feed_steps, finished
 
         done = finished(Path(self.run_dir))
@@ -82,7 +85,20 @@ class HistoryStepsReader:
         if new.ended:  # samples after the last step belong to no step (gpu.steps_at): the sliding window only
             self._credit(math.inf)
         self.figures.ended = self.figures.ended or new.ended
+        self._rows += len(new.rows)
+        self._stop_if_damaged(done)
         return len(new.rows)
+
+    def _stop_if_damaged(self, done: bool) -> None:
+        """HistoryError naming the damage once the history cannot be followed further and nothing is left to wait
+        for: at once when nothing of it was read, else when the run is over (benchbed's record of a run it launched
+        says so; a run without one has nothing else to end it)."""
+        from benchbed.adapterkit.live_jsonl import RECORD_FILENAME
+
+        damage = self.follower.damage if self.follower is not None else None
+        launched = (Path(self.run_dir) / RECORD_FILENAME).is_file()
+        if damage is not None and (self._rows == 0 or done or not launched):
+            raise HistoryError(damage)
 
     def _credit(self, until: float) -> None:
         """The GPU samples taken up to `until` (a step's log time), to the step about to close: a sample belongs to

@@ -63,6 +63,11 @@ class MlflowFollower:
     def resets(self) -> int:
         return sum(t.resets for t in self._tails.values())
 
+    @property
+    def damage(self) -> None:
+        """Text lines: nothing in them stops the following."""
+        return None
+
     def read(self) -> NewRows:
         """The rows of the steps the run has moved past since the last read, its GPU samples, and its end."""
         new = NewRows()

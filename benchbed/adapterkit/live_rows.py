@@ -24,7 +24,7 @@ class NewRows:
 
 class Follower(Protocol):
     """One history format followed by byte offset: `read` the new whole rows, `flush` the rows held back for a step
-    that may still grow (at the run's end), `close` the files."""
+    that may still grow (at the run's end), `close` the files; `damage` once nothing more can be read."""
 
     warnings: list[str]
     config: dict[str, Any]
@@ -36,5 +36,10 @@ class Follower(Protocol):
 
     @property
     def resets(self) -> int: ...
+
+    @property
+    def damage(self) -> str | None:
+        """Where and why the history stopped being readable (one line naming the file and byte), once it has."""
+        ...
 
     def close(self) -> None: ...

@@ -88,6 +88,12 @@ class TensorboardFollower:
     def resets(self) -> int:
         return sum(f.tail.resets for f in self._files.values())
 
+    @property
+    def damage(self) -> str | None:
+        """Once every event file followed is damaged (nothing more can be read), the first one's damage."""
+        damages = [f.tail.damage for f in self._files.values()]
+        return damages[0] if damages and all(damages) else None
+
     def read(self) -> NewRows:
         """The rows of the steps each file has moved past since the last read."""
         from tensorboard.compat.proto.event_pb2 import Event

@@ -18,9 +18,11 @@ from benchbed.adapterkit.histories.wandb_file import (
     CHUNK_HEADER,
     FILE_HEADER,
     FIRST,
+    FORMAT_VERSION,
     FULL,
     IDENT,
     LAST,
+    MAGIC,
     MIDDLE,
     _apply,
     _gpu_items,
@@ -34,6 +36,30 @@ from benchbed.adapterkit.histories.wandb_file import (
 from benchbed.adapterkit.live_rows import NewRows, Row
 
 _CRC = [zlib.crc32(bytes([t])) for t in range(5)]
+
+
+def header_damage(path: Path, head: bytes) -> str | None:
+    """Why the first bytes of a `.wandb` file cannot begin a W&B record log (one line naming the file and the byte),
+    as read_wandb_file's RecordLog checks them; None while they can (a header not yet whole included)."""
+    if head[:4] != IDENT[: len(head[:4])]:
+        return f"{path}: damaged at byte 0 (not a W&B run log: it does not start with {IDENT!r}); not followed further"
+    if len(head) < FILE_HEADER:
+        return None
+    magic, version = struct.unpack_from("<HB", head, 4)
+    if magic != MAGIC or version != FORMAT_VERSION:
+        return (f"{path}: damaged at byte 4 (W&B log format {version}, magic {magic:#06x}; this reader knows format "
+                f"{FORMAT_VERSION}, magic {MAGIC:#06x}); not followed further")  # fmt: skip
+    return None
+
+
+def _bad_header(kind: int, length: int, left: int) -> str | None:
+    """Why a chunk header cannot be one a writer is still completing: a type LevelDB's log has not, or a length past
+    the end of its 32 KiB block (no chunk crosses one); None for a header whose chunk may still be arriving."""
+    if not FULL <= kind <= LAST:
+        return f"chunk type {kind}"
+    if CHUNK_HEADER + length > left:
+        return f"a chunk of {length} bytes runs past its 32 KiB block"
+    return None
 
 
 @dataclass
@@ -57,7 +83,8 @@ class RecordLogTail:
                     self.offset, self._pending = FILE_HEADER, []
                     self.resets += 1
                 fh.seek(0)
-                if fh.read(4) != IDENT:
+                self.damage = header_damage(self.path, fh.read(FILE_HEADER))
+                if self.damage is not None or fh.tell() < FILE_HEADER:  # damaged, or its header still being written
                     return []
                 fh.seek(self.offset)
                 data = fh.read()
@@ -79,12 +106,17 @@ class RecordLogTail:
                 break
             crc, length, kind = struct.unpack_from("<IHB", data, pos)
             end = pos + CHUNK_HEADER + length
-            if (crc, length, kind) == (0, 0, 0) or end > len(data):  # not yet written, or still being written
+            if (crc, length, kind) == (0, 0, 0):  # not yet written
+                break
+            why = _bad_header(kind, length, left)
+            if why is None and end > len(data):  # still being written
+                break
+            if why is None and zlib.crc32(data[pos + CHUNK_HEADER : end], _CRC[kind]) != crc:
+                why = "checksum mismatch"
+            if why is not None:
+                self.damage = f"{self.path}: damaged at byte {base + pos} ({why}); not followed further"
                 break
             payload = data[pos + CHUNK_HEADER : end]
-            if kind > LAST or zlib.crc32(payload, _CRC[kind]) != crc:
-                self.damage = f"{self.path}: damaged at byte {base + pos} (checksum mismatch); not followed further"
-                break
             pos = end
             if kind == FULL:
                 out.append(payload)
@@ -120,6 +152,11 @@ class WandbFollower:
     @property
     def resets(self) -> int:
         return self._tail.resets if self._tail is not None else 0
+
+    @property
+    def damage(self) -> str | None:
+        """Where and why the record log stopped being readable, once it has."""
+        return self._tail.damage if self._tail is not None else None
 
     def read(self) -> NewRows:
         """The history rows, GPU samples and config written since the last read, and whether the run exited."""

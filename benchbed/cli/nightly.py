@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
@@ -18,12 +18,17 @@ from rich.table import Table
 from benchbed.cli.console import err_console, launch_progress, stdout_console
 from benchbed.cli.launch_options import build_launcher, launcher_options
 from benchbed.cli.store_options import store_option
+from benchbed.cli.watch import following, watch_options
 from benchbed.errors import BenchbedError, SpecError
 from benchbed.nightly.stats import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, EntryVerdict, default_watch, metric_direction
 from benchbed.nightly.suite import load_suite
 from benchbed.outputs import check_output
 from benchbed.record import Gate, RunRecord
 from benchbed.store import Store, read_record
+
+if TYPE_CHECKING:
+    from benchbed.nightly.run import Follow, Following
+    from benchbed.spec import ExperimentSpec
 
 EXIT_REGRESSION = 3
 
@@ -97,19 +102,24 @@ def gate_options(alpha: float, min_effect: float) -> Gate:
 @click.option("--timeout", "timeout_s", type=float, default=None, help="wall-clock limit per launch, seconds")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="nightly HTML page to write (default: STORE/_nightly/MACHINE/SUITE/NIGHT/nightly.html)")  # fmt: skip
+@click.option("--watch", "watching", is_flag=True,
+              help="follow each run live while it runs (as benchbed watch does)")  # fmt: skip
+@watch_options
 @store_option
 @json_option
 @fail_on_option
 @junit_option
 def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, launcher_flags: dict[str, Any],
-            timeout_s: float | None, output: Path | None, store_dir: Path, as_json: bool, fail_on: str | None,
+            timeout_s: float | None, output: Path | None, watching: bool, interval: float,
+            prometheus_port: int | None, on_alarm: str | None, store_dir: Path, as_json: bool, fail_on: str | None,
             junit_path: Path | None) -> None:  # fmt: skip
     """Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of
     tonight's runs against the last nights of the same (machine, entry) series.
 
     Prints a Markdown summary (or JSON with --json) and writes the nightly page with each series' history and
     change points. --launcher ray|slurm launches every run on the cluster (--store on a filesystem its nodes
-    see). Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
+    see). --watch shows each run's live figures while it runs (benchbed watch), its alarms kept in the run's
+    record. Exit status: 0 nothing regressed (or --fail-on not given), 1 a launch failed, 2 bad input,
     3 a regression with --fail-on regression."""
     from benchbed.nightly.run import run_night
     from benchbed.report.nightly import counts_line, night_summary, write_night
@@ -119,15 +129,17 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, launche
         if path is not None:
             check_output(path)
     chosen = build_launcher(launcher, launcher_flags)
+    follow = _follow([entry.spec for entry in planned], watching, interval, prometheus_port, on_alarm, suite_path,
+                     as_json)  # fmt: skip
 
     def progress(label: str) -> AbstractContextManager[Callable[[str], None]]:
-        return launch_progress(label, enabled=sys.stderr.isatty())
+        return launch_progress(label, enabled=sys.stderr.isatty() and follow is None)
 
     def on_run(label: str, record: RunRecord) -> None:
         if not as_json:
             err_console.print(f"{label}: {record.status}", highlight=False, markup=False)
 
-    night = run_night(suite, planned, Store(store_dir), chosen, timeout_s, progress, on_run)
+    night = run_night(suite, planned, Store(store_dir), chosen, timeout_s, progress, on_run, follow)
     for error in night.skipped:
         err_console.print(f"[yellow]warning:[/] skipped {escape(error)}", highlight=False, soft_wrap=True)
     for warning in night.warnings:
@@ -138,6 +150,25 @@ def nightly(suite_path: Path, overrides: tuple[str, ...], launcher: str, launche
     err_console.print(f"{counts_line(night.verdicts, night.failed)}\nnightly page: {page.resolve()}",
                       highlight=False, soft_wrap=True)  # fmt: skip
     sys.exit(_exit_status(night.verdicts, night.failed, fail_on))
+
+
+def _follow(specs: list[ExperimentSpec], watching: bool, interval: float, port: int | None, on_alarm: str | None,
+            suite_path: Path, to_stderr: bool) -> Follow | None:  # fmt: skip
+    """--watch's follower of each launch (as `benchbed run --watch` follows one), once every entry's adapter is known
+    to have a live reader; None without --watch."""
+    if not watching:
+        if port is not None or on_alarm is not None:
+            raise click.UsageError("--prometheus-port and --on-alarm act on the live figures of --watch; add --watch")
+        return None
+    from benchbed.watch.readers import check_watchable
+
+    for spec in specs:
+        check_watchable(spec.adapter, suite_path)
+
+    def follow(spec: ExperimentSpec) -> AbstractContextManager[Following]:
+        return following(spec.adapter, spec.spec_id, interval, port, on_alarm, to_stderr, spec.warmup_steps)
+
+    return follow
 
 
 class _VsCommand(click.Command):

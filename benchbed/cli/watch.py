@@ -26,7 +26,7 @@ from benchbed.catalog import RECORD_FILENAME, read_record
 from benchbed.cli.console import err_console, stdout_console
 from benchbed.errors import BenchbedError
 from benchbed.watch.alarms import Alarm, run_on_alarm
-from benchbed.watch.live import gauge, sparkline
+from benchbed.watch.live import gauge, sparkline, spread
 from benchbed.watch.prometheus import MetricsServer, watch_exposition
 from benchbed.watch.session import StepRow, Watch, final_metrics
 
@@ -36,6 +36,7 @@ COLUMNS = (("trainer_idle", "trainer_idle_ratio", False), ("generator_idle", "ge
            ("throughput_sps", "trainer_throughput_sps", False),
            ("zero_adv", "zero_adv_group_fraction", False), ("gpu_busy", "gpu_busy_ratio", False))  # fmt: skip
 SHOWN_ROWS = 12
+SPARK_WIDTH = 40
 
 
 def _value(figures: dict[str, float], name: str, idle: bool) -> float:
@@ -52,6 +53,21 @@ def step_line(row: StepRow) -> str:
     fields = [f"step={row.step}", f"step_s={row.step_s:.6g}"]
     fields += [f"{column}={_value(row.run, name, idle):.6g}" for column, name, idle in COLUMNS]
     return "watch " + " ".join(fields) + f" regime={row.regime}"
+
+
+def spark_table(history: dict[str, list[float]], window_steps: int, width: int = SPARK_WIDTH) -> Table:
+    """A sparkline per shown figure: its sliding window's value after each of the last `width` steps, and the whole
+    run's figure so far over every step (`width` points picked evenly), so a drift shows beside a recent change."""
+    table = Table(box=None, pad_edge=False)
+    table.add_column("figure")
+    table.add_column(f"last {window_steps} steps, after each of the last {width}")
+    table.add_column("whole run, over every step")
+    for column, name, idle in COLUMNS:
+        window = [1.0 - v if idle else v for v in history.get(f"window.{name}", [])]
+        run = [1.0 - v if idle else v for v in history.get(f"run.{name}", [])]
+        if any(math.isfinite(v) for v in window + run):
+            table.add_row(column.replace("_", " "), sparkline(window, width), sparkline(spread(run, width), width))
+    return table
 
 
 @dataclass
@@ -93,9 +109,7 @@ class View:
         for row in self.rows:
             cells = [_cell(_value(row.run, name, idle)) for _, name, idle in COLUMNS]
             table.add_row(str(row.step), _cell(row.step_s), *cells, row.regime)
-        idle = watch.figures.history.get("window.trainer_idle_ratio", [])
-        spark = f"trainer idle of the last {watch.window_steps} steps, after each of the last 40: {sparkline(idle, 40)}"
-        parts: list[object] = [table, spark]
+        parts: list[object] = [table, spark_table(watch.figures.history, watch.window_steps)]
         busy = watch.figures.figures()["window"]["gpu_busy_ratio"]
         if math.isfinite(busy):  # only a run with GPU samples (NVML during a launch, W&B or MLflow system metrics)
             parts.append(f"GPU busy, last {watch.window_steps} steps: {gauge(busy)} {busy:.0%}")
@@ -259,7 +273,9 @@ def watch(run_dir: Path, adapter_name: str | None, warmup_steps: int | None, tim
     start): step time, trainer idle, generator idle, staleness, throughput, zero-advantage groups, the regime of
     the metric window so far, and the alarms of benchbed/diagnosis/alarms.toml as they fire. On a terminal the
     view is a table; elsewhere one `watch step=N ...` line per step. When the run ends, the figures benchbed
-    computes from the finished run (as `benchbed ingest` does) are printed."""
+    computes from the finished run (as `benchbed ingest` does) are printed. Files that cannot be followed further
+    (a damaged W&B `.wandb` log) end the watch with one line naming the file and the byte, exit status 2: at once
+    when nothing of them could be read, else when the run is over."""
     adapter, stored_warmup, label = _adapter_of(run_dir, adapter_name)
     warmup = stored_warmup if warmup_steps is None else warmup_steps
     watched = Watch(run_dir, adapter, warmup_steps=warmup)
@@ -268,6 +284,8 @@ def watch(run_dir: Path, adapter_name: str | None, warmup_steps: int | None, tim
     try:
         with View(err_console if as_json else stdout_console(), f"watching {label}") as view:
             Follower(watched, view, interval, server, labels, on_alarm).until_end(timeout_s)
+        if watched.failure is not None:  # e.g. a damaged .wandb file: one line naming it, exit status 2
+            raise BenchbedError(watched.failure)
     finally:
         watched.close()
         if server is not None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from benchbed.launch.base import Launcher, get_launcher
 from benchbed.nightly.history import Series, build_series, load_points, night_verdicts
@@ -19,11 +20,23 @@ from benchbed.nightly.suite import PlannedEntry, Suite
 from benchbed.nightly.trust import untrusted_nights
 from benchbed.pipeline import execute, preflight
 from benchbed.record import RunRecord, SuiteInfo, machine_info, utc_now
-from benchbed.spec import repeated
+from benchbed.spec import ExperimentSpec, repeated
 from benchbed.store import Store
 
 NIGHTLY_DIRNAME = "_nightly"  # <store>/_nightly/<machine>/<suite>/<night>/: page, summary, verdicts, JUnit
 Progress = Callable[[str], AbstractContextManager[Callable[[str], None]]]
+
+
+class Following(Protocol):
+    """What follows one launch live (`benchbed nightly --watch`: benchbed.cli.watch.RunWatcher): told the run
+    directory once the run claims it; afterwards, the lines (alarms, what could not be read) its record keeps."""
+
+    def start(self, run_dir: Path) -> None: ...
+
+    def warnings(self) -> list[str]: ...
+
+
+Follow = Callable[[ExperimentSpec], AbstractContextManager[Following]]
 
 
 @dataclass
@@ -63,11 +76,13 @@ def run_night(
     timeout_s: float | None = None,
     progress: Progress | None = None,
     on_run: Callable[[str, RunRecord], None] | None = None,
+    follow: Follow | None = None,
 ) -> Night:
     """Run each planned entry its repeats (checked launchable first), then judge tonight against the history.
 
-    `progress(label)` gives each launch its line callback (a progress bar); `on_run(label, record)` hears of each
-    finished run. A failed launch keeps its record and the night goes on."""
+    `progress(label)` gives each launch its line callback (a progress bar); `follow(spec)` follows each launch live
+    and its warnings join the run's record; `on_run(label, record)` hears of each finished run. A failed launch
+    keeps its record and the night goes on."""
     launcher = get_launcher(launcher) if isinstance(launcher, str) else launcher
     store_machine = machine_info().name
     night = night_id()
@@ -77,8 +92,12 @@ def run_night(
         info = SuiteInfo(name=suite.name, entry=entry.name, night=night, watch=list(entry.watch), gate=entry.gate)
         for spec in repeated(entry.spec):
             label = f"{entry.name} ({spec.repeat + 1}/{spec.repeats})"
-            with (progress or _silent)(label) as on_line:
-                outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info, launcher=launcher)
+            with (progress or _silent)(label) as on_line, (follow or _unfollowed)(spec) as following:
+                outcome = execute(spec, store, on_line=on_line, timeout_s=timeout_s, suite=info, launcher=launcher,
+                                  on_run_dir=following.start if following else None)  # fmt: skip
+            if following is not None and following.warnings():  # the alarms that fired go into the record
+                outcome.record.warnings.extend(following.warnings())
+                store.save(outcome.run_dir, outcome.record)
             result.records.append(outcome.record)
             if on_run is not None:
                 on_run(label, outcome.record)
@@ -100,3 +119,7 @@ def run_night(
 
 def _silent(label: str) -> AbstractContextManager[Callable[[str], None]]:
     return nullcontext(lambda line: None)
+
+
+def _unfollowed(spec: ExperimentSpec) -> AbstractContextManager[None]:
+    return nullcontext()

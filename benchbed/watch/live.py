@@ -29,6 +29,15 @@ def sparkline(values: list[float], width: int = 40) -> str:
     )
 
 
+def spread(values: list[float], width: int = 40) -> list[float]:
+    """At most `width` values picked evenly over the whole list, first and last included: a whole run's sparkline
+    in a fixed width (O(width), whatever the run's length)."""
+    n = len(values)
+    if n <= width:
+        return list(values)
+    return [values[round(i * (n - 1) / (width - 1))] for i in range(width)]
+
+
 def gauge(ratio: float, width: int = 20) -> str:
     """A ratio in [0, 1] as a bar of `width` cells, full cells for the busy share (clipped to the bar)."""
     full = round(min(max(ratio, 0.0), 1.0) * width)

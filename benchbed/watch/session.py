@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchbed.diagnosis.rules import diagnose_metrics
+from benchbed.errors import BenchbedError
 from benchbed.metrics.registry import display_order
 from benchbed.record import MetricValue
 from benchbed.watch.alarms import Alarm, AlarmRule, check, load_rules
@@ -53,6 +54,7 @@ class Watch:
     alarms: list[Alarm] = field(default_factory=list)
     _reader: LiveReader = field(init=False)
     _gpu: GpuSamplesTail = field(init=False)
+    failure: str | None = None  # why the run's files could not be followed to the run's end, in one line
     _fired: set[str] = field(default_factory=set)
     _seen: int = 0
 
@@ -64,8 +66,14 @@ class Watch:
     def update(self) -> tuple[list[StepRow], list[Alarm]]:
         """Read what was appended since the last update: the steps that finished since, and the alarms that fired."""
         now = self.clock()
+        if self.failure is not None:
+            return [], []
         self._gpu.update(self.figures)  # samples taken so far count with the step that ends next
-        self._reader.update(now)
+        try:
+            self._reader.update(now)
+        except BenchbedError as exc:  # the run's files cannot be followed further (a damaged history): the end
+            self.failure = str(exc)
+            self.figures.ended = True
         rows = [self._row(i) for i in range(self._seen, len(self.figures.step_numbers))]
         self._seen = len(self.figures.step_numbers)
         fired = check(self.rules, self.figures, now, self._fired)
@@ -84,13 +92,15 @@ class Watch:
 
     @property
     def ended(self) -> bool:
-        """Whether the run's end was read."""
+        """Whether the run's end was read (or its files cannot be followed further: `failure`)."""
         return self.figures.ended
 
     @property
     def warnings(self) -> list[str]:
         """The reader's warnings and the fired alarms' lines, for the record."""
-        return [*self._reader.warnings, *self._gpu.warnings, *(a.line() for a in self.alarms)]
+        read = self._reader.warnings
+        failure = [] if self.failure is None or self.failure in read else [self.failure]
+        return [*read, *failure, *self._gpu.warnings, *(a.line() for a in self.alarms)]
 
     def close(self) -> None:
         """Release the followed files."""

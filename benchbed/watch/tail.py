@@ -39,6 +39,11 @@ class FileTail:
             self.resets += 1
         return lines + self._lines(self._handle.read())
 
+    def remainder(self) -> str:
+        """The last line read so far without its closing newline ("" if none), as a writer that stopped mid-line
+        left it."""
+        return self._pending.decode(errors="replace")
+
     def _drain(self) -> list[str]:
         assert self._handle is not None
         return self._lines(self._handle.read())

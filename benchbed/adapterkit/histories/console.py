@@ -114,6 +114,11 @@ class StepLines:
             self.rows.append(StepRow(int(match.group("step")), data, number))
             self._wrapped = (payload.split("\r", 1)[0], self.rows[-1], bad)
 
+    @property
+    def settled(self) -> int:
+        """How many rows no later line can change: all but the last while it may still gain a wrapped line's rest."""
+        return len(self.rows) - (self._wrapped is not None)
+
     def finish(self, warnings: list[str]) -> None:
         """Say how many key:value pairs could not be read."""
         if self.bad_pairs:

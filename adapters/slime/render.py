@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import json
 import shlex
-import sys
 from functools import cache
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -14,13 +13,9 @@ from typing import Any
 from benchbed.adapters.slime.options import SlimeOptions
 
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.presets import Preset, load_presets, preset_for_model
 from benchbed.adapterkit.shared import is_secret_name
 from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FULLY_ASYNC_FN = "slime.rollout.fully_async_rollout.generate_rollout_fully_async"
 TENSORBOARD_SUBDIR = "tensorboard"
@@ -28,6 +23,7 @@ DUMP_SUBDIR = "rollout_dumps"
 PREPARE_SUBDIR = "slime_prepare"  # trainer_only: the one-off rollout-only phase writes here
 DUMP_TEMPLATE = "rollout_{rollout_id}.pt"
 SCRIPT = "slime_trainer_only.sh"
+PRESETS_FILE = Path(__file__).with_name("presets.toml")
 
 
 @cache
@@ -36,18 +32,15 @@ def argument_names() -> dict[str, Any]:
     return json.loads(resources.files(__package__).joinpath("argnames.json").read_text())
 
 
-@cache
-def model_table() -> dict[str, dict[str, Any]]:
-    """Megatron architecture args per model (models.toml, equivalent to upstream scripts/models/*.sh)."""
-    return tomllib.loads(resources.files(__package__).joinpath("models.toml").read_text())["models"]
+def model_table() -> dict[str, Preset]:
+    """Megatron architecture args per model (presets.toml, equivalent to upstream scripts/models/*.sh)."""
+    return load_presets(PRESETS_FILE)
 
 
 def model_args(model: str) -> tuple[str, list[str]]:
-    lowered = model.lower()
-    for name, entry in model_table().items():
-        if any(m in lowered for m in entry["match"]):
-            return name, list(entry["args"])
-    return "", []
+    """The preset matching the model id and its Megatron argv, or ("", []) where none does."""
+    preset = preset_for_model(model_table(), model)
+    return ("", []) if preset is None else (preset.name, list(preset.values["args"]))
 
 
 def unknown_arguments(argv: list[str], version: str) -> list[str]:

@@ -61,7 +61,7 @@ def test_argument_names_cover_both_pinned_commits() -> None:
 @pytest.mark.parametrize("name", sorted(model_table()))
 @pytest.mark.parametrize("version", VERSIONS)
 def test_model_architecture_args_are_known_to_megatron_and_slime(name: str, version: str) -> None:
-    assert unknown_arguments(model_table()[name]["args"], version) == []
+    assert unknown_arguments(model_table()[name].values["args"], version) == []
 
 
 def test_models_match_by_name_and_carry_upstream_shapes() -> None:

@@ -6,7 +6,6 @@ import difflib
 import json
 import shlex
 from functools import cache
-from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -15,6 +14,7 @@ from benchbed.adapters.slime.options import SlimeOptions
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.adapterkit.presets import Preset, load_presets, preset_for_model
 from benchbed.adapterkit.shared import is_secret_name
+from benchbed.adapterkit.upstream import upstream_list
 from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
 
 FULLY_ASYNC_FN = "slime.rollout.fully_async_rollout.generate_rollout_fully_async"
@@ -23,13 +23,16 @@ DUMP_SUBDIR = "rollout_dumps"
 PREPARE_SUBDIR = "slime_prepare"  # trainer_only: the one-off rollout-only phase writes here
 DUMP_TEMPLATE = "rollout_{rollout_id}.pt"
 SCRIPT = "slime_trainer_only.sh"
-PRESETS_FILE = Path(__file__).with_name("presets.toml")
+ADAPTER_DIR = Path(__file__).parent
+PRESETS_FILE = ADAPTER_DIR / "presets.toml"
+FORWARDED_PREFIXES = ("--sglang-",)  # slime hands any --sglang-* option to SGLang's ServerArgs
 
 
 @cache
-def argument_names() -> dict[str, Any]:
-    """Option strings of the pinned slime commits and Megatron-LM (argnames.json, extracted from upstream parsers)."""
-    return json.loads(resources.files(__package__).joinpath("argnames.json").read_text())
+def argument_names(version: str) -> frozenset[str]:
+    """Option strings the pinned slime commit and Megatron-LM accept (upstream.json, read from their parsers)."""
+    slime, megatron = upstream_list(ADAPTER_DIR, f"slime {version}"), upstream_list(ADAPTER_DIR, "megatron")
+    return frozenset(slime.names) | frozenset(megatron.names)
 
 
 def model_table() -> dict[str, Preset]:
@@ -45,11 +48,9 @@ def model_args(model: str) -> tuple[str, list[str]]:
 
 def unknown_arguments(argv: list[str], version: str) -> list[str]:
     """Option strings in argv that neither the pinned slime commit nor Megatron-LM nor SGLang's prefix accepts."""
-    names = argument_names()
-    known = set(names["slime"][version]) | set(names["megatron"])
-    prefixes = tuple(names["forwarded_prefixes"])
-    names = [t.partition("=")[0] for t in argv if t.startswith("--")]  # `--flag=value` is the option --flag
-    return [t for t in names if t not in known and not t.startswith(prefixes)]
+    known = argument_names(version)
+    options = [t.partition("=")[0] for t in argv if t.startswith("--")]  # `--flag=value` is the option --flag
+    return [t for t in options if t not in known and not t.startswith(FORWARDED_PREFIXES)]
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
@@ -167,8 +168,7 @@ def _placement(spec: ExperimentSpec) -> list[str]:
 def check_arguments(name: str, argv: list[str], version: str) -> None:
     unknown = unknown_arguments(argv, version)
     if unknown:
-        names = argument_names()
-        pool = list(set(names["slime"][version]) | set(names["megatron"]))
+        pool = sorted(argument_names(version))
         hints = [
             f"{u} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(u, pool, n=1)) else u for u in unknown
         ]

@@ -132,7 +132,7 @@ def test_unknown_key_is_caught_by_the_field_check() -> None:
 
 def test_field_list_is_pinned() -> None:
     fields = field_list("559b447")
-    assert fields.commit == "559b447"
+    assert fields.source.startswith("PrimeIntellect-ai/prime-rl@559b447 ")
     for key in (
         "orchestrator.max_off_policy_steps",
         "deployment.num_infer_replicas",

@@ -50,6 +50,20 @@ def _new_record(spec_data: dict, spec_id: str, adapter_name: str, launcher: str)
     )
 
 
+def _ingest_record(
+    name: str, source: str, adapter_name: str, resources: dict[str, Any] | None, quality_target: str | None
+) -> RunRecord:
+    """The record of ingesting `source` as `ingest-<name>`: its id carries a hash of the source, its spec the
+    [resources] table and the [quality] target where given."""
+    spec_data: dict[str, Any] = {"name": f"ingest-{name}", "adapter": adapter_name, "source": source}
+    if resources:
+        spec_data["resources"] = resources
+    if quality_target:
+        spec_data["quality"] = {"target": quality_target}
+    spec_id = f"ingest-{name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
+    return _new_record(spec_data, spec_id, adapter_name, "ingest")
+
+
 def _finish(record: RunRecord, store: Store, run_dir: Path, trace: Trace | None, warmup_steps: int) -> None:
     """Attach what the trace says (framework, mode, metrics, warnings), write it, finalise the record.
 
@@ -299,13 +313,7 @@ def ingest(
         raise SeveralRunsError(path, adapter_name, runs)
     adapter = get_adapter(adapter_name)
     source = str(path.resolve())
-    spec_data: dict[str, Any] = {"name": f"ingest-{path.name}", "adapter": adapter_name, "source": source}
-    if resources:
-        spec_data["resources"] = resources
-    if quality_target:
-        spec_data["quality"] = {"target": quality_target}
-    spec_id = f"ingest-{path.name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
-    record = _new_record(spec_data, spec_id, adapter_name, "ingest")  # its clock starts before parsing
+    record = _ingest_record(path.name, source, adapter_name, resources, quality_target)  # its clock starts now
     refuse_summary(path, whole=True)  # a pasted W&B summary is no adapter's to read, however lenient its parser
     trace: Trace | None = None
     try:
@@ -320,7 +328,7 @@ def ingest(
     from benchbed.adapterkit.histories.credentials import run_dir_secrets
 
     found = {**run_dir_secrets(path), **(found or {})}  # a W&B run kept in the run directory: its own credentials
-    run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
+    run_dir = store.new_run_dir(record.machine.name, adapter_name, record.spec_id, record.benchbed.commit)
     try:
         record.warnings.extend(copy_native(path, run_dir / NATIVE_DIRNAME, found))
         record.status = "succeeded" if trace is not None else "failed"
@@ -418,19 +426,13 @@ def ingest_history(
         raise AdapterError(f"the {adapter_name} adapter reads no tracker histories ({history.source.uri})")
     source = history.source.uri
     name = f"{history.source.tracker}-{history.source.run_id}"
-    spec_data: dict[str, Any] = {"name": f"ingest-{name}", "adapter": adapter_name, "source": source}
-    if resources:
-        spec_data["resources"] = resources
-    if quality_target:
-        spec_data["quality"] = {"target": quality_target}
-    spec_id = f"ingest-{name}-{hashlib.sha256(source.encode()).hexdigest()[:8]}"
-    record = _new_record(spec_data, spec_id, adapter_name, "ingest")
+    record = _ingest_record(name, source, adapter_name, resources, quality_target)
     try:
         with _no_traceback_from_bytes(source):  # unreadable: fails here, before anything is stored
             trace = support.parse(history).validate()
     except ImpossibleValueError as exc:
         raise TraceError(_impossible_in_history(history, exc)) from None
-    run_dir = store.new_run_dir(record.machine.name, adapter_name, spec_id, record.benchbed.commit)
+    run_dir = store.new_run_dir(record.machine.name, adapter_name, record.spec_id, record.benchbed.commit)
     try:
         native = run_dir / NATIVE_DIRNAME
         native.mkdir(parents=True, exist_ok=True)

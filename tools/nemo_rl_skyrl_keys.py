@@ -1,8 +1,5 @@
-"""List the config keys NeMo-RL's and SkyRL's command lines accept, from their sources, so the keys benchbed renders
-can be checked offline (tests/adapters/nemo_rl, tests/adapters/skyrl).
-
-    python tools/nemo_rl_skyrl_keys.py nemo_rl NEMO_RL_DIR --commit 7ea279a > adapters/nemo_rl/keys_7ea279a.json
-    python tools/nemo_rl_skyrl_keys.py skyrl SKYRL_DIR --commit a956457 > adapters/skyrl/fields_a956457.json
+"""The config keys NeMo-RL's and SkyRL's command lines accept, read from their sources: the extractors behind
+`tools/upstream.py refresh nemo_rl|skyrl keys` (adapters/*/upstream.json), so rendered keys are checked offline.
 
 NeMo-RL: every dotted key of examples/configs/grpo_math_1B.yaml (the base every GRPO recipe's `defaults` chain ends
 in). SkyRL: every dotted field of the `SkyRLTrainConfig` dataclass tree in skyrl/train/config/config.py, read by AST
@@ -10,10 +7,7 @@ in). SkyRL: every dotted field of the `SkyRLTrainConfig` dataclass tree in skyrl
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
-import sys
 from pathlib import Path
 
 import yaml
@@ -52,18 +46,3 @@ def skyrl_fields(root: Path) -> list[str]:
         return out
 
     return sorted(set(walk("SkyRLTrainConfig", "")))
-
-
-def main() -> None:
-    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args.add_argument("framework", choices=("nemo_rl", "skyrl"))
-    args.add_argument("checkout", type=Path)
-    args.add_argument("--commit", required=True)
-    a = args.parse_args()
-    keys = nemo_rl_keys(a.checkout) if a.framework == "nemo_rl" else skyrl_fields(a.checkout)
-    json.dump({"commit": a.commit, "keys": keys}, sys.stdout, indent=0)
-    sys.stdout.write("\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,9 +1,5 @@
-"""List the arguments open-instruct's grpo_fast.py and the config keys rLLM's unified trainer accept, from their
-sources, so the names benchbed renders can be checked offline (tests/adapters/open_instruct, tests/adapters/rllm).
-
-    python tools/open_instruct_rllm_keys.py open_instruct OPEN_INSTRUCT_DIR --commit e6c3044 \
-        > adapters/open_instruct/flags_e6c3044.json
-    python tools/open_instruct_rllm_keys.py rllm RLLM_DIR --commit 9beb6e0 > adapters/rllm/keys_9beb6e0.json
+"""The arguments open-instruct's grpo_fast.py and the config keys rLLM's unified trainer accept, read from their
+sources: the extractors behind `tools/upstream.py refresh open_instruct|rllm keys` (adapters/*/upstream.json).
 
 open-instruct: the fields of the dataclasses grpo_fast.py's ArgumentParserPlus parses (its `__main__`), with their
 base classes' fields, read by AST (nothing is imported). rLLM: every dotted key of rllm/trainer/config/rllm/base.yaml
@@ -11,10 +7,7 @@ base classes' fields, read by AST (nothing is imported). rLLM: every dotted key 
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
-import sys
 from pathlib import Path
 
 import yaml
@@ -53,18 +46,3 @@ def rllm_keys(root: Path) -> list[str]:
     config = root / "rllm" / "trainer" / "config" / "rllm"
     base = walk(yaml.safe_load((config / "base.yaml").read_text()), "rllm.")
     return sorted(set(base) | set(walk(yaml.safe_load((config / "backend" / "tinker.yaml").read_text()), "")))
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("framework", choices=("open_instruct", "rllm"))
-    parser.add_argument("root", type=Path, help="a checkout of the framework at the commit")
-    parser.add_argument("--commit", required=True, help="the checkout's commit, recorded in the output")
-    args = parser.parse_args(argv)
-    keys = open_instruct_flags(args.root) if args.framework == "open_instruct" else rllm_keys(args.root)
-    json.dump({"commit": args.commit, "keys": keys}, sys.stdout, indent=0)
-    sys.stdout.write("\n")
-
-
-if __name__ == "__main__":
-    main()

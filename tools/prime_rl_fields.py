@@ -1,21 +1,14 @@
-"""Extract the dotted field list of prime-rl's `rl` config from source, so rendered keys can be checked offline.
-
-Run against checkouts at the pinned commits (prime-rl and its `deps/verifiers` submodule):
-
-    python tools/prime_rl_fields.py PRIME_RL_DIR VERIFIERS_DIR --commit 559b447 \
-        [--extra-src RENDERERS_DIR --extra-note "renderers 0.1.12"] > adapters/prime_rl/fields_559b447.json
+"""The dotted field list of prime-rl's `rl` config, read from source: the extractor behind
+`tools/upstream.py refresh prime_rl "prime-rl COMMIT"` (adapters/prime_rl/upstream.json), run against checkouts at the
+pinned commits (prime-rl, its `deps/verifiers` submodule, and any more package roots such as renderers).
 
 Reads the pydantic config classes by AST (nothing is imported), starting at `RLConfig`. A field whose type
 cannot be resolved to a config class (dicts, plugin configs declared `SerializeAsAny`) is recorded as an open
-subtree `path.*`: any key below it is accepted.
-"""
+subtree `path.*`: any key below it is accepted."""
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,31 +215,3 @@ def extract(prime_rl_dir: Path, verifiers_dir: Path, extra: list[Path] | None = 
     out: set[str] = set()
     walk(idx, idx.classes[roots_found[0]], "", out)
     return sorted(out)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("prime_rl_dir", type=Path)
-    parser.add_argument("verifiers_dir", type=Path, help="directory holding the `verifiers` package (deps/verifiers)")
-    parser.add_argument(
-        "--commit", required=True, help="the prime-rl commit the checkout is at (recorded in the output)"
-    )
-    parser.add_argument("--verifiers-commit", default="", help="the verifiers commit (recorded in the output)")
-    parser.add_argument("--extra-src", type=Path, action="append", default=[], help="more package roots to read")
-    parser.add_argument("--extra-note", default="", help="what the extra roots are (recorded in the output)")
-    args = parser.parse_args(argv)
-    fields = extract(args.prime_rl_dir, args.verifiers_dir, args.extra_src)
-    doc = {
-        "prime_rl_commit": args.commit,
-        "verifiers_commit": args.verifiers_commit,
-        "root": ROOT_CLASS,
-        "extra_sources": args.extra_note,
-        "fields": fields,
-    }
-    json.dump(doc, sys.stdout, indent=0)
-    sys.stdout.write("\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

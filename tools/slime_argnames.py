@@ -1,10 +1,7 @@
-"""Developer tool: regenerate argnames.json from upstream sources (not imported by benchbed).
-
-Usage: python tools/slime_argnames.py SLIME_CHECKOUT MEGATRON_CHECKOUT KIND
-where KIND is `slime` or `megatron`; prints the option strings of that parser as JSON. Optional heavy imports
+"""The option strings slime's and Megatron-LM's argument parsers accept: the extractor behind
+`tools/upstream.py refresh slime "slime VERSION"|megatron` (adapters/slime/upstream.json). Optional heavy imports
 (sglang, ray, transformer_engine, ...) that are not installed are replaced by inert modules, since only the
-argparse definitions are needed. Run once per pinned commit and merge the lists into adapters/slime/argnames.json.
-"""
+argparse definitions are needed; torch must be installed."""
 
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ import argparse
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import json
 import re
 import sys
 from pathlib import Path
@@ -99,9 +95,3 @@ def option_strings(slime_dir: Path, megatron_dir: Path, kind: str) -> list[str]:
         pre = re.search(r"def _pre_parse_mode\(\):(.*?)return temp_args", source, re.S)
         extra = re.findall(r'"(--[a-z0-9-]+)"', pre.group(1)) if pre else []
     return sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")} | set(extra))
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[3] not in ("slime", "megatron") or importlib.util.find_spec("torch") is None:
-        sys.exit(__doc__)
-    print(json.dumps(option_strings(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])))

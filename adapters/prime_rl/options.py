@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from benchbed.adapters.prime_rl.presets import PRESETS
+from benchbed.adapters.prime_rl.presets import presets
 from pydantic import BaseModel, ConfigDict, Field
 
 PINNED_COMMIT = "559b447"
-PresetName = Literal[(*(p.name for p in PRESETS), "none")]  # type: ignore[valid-type]
+PresetName = Literal[(*presets(), "none")]  # type: ignore[valid-type]
 
 
 class PrimeRLOptions(BaseModel):

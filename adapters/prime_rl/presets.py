@@ -1,82 +1,37 @@
-"""MoE launch presets: trainer parallelism and inference layout per model family, after prime-rl's examples/advanced.
-
-Each preset is a partial `rl` config (deep-merged under the spec-derived keys) plus the inference layout benchbed
-needs to size the deployment: GPUs per inference replica and, for prefill/decode disaggregation, the split."""
+"""MoE launch presets for prime-rl (presets.toml, in the kit's preset format): each a partial `rl` config plus the
+inference layout benchbed needs to size the deployment, read through these accessors."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from benchbed.adapterkit.presets import Preset, load_presets
 
-@dataclass(frozen=True)
-class Preset:
-    """A model family's launch shape."""
-
-    name: str
-    pattern: str  # matched case-insensitively against workload.model
-    config: dict[str, Any] = field(default_factory=dict)
-    gpus_per_replica: int = 8  # inference GPUs per replica (one vLLM engine group)
-    pd_disaggregated: bool = False  # split each replica's nodes half prefill, half decode
-    generation_model: str | None = None  # checkpoint served for generation (e.g. an FP8 variant)
+PRESETS_FILE = Path(__file__).with_name("presets.toml")
+GPUS_PER_REPLICA = 8  # inference GPUs per replica where a preset does not say
 
 
-_MOE_TRAINER = {"impl": "custom", "ep": 8, "ac": {"freq": 1}}
-_CPU_OFFLOAD = {"optim_cpu_offload": True, "ac_offloading": {"max_inflight_activations": 1}}  # optimizer, activations
-_EP_INFERENCE = {"vllm": {"tensor_parallel_size": 8, "enable_expert_parallel": True}}
-
-PRESETS: tuple[Preset, ...] = (
-    Preset(
-        name="qwen3-30b-a3b",
-        pattern=r"qwen3-30b-a3b",
-        config={"trainer": {"model": {**_MOE_TRAINER}}, "inference": _EP_INFERENCE},
-    ),
-    Preset(
-        name="qwen3-235b-a22b",
-        pattern=r"qwen3-235b-a22b",
-        config={
-            # Case study 1: FSDP + EP8 with optimizer-state and activation offload to CPU.
-            "trainer": {"model": {**_MOE_TRAINER, **_CPU_OFFLOAD}},
-            "inference": _EP_INFERENCE,
-            # The 2507 Thinking/Instruct ids are not in renderers' MODEL_RENDERER_MAP ("auto" is refused);
-            # they share the Qwen3 chat template, as Qwen3-30B-A3B-Thinking-2507 (mapped to qwen3) does.
-            "orchestrator": {"renderer": {"name": "qwen3"}},
-        },
-    ),
-    Preset(
-        name="glm-4.5-air",
-        pattern=r"glm-4\.5-air",
-        config={
-            "trainer": {"model": {"impl": "custom", "cp": 4, "cp_style": "ulysses", "ac": {"freq": 1}}},
-            "inference": _EP_INFERENCE,
-        },
-    ),
-    Preset(
-        name="glm-5",
-        pattern=r"glm-5(?![\d.]*-air)",
-        config={
-            # Case study 2: FSDP + CP2 + EP8, optimizer offload; generation PD-disaggregated with wide EP.
-            "trainer": {"model": {**_MOE_TRAINER, "cp": 2, **_CPU_OFFLOAD}},
-            "inference": {"vllm": {"enable_expert_parallel": True}},
-        },
-        gpus_per_replica=64,
-        pd_disaggregated=True,
-        generation_model="zai-org/GLM-5-FP8",
-    ),
-)
+def presets() -> dict[str, Preset]:
+    """The presets by name, in the order they are tried."""
+    return load_presets(PRESETS_FILE)
 
 
-def preset_by_name(name: str) -> Preset:
-    for preset in PRESETS:
-        if preset.name == name:
-            return preset
-    raise KeyError(name)
+def preset_config(preset: Preset) -> dict[str, Any]:
+    """The partial `rl` config the preset merges under the spec-derived keys."""
+    return dict(preset.values.get("config", {}))
 
 
-def preset_for_model(model: str) -> Preset | None:
-    """The preset whose pattern matches the model id (e.g. Qwen/Qwen3-235B-A22B-Thinking-2507), if any."""
-    for preset in PRESETS:
-        if re.search(preset.pattern, model, re.I):
-            return preset
-    return None
+def gpus_per_replica(preset: Preset) -> int:
+    """Inference GPUs per replica (one vLLM engine group)."""
+    return int(preset.values.get("gpus_per_replica", GPUS_PER_REPLICA))
+
+
+def pd_disaggregated(preset: Preset) -> bool:
+    """Whether each replica's nodes split half prefill, half decode."""
+    return bool(preset.values.get("pd_disaggregated", False))
+
+
+def served_model(preset: Preset) -> str | None:
+    """The checkpoint served for generation (e.g. an FP8 variant), where it is not workload.model."""
+    return preset.values.get("generation_model")

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.adapters.prime_rl.options import PrimeRLOptions
-from benchbed.adapters.prime_rl.presets import Preset, preset_by_name, preset_for_model
+from benchbed.adapters.prime_rl.presets import gpus_per_replica, pd_disaggregated, preset_config, presets, served_model
 
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.presets import Preset, choose_preset
 from benchbed.adapterkit.templates import toml_text
 from benchbed.api import ExperimentSpec, LaunchError, LaunchPlan, SpecError
 
@@ -44,11 +45,8 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def resolve_preset(spec: ExperimentSpec, opts: PrimeRLOptions) -> Preset | None:
-    if opts.preset == "none":
-        return None
-    if opts.preset is not None:
-        return preset_by_name(opts.preset)
-    return preset_for_model(spec.workload.model)
+    """The preset [prime_rl].preset names ('none': none), else the one matching workload.model."""
+    return choose_preset(presets(), spec.workload.model, opts.preset, "prime_rl")
 
 
 def render_config(spec: ExperimentSpec) -> dict[str, Any]:
@@ -65,7 +63,7 @@ def render_config(spec: ExperimentSpec) -> dict[str, Any]:
             "set workload.max_staleness >= 1 (it becomes orchestrator.max_off_policy_steps)"
         )
     preset = resolve_preset(spec, opts)
-    generation_model = preset.generation_model if preset is not None else None
+    generation_model = served_model(preset) if preset is not None else None
     cfg: dict[str, Any] = {
         "max_steps": w.steps,
         "seq_len": w.max_seq_len or w.max_response_tokens,
@@ -95,7 +93,7 @@ def render_config(spec: ExperimentSpec) -> dict[str, Any]:
     else:
         cfg["model"] = {"name": w.model}
     if preset is not None:
-        cfg = deep_merge(cfg, preset.config)
+        cfg = deep_merge(cfg, preset_config(preset))
     cfg = deep_merge(cfg, _deployment(spec, opts, preset))
     if opts.weight_broadcast:
         cfg["weight_broadcast"] = {"type": opts.weight_broadcast}
@@ -138,7 +136,7 @@ def _deployment(spec: ExperimentSpec, opts: PrimeRLOptions, preset: Preset | Non
                 f"gpus_per_node = {gpn} for a multi-node prime-rl deployment"
             )
     infer_nodes = res.generator_gpus // gpn
-    per_replica_gpus = preset.gpus_per_replica if preset else gpn
+    per_replica_gpus = gpus_per_replica(preset) if preset else gpn
     replicas = opts.num_infer_replicas or max(1, res.generator_gpus // per_replica_gpus)
     if infer_nodes % replicas:
         raise SpecError(f"{spec.name}: {infer_nodes} inference nodes do not split into {replicas} replicas")
@@ -150,7 +148,7 @@ def _deployment(spec: ExperimentSpec, opts: PrimeRLOptions, preset: Preset | Non
         "num_infer_replicas": replicas,
     }
     out: dict[str, Any] = {"deployment": deployment}
-    if preset is not None and preset.pd_disaggregated:
+    if preset is not None and pd_disaggregated(preset):
         if nodes_per_replica % 2:
             raise SpecError(
                 f"{spec.name}: prefill/decode split needs an even number of nodes per replica, got {nodes_per_replica}"

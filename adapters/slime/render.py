@@ -5,22 +5,17 @@ from __future__ import annotations
 import difflib
 import json
 import shlex
-import sys
 from functools import cache
-from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from benchbed.adapters.slime.options import SlimeOptions
 
 from benchbed.adapterkit.handoff import Handoff, handoff_files
+from benchbed.adapterkit.presets import Preset, load_presets, preset_for_model
 from benchbed.adapterkit.shared import is_secret_name
+from benchbed.adapterkit.upstream import upstream_list
 from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FULLY_ASYNC_FN = "slime.rollout.fully_async_rollout.generate_rollout_fully_async"
 TENSORBOARD_SUBDIR = "tensorboard"
@@ -28,35 +23,34 @@ DUMP_SUBDIR = "rollout_dumps"
 PREPARE_SUBDIR = "slime_prepare"  # trainer_only: the one-off rollout-only phase writes here
 DUMP_TEMPLATE = "rollout_{rollout_id}.pt"
 SCRIPT = "slime_trainer_only.sh"
+ADAPTER_DIR = Path(__file__).parent
+PRESETS_FILE = ADAPTER_DIR / "presets.toml"
+FORWARDED_PREFIXES = ("--sglang-",)  # slime hands any --sglang-* option to SGLang's ServerArgs
 
 
 @cache
-def argument_names() -> dict[str, Any]:
-    """Option strings of the pinned slime commits and Megatron-LM (argnames.json, extracted from upstream parsers)."""
-    return json.loads(resources.files(__package__).joinpath("argnames.json").read_text())
+def argument_names(version: str) -> frozenset[str]:
+    """Option strings the pinned slime commit and Megatron-LM accept (upstream.json, read from their parsers)."""
+    slime, megatron = upstream_list(ADAPTER_DIR, f"slime {version}"), upstream_list(ADAPTER_DIR, "megatron")
+    return frozenset(slime.names) | frozenset(megatron.names)
 
 
-@cache
-def model_table() -> dict[str, dict[str, Any]]:
-    """Megatron architecture args per model (models.toml, equivalent to upstream scripts/models/*.sh)."""
-    return tomllib.loads(resources.files(__package__).joinpath("models.toml").read_text())["models"]
+def model_table() -> dict[str, Preset]:
+    """Megatron architecture args per model (presets.toml, equivalent to upstream scripts/models/*.sh)."""
+    return load_presets(PRESETS_FILE)
 
 
 def model_args(model: str) -> tuple[str, list[str]]:
-    lowered = model.lower()
-    for name, entry in model_table().items():
-        if any(m in lowered for m in entry["match"]):
-            return name, list(entry["args"])
-    return "", []
+    """The preset matching the model id and its Megatron argv, or ("", []) where none does."""
+    preset = preset_for_model(model_table(), model)
+    return ("", []) if preset is None else (preset.name, list(preset.values["args"]))
 
 
 def unknown_arguments(argv: list[str], version: str) -> list[str]:
     """Option strings in argv that neither the pinned slime commit nor Megatron-LM nor SGLang's prefix accepts."""
-    names = argument_names()
-    known = set(names["slime"][version]) | set(names["megatron"])
-    prefixes = tuple(names["forwarded_prefixes"])
-    names = [t.partition("=")[0] for t in argv if t.startswith("--")]  # `--flag=value` is the option --flag
-    return [t for t in names if t not in known and not t.startswith(prefixes)]
+    known = argument_names(version)
+    options = [t.partition("=")[0] for t in argv if t.startswith("--")]  # `--flag=value` is the option --flag
+    return [t for t in options if t not in known and not t.startswith(FORWARDED_PREFIXES)]
 
 
 def render(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
@@ -174,8 +168,7 @@ def _placement(spec: ExperimentSpec) -> list[str]:
 def check_arguments(name: str, argv: list[str], version: str) -> None:
     unknown = unknown_arguments(argv, version)
     if unknown:
-        names = argument_names()
-        pool = list(set(names["slime"][version]) | set(names["megatron"]))
+        pool = sorted(argument_names(version))
         hints = [
             f"{u} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(u, pool, n=1)) else u for u in unknown
         ]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +11,8 @@ from benchbed.adapters.verl.options import ENTRY_MODULES, SEPARATE_POOL_MODES, V
 
 from benchbed.adapterkit.handoff import Handoff, handoff_files
 from benchbed.adapterkit.hydra import hydra_overrides
+from benchbed.adapterkit.presets import Preset, choose_preset, load_presets
 from benchbed.api import ExperimentSpec, LaunchPlan, SpecError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PRESETS_FILE = Path(__file__).with_name("presets.toml")
 METRICS_FILE = "metrics.jsonl"
@@ -27,25 +21,9 @@ VERL_DEFAULT_PROMPT_LEN = 512  # data.max_prompt_length default
 VERL_DEFAULT_TOKEN_BUDGET = 16384  # actor.ppo_max_token_len_per_gpu default
 
 
-@cache
-def presets() -> dict[str, dict[str, Any]]:
-    return tomllib.loads(PRESETS_FILE.read_text())
-
-
-def preset_for(model: str, name: str | None) -> tuple[str, dict[str, Any]] | None:
-    """The preset named in [verl].preset ('none' for none), else the one whose model list has this model."""
-    table = presets()
-    if name == "none":
-        return None
-    if name is not None:
-        if name not in table:
-            raise SpecError(f"[verl] preset {name!r} is unknown; presets: {', '.join(sorted(table))}, or 'none'")
-        return name, table[name]
-    short = model.rsplit("/", 1)[-1].lower()
-    for key, preset in table.items():
-        if short in (m.lower() for m in preset["models"]):
-            return key, preset
-    return None
+def preset_for(model: str, name: str | None) -> Preset | None:
+    """The Megatron preset named in [verl].preset ('none' for none), else the one matching the model id."""
+    return choose_preset(load_presets(PRESETS_FILE), model, name, "verl")
 
 
 def _split_gpus(gpus: int, per_node: int, what: str) -> tuple[int, int]:
@@ -97,9 +75,9 @@ def _parallelism(spec: ExperimentSpec, opts: VerlOptions, ov: dict[str, Any]) ->
         ov["model_engine"] = "megatron"
     if found is None:
         return None, VERL_DEFAULT_ROLLOUT_TP
-    name, preset = found
+    preset = found.values
     if engine != "megatron":
-        raise SpecError(f"[verl] preset {name!r} is a Megatron preset; drop engine='fsdp' or set preset='none'")
+        raise SpecError(f"[verl] preset {found.name!r} is a Megatron preset; drop engine='fsdp' or set preset='none'")
     for key, value in preset["actor"].items():
         ov[f"actor_rollout_ref.actor.megatron.{key}"] = value
         if key != "optimizer_offload":  # the reference policy has no optimizer
@@ -108,7 +86,7 @@ def _parallelism(spec: ExperimentSpec, opts: VerlOptions, ov: dict[str, Any]) ->
         ov[f"actor_rollout_ref.rollout.{key}"] = value
     if "nccl_timeout" in preset:
         ov["actor_rollout_ref.nccl_timeout"] = preset["nccl_timeout"]
-    return name, int(preset["rollout"].get("tensor_model_parallel_size", VERL_DEFAULT_ROLLOUT_TP))
+    return found.name, int(preset["rollout"].get("tensor_model_parallel_size", VERL_DEFAULT_ROLLOUT_TP))
 
 
 def _check_model_parallel(ov: dict[str, Any], trainer_gpus: int) -> None:

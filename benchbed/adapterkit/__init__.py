@@ -9,6 +9,8 @@
 - `breakdown`: the rest of a trainer step, with one tolerance rule and one warning naming the steps.
 - `rows`: fast bulk appends of event rows through `TraceBuilder`.
 - `handoff`: the one file (name and schema) that render leaves for parse.
+- `presets`: model presets (per-model launch shapes) in one TOML format, with one loader and one matching rule.
+- `upstream`: snapshots of what a framework accepts at a pinned commit (`upstream.json`, one format; tools/upstream.py).
 - `keymaps`: key maps as data (native key, canonical key, unit, first/last release), one loader for every framework.
 - `detection`: `Detected`, the release and trainer mode a parser found in a run, with the evidence for each.
 - `histories`: tracker histories (W&B, MLflow, TensorBoard, metrics JSONL) read into one frame.

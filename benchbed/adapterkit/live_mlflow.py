@@ -12,11 +12,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchbed.adapterkit.histories.history import HistorySource
 from benchbed.adapterkit.histories.mlflow_runs import SYSTEM_PREFIX, unflatten
-from benchbed.adapterkit.live_rows import NewRows
+from benchbed.adapterkit.live_rows import NewRows, TrackerFollower
 from benchbed.watch.tail import FileTail
 
 RUNNING = 1  # mlflow.entities.RunStatus.RUNNING, as meta.yaml's `status` stores it
@@ -43,21 +42,16 @@ def _files_under(root: Path) -> list[tuple[str, Path]]:
 
 
 @dataclass
-class MlflowFollower:
+class MlflowFollower(TrackerFollower):
     """The rows of the one run of an MLflow file store (or of one run folder)."""
 
-    location: Path
-    warnings: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-    source: HistorySource = field(init=False)
+    tracker = "mlflow"
+
     _run: Path | None = None
     _tails: dict[str, FileTail] = field(default_factory=dict)
     _lines: dict[str, int] = field(default_factory=dict)
     _held: dict[int, tuple[float, dict[str, float]]] = field(default_factory=dict)
     _top: int | None = None
-
-    def __post_init__(self) -> None:
-        self.source = HistorySource("mlflow", self.location.name, str(self.location))
 
     @property
     def resets(self) -> int:

@@ -4,7 +4,8 @@ live_history: the rows one read returned, and the follower's shape."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 from benchbed.adapterkit.histories.history import HistorySource
 
@@ -43,3 +44,19 @@ class Follower(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass
+class TrackerFollower:
+    """What the followers of a tracker's files share: the `location` followed, the warnings and run config read so
+    far, and the history source that names the run (its tracker is the subclass's `tracker`)."""
+
+    tracker: ClassVar[str]
+
+    location: Path
+    warnings: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    source: HistorySource = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.source = HistorySource(self.tracker, self.location.name, str(self.location))

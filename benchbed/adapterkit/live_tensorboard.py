@@ -11,37 +11,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapterkit.histories.history import HistorySource
 from benchbed.adapterkit.histories.tensorboard import event_files, event_scalars, masked_crc
-from benchbed.adapterkit.live_rows import NewRows
+from benchbed.adapterkit.live_rows import NewRows, TrackerFollower
+from benchbed.watch.tail import ByteTail
 
 HEADER = 12  # uint64 length + the masked CRC-32C of those 8 bytes
 
 
 @dataclass
-class TfRecordTail:
+class TfRecordTail(ByteTail):
     """The whole records appended to one TFRecord file since the last read; `damage` stops the following."""
-
-    path: Path
-    offset: int = 0
-    damage: str | None = None
-    resets: int = 0
 
     def read(self) -> list[bytes]:
         """The records completed since the last read."""
         import google_crc32c
 
-        if self.damage is not None:
-            return []
-        try:
-            with open(self.path, "rb") as fh:
-                if fh.seek(0, 2) < self.offset:  # truncated: read it again from its start
-                    self.offset = 0
-                    self.resets += 1
-                fh.seek(self.offset)
-                data = fh.read()
-        except FileNotFoundError:
-            return []
+        data = self.appended()
         out, pos = [], 0
         while pos + HEADER <= len(data):
             length, length_crc = struct.unpack_from("<QI", data, pos)
@@ -71,18 +56,13 @@ class _FileSteps:
 
 
 @dataclass
-class TensorboardFollower:
+class TensorboardFollower(TrackerFollower):
     """The rows of the event files at `location` (one file, or every one under a folder), each named by its `part`."""
 
-    location: Path
-    warnings: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-    source: HistorySource = field(init=False)
+    tracker = "tensorboard"
+
     _files: dict[Path, _FileSteps] = field(default_factory=dict)
     _texts: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.source = HistorySource("tensorboard", self.location.name, str(self.location))
 
     @property
     def resets(self) -> int:

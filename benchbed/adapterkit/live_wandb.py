@@ -10,7 +10,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from benchbed.adapterkit.histories.history import HistorySource
 from benchbed.adapterkit.histories.wandb_file import (
@@ -33,7 +33,8 @@ from benchbed.adapterkit.histories.wandb_file import (
     _typed_json,
     find_wandb_file,
 )
-from benchbed.adapterkit.live_rows import NewRows, Row
+from benchbed.adapterkit.live_rows import NewRows, Row, TrackerFollower
+from benchbed.watch.tail import ByteTail
 
 _CRC = [zlib.crc32(bytes([t])) for t in range(5)]
 
@@ -63,34 +64,28 @@ def _bad_header(kind: int, length: int, left: int) -> str | None:
 
 
 @dataclass
-class RecordLogTail:
+class RecordLogTail(ByteTail):
     """The whole entries appended to one `.wandb` file since the last read; `damage` says where and why reading
     stopped for good (a chunk whose checksum fails once it is complete)."""
 
-    path: Path
+    start: ClassVar[int] = FILE_HEADER
+    ident: ClassVar[bytes] = IDENT
+
     offset: int = FILE_HEADER
-    damage: str | None = None
-    resets: int = 0
     _pending: list[bytes] = field(default_factory=list)
 
     def read(self) -> list[bytes]:
         """The entries completed since the last read (none while the file or its header is not yet written)."""
-        if self.damage is not None:
-            return []
-        try:
-            with open(self.path, "rb") as fh:
-                if fh.seek(0, 2) < self.offset:  # truncated: a new log in its place
-                    self.offset, self._pending = FILE_HEADER, []
-                    self.resets += 1
-                fh.seek(0)
-                self.damage = header_damage(self.path, fh.read(FILE_HEADER))
-                if self.damage is not None or fh.tell() < FILE_HEADER:  # damaged, or its header still being written
-                    return []
-                fh.seek(self.offset)
-                data = fh.read()
-        except FileNotFoundError:
-            return []
-        return self._entries(data)
+        return self._entries(self.appended())
+
+    def header_ready(self, head: bytes) -> bool:
+        """A whole W&B header; a damaged one sets `damage` (a header still being written is only not ready)."""
+        self.damage = header_damage(self.path, head)
+        return self.damage is None and len(head) >= FILE_HEADER
+
+    def restarted(self) -> None:
+        """A new log in the old one's place: its first chunk starts no entry held from the old one."""
+        self._pending = []
 
     def _entries(self, data: bytes) -> list[bytes]:
         out: list[bytes] = []
@@ -132,21 +127,19 @@ class RecordLogTail:
 
 
 @dataclass
-class WandbFollower:
+class WandbFollower(TrackerFollower):
     """The rows of a W&B run directory (or its `.wandb` file) as they are logged: one row per history record, its
     step the run's own step key where it defined one (as `read_wandb_file` takes it)."""
 
-    location: Path
-    warnings: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-    source: HistorySource = field(init=False)
+    tracker = "wandb"
+
     _tail: RecordLogTail | None = None
     _step_key: str = "_step"
     _counter: int = 0
     _record: Any = None
 
     def __post_init__(self) -> None:
-        self.source = HistorySource("wandb", self.location.name, str(self.location))
+        super().__post_init__()
         self._record = _record_type()
 
     @property

@@ -5,8 +5,9 @@ live figures and file tail of `benchbed watch`. Each loads on first use (PEP 562
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchbed.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from benchbed.logtext import split_ray_line, strip_ansi
@@ -49,7 +50,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_WHERE[name]), name)
+__getattr__ = lazy_getattr(__name__, _WHERE)

@@ -20,8 +20,9 @@ Names load on first use (PEP 562), so importing benchbed.api imports none of the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchbed.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from benchbed import keys
@@ -141,10 +142,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, colon, attr = _WHERE[name].partition(":")
-    if colon and not attr:
-        return importlib.import_module(module)
-    return getattr(importlib.import_module(module), attr or name)
+__getattr__ = lazy_getattr(__name__, _WHERE)

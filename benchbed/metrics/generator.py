@@ -141,26 +141,23 @@ def _trained_count(ctx: MetricContext) -> tuple[float, str] | None:
     return None
 
 
-def _per_window_second(count: tuple[float, str] | None, ctx: MetricContext) -> MetricResult:
-    window = ctx.window_seconds
-    if count is None or window is None or window[0] <= 0:
+def _divide(numerator: MetricResult, denominator: MetricResult, *, denominator_source: bool = False) -> MetricResult:
+    """numerator / denominator, None where either is missing or the denominator is not positive; its source is the
+    denominator's (`denominator_source`), or by default the one both share, else "agg"."""
+    if numerator is None or denominator is None or denominator[0] <= 0:
         return None
-    source = "span" if count[1] == "span" and window[1] == "span" else "agg"
-    return count[0] / window[0], source
+    shared = denominator[1] if numerator[1] == denominator[1] else "agg"
+    return numerator[0] / denominator[0], denominator[1] if denominator_source else shared
 
 
 @metric("trainer_capacity_sps", "samples/s", "samples per step / mean compute time per step")
 def trainer_capacity_sps(ctx: MetricContext) -> MetricResult:
-    per_step = samples_per_step(ctx)
-    compute = compute_seconds_per_step(ctx)
-    if per_step is None or compute is None or compute[0] <= 0:
-        return None
-    return per_step[0] / compute[0], compute[1]
+    return _divide(samples_per_step(ctx), compute_seconds_per_step(ctx), denominator_source=True)
 
 
 @metric("trainer_throughput_sps", "samples/s", "samples trained in the window / window")
 def trainer_throughput_sps(ctx: MetricContext) -> MetricResult:
-    return _per_window_second(_trained_count(ctx), ctx)
+    return _divide(_trained_count(ctx), ctx.window_seconds)
 
 
 def _finished_count(ctx: MetricContext, accepted_only: bool) -> tuple[float, str] | None:
@@ -175,7 +172,7 @@ def _finished_count(ctx: MetricContext, accepted_only: bool) -> tuple[float, str
 
 @metric("generator_throughput_sps", "samples/s", "samples finished in the window / window")
 def generator_throughput_sps(ctx: MetricContext) -> MetricResult:
-    return _per_window_second(_finished_count(ctx, accepted_only=False), ctx)
+    return _divide(_finished_count(ctx, accepted_only=False), ctx.window_seconds)
 
 
 @metric(
@@ -183,13 +180,9 @@ def generator_throughput_sps(ctx: MetricContext) -> MetricResult:
     "samples finished and accepted for training / window",
 )  # fmt: skip
 def effective_generator_throughput_sps(ctx: MetricContext) -> MetricResult:
-    return _per_window_second(_finished_count(ctx, accepted_only=True), ctx)
+    return _divide(_finished_count(ctx, accepted_only=True), ctx.window_seconds)
 
 
 @metric("rate_gap", "×", "effective_generator_throughput_sps / trainer_capacity_sps")
 def rate_gap(ctx: MetricContext) -> MetricResult:
-    effective = effective_generator_throughput_sps(ctx)
-    capacity = trainer_capacity_sps(ctx)
-    if effective is None or capacity is None or capacity[0] <= 0:
-        return None
-    return effective[0] / capacity[0], capacity[1] if effective[1] == capacity[1] else "agg"
+    return _divide(effective_generator_throughput_sps(ctx), trainer_capacity_sps(ctx))

@@ -12,8 +12,8 @@ import pandas as pd
 from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.cost import resources
-from benchbed.metrics.registry import MetricResult, metric
-from benchbed.metrics.trainer import trainer_idle_ratio
+from benchbed.metrics.registry import MetricResult, metric, metric_variants
+from benchbed.metrics.trainer import trainer_ratio
 
 
 def gpu_index(actor: str) -> int:
@@ -55,29 +55,17 @@ def _utilization(ctx: MetricContext, role: int | None) -> MetricResult:
     return float(values.mean()), "point"
 
 
-@metric("gpu_busy_ratio", "ratio", "mean NVML utilization of every sampled GPU over the window's steps")
-def gpu_busy_ratio(ctx: MetricContext) -> MetricResult:
-    return _utilization(ctx, None)
-
-
-@metric(
-    "trainer_gpu_busy_ratio",
-    "ratio",
-    "mean NVML utilization of the trainer's GPUs over the window's steps (roles from [resources]: the first "
-    "trainer_gpus indices; colocated GPUs serve both)",
-)
-def trainer_gpu_busy_ratio(ctx: MetricContext) -> MetricResult:
-    return _utilization(ctx, 0)
-
-
-@metric(
-    "generator_gpu_busy_ratio",
-    "ratio",
-    "mean NVML utilization of the generator's GPUs over the window's steps (the generator_gpus indices after the "
-    "trainer's; colocated GPUs serve both)",
-)
-def generator_gpu_busy_ratio(ctx: MetricContext) -> MetricResult:
-    return _utilization(ctx, 1)
+metric_variants("ratio", _utilization, {
+    "gpu_busy_ratio": ("mean NVML utilization of every sampled GPU over the window's steps", None),
+    "trainer_gpu_busy_ratio": (
+        "mean NVML utilization of the trainer's GPUs over the window's steps (roles from [resources]: the first "
+        "trainer_gpus indices; colocated GPUs serve both)", 0,
+    ),
+    "generator_gpu_busy_ratio": (
+        "mean NVML utilization of the generator's GPUs over the window's steps (the generator_gpus indices after "
+        "the trainer's; colocated GPUs serve both)", 1,
+    ),
+})  # fmt: skip
 
 
 @metric(
@@ -87,7 +75,7 @@ def generator_gpu_busy_ratio(ctx: MetricContext) -> MetricResult:
     "(positive), or GPU work during what the timers call waiting (negative)",
 )
 def trainer_gpu_idle_gap(ctx: MetricContext) -> MetricResult:
-    busy, idle = trainer_gpu_busy_ratio(ctx), trainer_idle_ratio(ctx)
+    busy, idle = _utilization(ctx, 0), trainer_ratio(ctx, K.TRAINER_WAIT)
     if busy is None or idle is None:
         return None
     return (1.0 - busy[0]) - idle[0], "point"

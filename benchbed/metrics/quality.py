@@ -14,7 +14,7 @@ import pandas as pd
 from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
 from benchbed.metrics.cost import gpu_counts, gpu_hours, resources
-from benchbed.metrics.registry import MetricResult, metric
+from benchbed.metrics.registry import MetricResult, metric, metric_variants
 from benchbed.quality import Target, first_reaching
 
 
@@ -95,33 +95,26 @@ def gpu_hours_to_target(ctx: MetricContext) -> MetricResult:
 FINAL_SHARE = 0.25  # final_reward_mean averages the last quarter of the logged steps, reward_gain the first too
 
 
-def _quarter(rows: pd.DataFrame) -> int:
-    return max(1, math.ceil(len(rows) * FINAL_SHARE))
-
-
-@metric(
-    "final_reward_mean",
-    "reward",
-    "mean training reward over the last quarter of the logged steps (at least one): what the run learned",
-)
-def final_reward_mean(ctx: MetricContext) -> MetricResult:
+def _reward_figure(ctx: MetricContext, gain: bool) -> MetricResult:
+    """Mean logged training reward over the last quarter of the steps (at least one step), minus that over the first
+    quarter where `gain` (which needs two steps); None without enough steps."""
     rows = quality_rows(ctx, K.QUALITY_REWARD)
-    if not len(rows):
+    if len(rows) < (2 if gain else 1):
         return None
-    return float(rows["value"].iloc[-_quarter(rows) :].mean()), "agg"
+    quarter = max(1, math.ceil(len(rows) * FINAL_SHARE))
+    last = float(rows["value"].iloc[-quarter:].mean())
+    return (last - float(rows["value"].iloc[:quarter].mean()) if gain else last), "agg"
 
 
-@metric(
-    "reward_gain",
-    "reward",
-    "final_reward_mean minus the mean training reward over the first quarter of the logged steps: what was learned",
-)
-def reward_gain(ctx: MetricContext) -> MetricResult:
-    rows = quality_rows(ctx, K.QUALITY_REWARD)
-    if len(rows) < 2:
-        return None
-    quarter = _quarter(rows)
-    return float(rows["value"].iloc[-quarter:].mean() - rows["value"].iloc[:quarter].mean()), "agg"
+metric_variants("reward", _reward_figure, {
+    "final_reward_mean": (
+        "mean training reward over the last quarter of the logged steps (at least one): what the run learned", False,
+    ),
+    "reward_gain": (
+        "final_reward_mean minus the mean training reward over the first quarter of the logged steps: what was "
+        "learned", True,
+    ),
+})  # fmt: skip
 
 
 @metric("reward_gain_per_gpu_hour", "1/GPU-h",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchbed.errors import BenchbedError
 from benchbed.registry import Registry
@@ -170,3 +170,15 @@ def metric(
         return fn
 
     return wrap
+
+
+def metric_variants(unit: str, fn: Callable[..., MetricResult], variants: dict[str, tuple[str, Any]]) -> None:
+    """Register one metric per `variants` entry (name -> (description, argument)), each computing
+    `fn(ctx, argument)`: one function serves a family of metrics that differ only in what they pick or summarise."""
+    for name, (description, argument) in variants.items():
+        metric(name, unit, description)(_bound(fn, argument))
+
+
+def _bound(fn: Callable[..., MetricResult], argument: Any) -> MetricFn:
+    """`fn` with its second argument fixed (a closure, so each variant is its own function in the registry)."""
+    return lambda ctx: fn(ctx, argument)

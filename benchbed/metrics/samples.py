@@ -7,7 +7,7 @@ import pandas as pd
 
 from benchbed import keys as K
 from benchbed.metrics.context import NOT_TRAINED_STATUSES, MetricContext
-from benchbed.metrics.registry import MetricResult, metric
+from benchbed.metrics.registry import MetricResult, metric, metric_variants
 
 MAX_NAMED_ROWS = 10  # a warning about impossible versions names at most this many rows
 
@@ -51,24 +51,12 @@ def _staleness_stat(ctx: MetricContext, stat: str) -> MetricResult:
     return None
 
 
-@metric("staleness_mean", "versions", "mean of v_train − v_start over trained samples")
-def staleness_mean(ctx: MetricContext) -> MetricResult:
-    return _staleness_stat(ctx, "mean")
-
-
-@metric("staleness_p50", "versions", "median of v_train − v_start over trained samples")
-def staleness_p50(ctx: MetricContext) -> MetricResult:
-    return _staleness_stat(ctx, "p50")
-
-
-@metric("staleness_p99", "versions", "99th percentile of v_train − v_start over trained samples")
-def staleness_p99(ctx: MetricContext) -> MetricResult:
-    return _staleness_stat(ctx, "p99")
-
-
-@metric("staleness_max", "versions", "maximum of v_train − v_start over trained samples")
-def staleness_max(ctx: MetricContext) -> MetricResult:
-    return _staleness_stat(ctx, "max")
+metric_variants("versions", _staleness_stat, {
+    "staleness_mean": ("mean of v_train − v_start over trained samples", "mean"),
+    "staleness_p50": ("median of v_train − v_start over trained samples", "p50"),
+    "staleness_p99": ("99th percentile of v_train − v_start over trained samples", "p99"),
+    "staleness_max": ("maximum of v_train − v_start over trained samples", "max"),
+})  # fmt: skip
 
 
 def _with_end(ctx: MetricContext) -> pd.DataFrame:

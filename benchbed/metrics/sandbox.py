@@ -7,7 +7,7 @@ import numpy as np
 
 from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
-from benchbed.metrics.registry import MetricResult, metric
+from benchbed.metrics.registry import MetricResult, metric, metric_variants
 
 
 @metric("sandbox_init_failure_rate", "ratio", "sandbox.start with status ≠ ok / sandbox.start attempts")
@@ -23,33 +23,20 @@ def _durations(ctx: MetricContext, key: str, ok_only: bool) -> np.ndarray:
     return (spans["t1"] - spans["t0"]).to_numpy()
 
 
-def _percentile(values: np.ndarray, q: float) -> MetricResult:
+def _percentile(ctx: MetricContext, which: tuple[str, float]) -> MetricResult:
+    """The q-th percentile of the `key` spans' durations, `which` = (key, q); of the successful ones for starts."""
+    key, q = which
+    values = _durations(ctx, key, ok_only=key == K.SANDBOX_START)
     return (float(np.percentile(values, q)), "span") if len(values) else None
 
 
-@metric("sandbox_start_p50_s", "s", "median create → ready of successful sandbox starts")
-def sandbox_start_p50_s(ctx: MetricContext) -> MetricResult:
-    return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 50)
-
-
-@metric("sandbox_start_p99_s", "s", "99th percentile create → ready of successful sandbox starts")
-def sandbox_start_p99_s(ctx: MetricContext) -> MetricResult:
-    return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 99)
-
-
-@metric("sandbox_start_max_s", "s", "slowest successful sandbox start")
-def sandbox_start_max_s(ctx: MetricContext) -> MetricResult:
-    return _percentile(_durations(ctx, K.SANDBOX_START, ok_only=True), 100)
-
-
-@metric("sandbox_queue_p50_s", "s", "median wait for an admission slot")
-def sandbox_queue_p50_s(ctx: MetricContext) -> MetricResult:
-    return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 50)
-
-
-@metric("sandbox_queue_p99_s", "s", "99th percentile wait for an admission slot")
-def sandbox_queue_p99_s(ctx: MetricContext) -> MetricResult:
-    return _percentile(_durations(ctx, K.SANDBOX_QUEUE, ok_only=False), 99)
+metric_variants("s", _percentile, {
+    "sandbox_start_p50_s": ("median create → ready of successful sandbox starts", (K.SANDBOX_START, 50)),
+    "sandbox_start_p99_s": ("99th percentile create → ready of successful sandbox starts", (K.SANDBOX_START, 99)),
+    "sandbox_start_max_s": ("slowest successful sandbox start", (K.SANDBOX_START, 100)),
+    "sandbox_queue_p50_s": ("median wait for an admission slot", (K.SANDBOX_QUEUE, 50)),
+    "sandbox_queue_p99_s": ("99th percentile wait for an admission slot", (K.SANDBOX_QUEUE, 99)),
+})  # fmt: skip
 
 
 START_SHARE_DEFINITION = (

@@ -9,7 +9,7 @@ import pandas as pd
 
 from benchbed import keys as K
 from benchbed.metrics.context import MetricContext
-from benchbed.metrics.registry import MetricResult, metric
+from benchbed.metrics.registry import MetricResult, metric, metric_variants
 
 _NAMED = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT)
 OVERLAP_TOLERANCE = 1e-9  # named components may exceed the step by this fraction (float noise) before scaling
@@ -113,36 +113,21 @@ def trainer_ratios(ctx: MetricContext) -> tuple[dict[str, float], str] | None:
     return ctx.memo("trainer_ratios", lambda: _compute_ratios(ctx))
 
 
-def _ratio(ctx: MetricContext, key: str) -> MetricResult:
+def trainer_ratio(ctx: MetricContext, key: str) -> MetricResult:
+    """The window's Σ `key` / Σ trainer.step (one of the step-breakdown components), or None without it."""
     result = trainer_ratios(ctx)
     if result is None or key not in result[0]:
         return None
     return result[0][key], result[1]
 
 
-@metric("trainer_idle_ratio", "ratio", "Σ trainer.wait / Σ trainer.step over the window")
-def trainer_idle_ratio(ctx: MetricContext) -> MetricResult:
-    return _ratio(ctx, K.TRAINER_WAIT)
-
-
-@metric("trainer_compute_ratio", "ratio", "Σ trainer.compute / Σ trainer.step over the window")
-def trainer_compute_ratio(ctx: MetricContext) -> MetricResult:
-    return _ratio(ctx, K.TRAINER_COMPUTE)
-
-
-@metric("trainer_weight_sync_ratio", "ratio", "Σ trainer.weight_sync / Σ trainer.step over the window")
-def trainer_weight_sync_ratio(ctx: MetricContext) -> MetricResult:
-    return _ratio(ctx, K.TRAINER_WEIGHT_SYNC)
-
-
-@metric("trainer_checkpoint_ratio", "ratio", "Σ trainer.checkpoint / Σ trainer.step over the window")
-def trainer_checkpoint_ratio(ctx: MetricContext) -> MetricResult:
-    return _ratio(ctx, K.TRAINER_CHECKPOINT)
-
-
-@metric("trainer_other_ratio", "ratio", "the rest of the step: 1 − the four other trainer ratios")
-def trainer_other_ratio(ctx: MetricContext) -> MetricResult:
-    return _ratio(ctx, K.TRAINER_OTHER)
+metric_variants("ratio", trainer_ratio, {
+    "trainer_idle_ratio": ("Σ trainer.wait / Σ trainer.step over the window", K.TRAINER_WAIT),
+    "trainer_compute_ratio": ("Σ trainer.compute / Σ trainer.step over the window", K.TRAINER_COMPUTE),
+    "trainer_weight_sync_ratio": ("Σ trainer.weight_sync / Σ trainer.step over the window", K.TRAINER_WEIGHT_SYNC),
+    "trainer_checkpoint_ratio": ("Σ trainer.checkpoint / Σ trainer.step over the window", K.TRAINER_CHECKPOINT),
+    "trainer_other_ratio": ("the rest of the step: 1 − the four other trainer ratios", K.TRAINER_OTHER),
+})  # fmt: skip
 
 
 @metric("step_time_mean_s", "s", "mean trainer.step duration over the window")

@@ -4,7 +4,7 @@ side-by-side figures. Figures that no group can supply are left out with a sente
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from benchbed.report.run_groups import (
     per_gpu_unit,
     what_differs,
 )  # fmt: skip
-from benchbed.report.sections import COUNT_ADMISSION_NOTE, count_admission
+from benchbed.report.sections import COUNT_ADMISSION_NOTE, Panel, count_admission
 from benchbed.report.tables import TextTable
 from benchbed.trace import Trace
 
@@ -47,14 +47,10 @@ MARKDOWN_DIFFERS = 8  # fields of 'what differs' in the terminal summary
 
 
 @dataclass(frozen=True)
-class Figure:
-    """A comparison figure (inline SVG) and its caption, or why it is missing."""
+class Figure(Panel):
+    """A comparison figure: a panel (inline SVG and caption, or why it is missing) under its section's `key`."""
 
-    key: str
-    title: str
-    svg: str = ""
-    caption: str = ""
-    unavailable: str = ""
+    key: str = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -161,20 +157,20 @@ def _breakdown(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval |
             continue
         seconds.append({c: iv.median * step[i].median for c, iv in parts.items() if iv is not None})
     if not any(seconds):
-        return Figure("breakdown", title, unavailable="No run has trainer component ratios and a step time.")
+        return Figure(title, unavailable="No run has trainer component ratios and a step time.", key="breakdown")
     svg = compare_plots.breakdown_bars([g.label for g in groups], seconds, [g.n for g in groups])
     caption = ("Median step time split by the median trainer ratios (wait = trainer_idle_ratio); components a "
                "framework does not log are absent, the rest of the step is 'other'.")  # fmt: skip
-    return Figure("breakdown", title, svg, caption)
+    return Figure(title, svg, caption, key="breakdown")
 
 
 def _bars(key: str, title: str, groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]],
           names: dict[str, str], xlabel: str, caption: str, percent: bool = True) -> Figure:  # fmt: skip
     series_ = {label: aggregated[name] for name, label in names.items() if name in aggregated}
     if not any(iv for values in series_.values() for iv in values):
-        return Figure(key, title, unavailable=f"No run has {', '.join(names)}.")
+        return Figure(title, unavailable=f"No run has {', '.join(names)}.", key=key)
     svg = compare_plots.interval_bars(title, [g.label for g in groups], series_, xlabel, percent=percent)
-    return Figure(key, title, svg, caption)
+    return Figure(title, svg, caption, key=key)
 
 
 GPU_BUSY = {
@@ -191,10 +187,10 @@ def _gpu_busy(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | 
     if not any(aggregated.get(name) and any(aggregated[name]) for name in ("trainer_gpu_busy_ratio",
                                                                           "generator_gpu_busy_ratio")):  # fmt: skip
         return Figure(
-            "gpu",
             title,
             unavailable="No run has GPU samples with GPU roles (NVML during a local launch, "
             "or W&B or MLflow system metrics with --trainer-gpus/--generator-gpus or a [resources] table).",
+            key="gpu",
         )
     caption = ("Timer bars: the trainer's compute share of the window and the generator's slot utilisation. NVML "
                "bars: the mean utilisation of the role's GPUs over the window's steps; a gap between the two is "
@@ -222,14 +218,14 @@ def _staleness(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
     title = "Staleness of trained samples"
     curves = _pooled(groups, traces, lambda r, t: series.staleness_values(t, _warmup(r)).astype(float))
     if not curves:
-        return Figure("staleness", title, unavailable="No run has trained rollouts with known versions.")
+        return Figure(title, unavailable="No run has trained rollouts with known versions.", key="staleness")
     svg = compare_plots.overlaid_cdfs(title + " (CDF)", curves, colors, "staleness v_train − v_start (versions)",
                                       runs={g.label: g.n for g in groups},
                                       discrete=True)  # fmt: skip
     caption = "Trained samples after warm-up, pooled over each group's repeats."
     if any(count_admission(r, traces[r.run_id]) for g in groups for r in g.records):
         caption += " " + COUNT_ADMISSION_NOTE
-    return Figure("staleness", title, svg, caption)
+    return Figure(title, svg, caption, key="staleness")
 
 
 def _sandbox_starts(record: RunRecord, trace: Trace) -> np.ndarray:
@@ -243,13 +239,13 @@ def _sandboxes(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dic
     has = {g.label for g in groups for r in g.records if (traces[r.run_id].events["key"] == "sandbox.start").any()}
     curves = _pooled([g for g in groups if g.label in has], traces, _sandbox_starts)
     if not curves:
-        return Figure("sandboxes", title, unavailable="No run has successful sandbox.start spans.")
+        return Figure(title, unavailable="No run has successful sandbox.start spans.", key="sandboxes")
     xlabel = "start latency, create → ready (time; unit on each tick)"
     svg = compare_plots.overlaid_cdfs(
         title + " (CDF)", curves, colors, xlabel, seconds=True, runs={g.label: g.n for g in groups}
     )
-    return Figure("sandboxes", title, svg, "Successful sandbox starts of the whole run (start-up included), "
-                  "admission wait excluded, pooled over each group's repeats.")  # fmt: skip
+    return Figure(title, svg, "Successful sandbox starts of the whole run (start-up included), "
+                  "admission wait excluded, pooled over each group's repeats.", key="sandboxes")  # fmt: skip
 
 
 def _step_durations(record: RunRecord, trace: Trace) -> np.ndarray:
@@ -261,10 +257,10 @@ def _step_times(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: di
     title = "Per-step time distribution"
     durations = [np.concatenate([_step_durations(r, traces[r.run_id]) for r in g.records]) for g in groups]
     if not any(len(d) for d in durations):
-        return Figure("step_times", title, unavailable="No run has per-step trainer durations.")
+        return Figure(title, unavailable="No run has per-step trainer durations.", key="step_times")
     labels = [f"{g.label} (n={g.n})" for g in groups]
     svg = compare_plots.step_time_boxes(labels, durations, [colors[g.label] for g in groups])
-    return Figure("step_times", title, svg, "Trainer step durations after warm-up, pooled over repeats.")
+    return Figure(title, svg, "Trainer step durations after warm-up, pooled over repeats.", key="step_times")
 
 
 def _reward_curve(record: RunRecord, trace: Trace) -> compare_plots.RewardCurve | None:
@@ -296,14 +292,14 @@ def _learning(groups: Sequence[RunGroup], traces: dict[str, Trace], colors: dict
               for g in groups}  # fmt: skip
     curves = {label: runs for label, runs in curves.items() if runs}
     if not curves:
-        return Figure("learning", title, unavailable="No run logged a training reward (quality.reward_mean).")
+        return Figure(title, unavailable="No run logged a training reward (quality.reward_mean).", key="learning")
     target = _shared_reward_target(groups)
     svg = compare_plots.reward_curves(curves, colors, target)
     matched = "".join(f"{line}. " for line in matched_quality(groups))
     caption = (f"{matched}The training reward each run logged, at the end of its step, warm-up included; GPU-hours "
                "are the run's trainer + generator GPUs × time (shown when every run's spec states its GPUs). The "
                "simulator models no learning: its runs have no reward.")  # fmt: skip
-    return Figure("learning", title, svg, caption)
+    return Figure(title, svg, caption, key="learning")
 
 
 def _per_gpu(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | None]]) -> list[Figure]:
@@ -312,7 +308,7 @@ def _per_gpu(groups: Sequence[RunGroup], aggregated: dict[str, list[Interval | N
                "framework.")  # fmt: skip
     if not any(aggregated.get("trainer_throughput" + PER_GPU_SUFFIX, [])):
         why = "no run's spec states its GPUs (ingested runs do not), or no run has trainer_throughput_sps"
-        return [Figure("per_gpu", title, unavailable=f"Not available ({why}).")]
+        return [Figure(title, unavailable=f"Not available ({why}).", key="per_gpu")]
     names = {"trainer_throughput" + PER_GPU_SUFFIX: "trained samples/s per GPU"}
     out = [_bars("per_gpu", title + " (samples)", groups, aggregated, names, "throughput (samples/s per GPU)",
                  caption + " n/a: the run's spec states no GPUs.", False)]  # fmt: skip
@@ -334,12 +330,12 @@ def _curves(groups: Sequence[RunGroup], records: Sequence[RunRecord]) -> list[Fi
         panels = {name: (_unit(name, records), curves) for name, curves in list(found.items())[:MAX_CURVE_PANELS]}
         title = f"Matrix: metrics versus {axis}"
         if not panels:
-            figures.append(Figure(f"matrix-{axis}", title, unavailable="No headline metric along this axis."))
+            figures.append(Figure(title, unavailable="No headline metric along this axis.", key=f"matrix-{axis}"))
             continue
         caption = (f"Median over repeats at each value of {axis}, with an interval of the median as error bars (the "
                    "range of the repeats below six runs: 50% coverage at two runs, 87.5% at four; the metrics table "
                    "gives each one's coverage); one line per combination of the other matrix fields.")  # fmt: skip
-        figures.append(Figure(f"matrix-{axis}", title, compare_plots.matrix_panels(axis, panels), caption))
+        figures.append(Figure(title, compare_plots.matrix_panels(axis, panels), caption, key=f"matrix-{axis}"))
     return figures
 
 

@@ -57,6 +57,11 @@ class EventSink:
         return t
 
 
+# An exec and a stop are each one span from the event that opens it to the one that closes it.
+_OPENS = {Ev.EXEC_START: "exec", Ev.TERMINATE_REQUESTED: "stop"}
+_CLOSES = {Ev.EXEC_END: ("exec", SANDBOX_EXEC), Ev.TERMINATED: ("stop", SANDBOX_STOP)}
+
+
 def _status(reason: str | None) -> str:
     if reason is None:
         return "ok"
@@ -112,18 +117,13 @@ def add_spans(
                 continue  # the caller withdrew the request before it was admitted: no start attempt
             if first is not None:
                 span(SANDBOX_START, e if first is queued else first, e, _status(e.reason), e.attrs or {})
-        elif e.ev is Ev.EXEC_START:
-            open_[(k, "exec")] = e
-        elif e.ev is Ev.EXEC_END:
-            first = open_.pop((k, "exec"), None)
+        elif e.ev in _OPENS:
+            open_[(k, _OPENS[e.ev])] = e
+        elif e.ev in _CLOSES:
+            kind, trace_key = _CLOSES[e.ev]
+            first = open_.pop((k, kind), None)
             if first is not None:
-                span(SANDBOX_EXEC, first, e, _status(e.reason) if e.reason else "ok", e.attrs or {})
-        elif e.ev is Ev.TERMINATE_REQUESTED:
-            open_[(k, "stop")] = e
-        elif e.ev is Ev.TERMINATED:
-            first = open_.pop((k, "stop"), None)
-            if first is not None:
-                span(SANDBOX_STOP, first, e, _status(e.reason) if e.reason else "ok", e.attrs or {})
+                span(trace_key, first, e, _status(e.reason) if e.reason else "ok", e.attrs or {})
     return added
 
 

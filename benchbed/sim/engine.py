@@ -349,7 +349,11 @@ class Simulation:
             if add(end, j) != j:
                 self.ends.tie(end, j)
         self.s_last[first + G - 1 - ends[::-1].index(max(ends))] = 1  # mark_last, inlined
-        self.started += G
+        self._count_started(group)
+
+    def _count_started(self, group: int) -> None:
+        """Count a group whose samples have just started: the dispatch round it belongs to, the live set."""
+        self.started += self.G
         if self.rounds:
             self.g_round.append(self.dispatch_round)
             self.round_dispatched += 1
@@ -366,12 +370,7 @@ class Simulation:
         self.g_left.append(G)
         for j, latency in enumerate(latencies, first):
             self.engines.arrive(now, j, latency)  # type: ignore[union-attr]
-        self.started += G
-        if self.rounds:
-            self.g_round.append(self.dispatch_round)
-            self.round_dispatched += 1
-        if self.track_live:
-            self.live_groups.add(group)
+        self._count_started(group)
 
     def mark_last(self, samples: list[int], ends: list[float]) -> None:
         """Flag which of a group's running `samples` (ending at `ends`) completes it: the one that ends last, the

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 
 @dataclass
@@ -63,6 +63,47 @@ class FileTail:
     def close(self) -> None:
         """Release the file handle."""
         self._close()
+
+
+@dataclass
+class ByteTail:
+    """The bytes appended to one binary log since the last read, by offset, for a reader that cuts them into records
+    (advancing `offset` past the whole ones). A file shorter than the offset was replaced by a new log: it is read
+    again from `start` (`resets` counts it); `damage`, once a reader sets it, stops the following."""
+
+    start: ClassVar[int] = 0  # where the first record lies
+    ident: ClassVar[bytes] = b""  # what the file begins with once its header is written
+
+    path: Path
+    offset: int = 0
+    damage: str | None = None
+    resets: int = 0
+
+    def appended(self) -> bytes:
+        """The bytes from `offset` to the end (none while the file or its header is missing, or once damaged)."""
+        if self.damage is not None:
+            return b""
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.seek(0, 2) < self.offset:
+                    self.offset = self.start
+                    self.resets += 1
+                    self.restarted()
+                fh.seek(0)
+                if not self.header_ready(fh.read(self.start)):
+                    return b""
+                fh.seek(self.offset)
+                return fh.read()
+        except FileNotFoundError:
+            return b""
+
+    def header_ready(self, head: bytes) -> bool:
+        """Whether the file's first `start` bytes are a whole header this reader can follow (by default: they begin
+        with `ident`); a reader that can tell a damaged header from one still being written sets `damage`."""
+        return head.startswith(self.ident)
+
+    def restarted(self) -> None:
+        """Forget what was held from the log that was replaced (nothing by default)."""
 
 
 @dataclass

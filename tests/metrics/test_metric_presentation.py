@@ -17,6 +17,7 @@ from benchbed.metrics.registry import (
     headline_metrics,
     listed_columns,
     metric,
+    metric_variants,
 )
 from benchbed.nightly.stats import DEFAULT_WATCH
 from benchbed.report.tables import metric_rows
@@ -29,6 +30,13 @@ def test_every_registered_metric_is_presented_and_nothing_else():
     assert all(p.family in FAMILIES for p in PRESENTATION.values())
     with pytest.raises(BenchbedError, match="has no presentation"):
         metric("not_presented", "ratio", "")(lambda ctx: None)
+
+
+def test_a_metric_family_is_one_function_with_an_argument_per_variant():
+    assert (METRICS["staleness_p99"].unit, METRICS["sandbox_queue_p50_s"].unit) == ("versions", "s")
+    assert METRICS["reward_gain"].description.startswith("final_reward_mean minus the mean training reward")
+    with pytest.raises(BenchbedError, match="'trainer_idle_ratio' registered twice"):
+        metric_variants("ratio", lambda ctx, key: (1.0, key), {"trainer_idle_ratio": ("again", "x")})
 
 
 def test_headline_watch_and_columns_come_from_the_registry():

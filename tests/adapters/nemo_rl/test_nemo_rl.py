@@ -3,7 +3,6 @@ with and without --adapter, to figures worked out by hand; its own command rende
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from benchbed.adapters.nemo_rl.parse import per_step
 
 from benchbed.adapter import get_adapter
+from benchbed.adapterkit.upstream import upstream_list
 from benchbed.errors import AdapterError
 from benchbed.spec import build_spec, load_spec
 
@@ -118,8 +118,8 @@ def test_the_fixtures_regenerate(tmp_path: Path, fixture_generator) -> None:
 
 
 def test_every_rendered_key_is_one_the_framework_accepts(tmp_path: Path) -> None:
-    """Keys from the framework's source at the cited commit (tools/nemo_rl_skyrl_keys.py), read offline."""
-    known = set(json.loads((ROOT / "adapters" / "nemo_rl" / "keys_7ea279a.json").read_text())["keys"])
+    """Keys from the framework's source at the cited commit (the adapter's upstream.json), read offline."""
+    known = set(upstream_list(ROOT / "adapters" / "nemo_rl", "keys").names)
     specs = [load_spec(ROOT / "experiments" / "compare" / "nemo_rl.toml"),
              build_spec({"name": "s", "adapter": "nemo_rl", "workload": {"max_staleness": 0}})]  # fmt: skip
     for spec in specs:

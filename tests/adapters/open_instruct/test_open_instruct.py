@@ -13,6 +13,7 @@ import pytest
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.histories import open_history
+from benchbed.adapterkit.upstream import upstream_list
 from benchbed.errors import AdapterError
 from benchbed.spec import build_spec, load_spec
 
@@ -106,8 +107,8 @@ def test_the_fixture_regenerates(tmp_path: Path) -> None:
 
 
 def test_every_rendered_flag_is_one_grpo_fast_accepts(tmp_path: Path) -> None:
-    """Fields of the dataclasses grpo_fast.py parses, at the cited commit (tools/open_instruct_rllm_keys.py)."""
-    known = set(json.loads((ROOT / "adapters" / "open_instruct" / "flags_e6c3044.json").read_text())["keys"])
+    """Fields of the dataclasses grpo_fast.py parses, at the cited commit (the adapter's upstream.json)."""
+    known = set(upstream_list(ROOT / "adapters" / "open_instruct", "keys").names)
     data = {"name": "s", "adapter": "open_instruct", "workload": {"max_staleness": 1},
             "open_instruct": {"dataset_mixer_list": ["d", "1.0"]}}  # fmt: skip
     for spec in (load_spec(ROOT / "experiments" / "compare" / "open_instruct.toml"), build_spec(data)):

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 from benchbed.adapters.prime_rl.fields import field_list
 from benchbed.adapters.prime_rl.keypaths import flatten
-from benchbed.adapters.prime_rl.presets import preset_for_model
+from benchbed.adapters.prime_rl.presets import presets
 from benchbed.adapters.prime_rl.render import CONFIG_FILE, render_config, render_plan
 from prime_rl_fields import extract  # tools/, on pytest's pythonpath
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.handoff import HANDOFF_FILE
+from benchbed.adapterkit.presets import preset_for_model
 from benchbed.adapterkit.templates import toml_text
 from benchbed.errors import LaunchError, SpecError
 from benchbed.spec import build_spec, load_spec
@@ -131,7 +132,7 @@ def test_unknown_key_is_caught_by_the_field_check() -> None:
 
 def test_field_list_is_pinned() -> None:
     fields = field_list("559b447")
-    assert fields.commit == "559b447"
+    assert fields.source.startswith("PrimeIntellect-ai/prime-rl@559b447 ")
     for key in (
         "orchestrator.max_off_policy_steps",
         "deployment.num_infer_replicas",
@@ -209,7 +210,7 @@ def test_impossible_layouts_are_spec_errors() -> None:
     ],
 )
 def test_presets_by_model_name(model: str, preset: str | None) -> None:
-    found = preset_for_model(model)
+    found = preset_for_model(presets(), model)
     assert (found.name if found else None) == preset
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.histories import open_history
+from benchbed.adapterkit.upstream import upstream_list
 from benchbed.spec import build_spec, load_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -115,8 +116,8 @@ def test_the_fixtures_regenerate(tmp_path: Path) -> None:
 
 
 def test_every_rendered_key_is_one_rllms_config_holds(tmp_path: Path) -> None:
-    """Keys of rLLM's base and Tinker backend configs at the cited commit (tools/open_instruct_rllm_keys.py)."""
-    known = set(json.loads((ROOT / "adapters" / "rllm" / "keys_9beb6e0.json").read_text())["keys"])
+    """Keys of rLLM's base and Tinker backend configs at the cited commit (the adapter's upstream.json)."""
+    known = set(upstream_list(ROOT / "adapters" / "rllm", "keys").names)
     specs = [load_spec(ROOT / "experiments" / "compare" / "rllm.toml"),
              build_spec({"name": "s", "adapter": "rllm", "workload": {"max_staleness": 0}})]  # fmt: skip
     for spec in specs:

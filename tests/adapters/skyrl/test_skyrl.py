@@ -13,6 +13,7 @@ import pytest
 
 from benchbed.adapter import get_adapter
 from benchbed.adapterkit.histories import open_history
+from benchbed.adapterkit.upstream import upstream_list
 from benchbed.errors import AdapterError
 from benchbed.spec import build_spec, load_spec
 
@@ -132,8 +133,8 @@ def test_the_fixtures_regenerate(tmp_path: Path) -> None:
 
 
 def test_every_rendered_key_is_one_the_framework_accepts(tmp_path: Path) -> None:
-    """Keys from the framework's source at the cited commit (tools/nemo_rl_skyrl_keys.py), read offline."""
-    known = set(json.loads((ROOT / "adapters" / "skyrl" / "fields_a956457.json").read_text())["keys"])
+    """Keys from the framework's source at the cited commit (the adapter's upstream.json), read offline."""
+    known = set(upstream_list(ROOT / "adapters" / "skyrl", "keys").names)
     specs = [load_spec(ROOT / "experiments" / "compare" / "skyrl.toml"),
              build_spec({"name": "s", "adapter": "skyrl", "workload": {"max_staleness": 0}})]  # fmt: skip
     for spec in specs:

@@ -11,6 +11,7 @@ from benchbed.adapters.slime.render import argument_names, model_args, model_tab
 from benchbed.adapters.slime.runargs import from_argv
 
 from benchbed.adapterkit.handoff import HANDOFF_FILE
+from benchbed.adapterkit.upstream import load_snapshot
 from benchbed.errors import SpecError
 from benchbed.spec import build_spec, load_spec
 
@@ -47,13 +48,14 @@ def option(argv: list[str], flag: str) -> str:
 
 
 def test_argument_names_cover_both_pinned_commits() -> None:
-    names = argument_names()
-    assert set(names["slime"]) == set(VERSIONS)
-    assert names["pinned"]["v0.3.1"].startswith("a6272da0d") and names["pinned"]["624b824"].startswith("624b824a8")
+    lists = load_snapshot(ROOT / "adapters" / "slime" / "upstream.json")
+    assert set(lists) == {f"slime {v}" for v in VERSIONS} | {"megatron"}
+    assert lists["slime v0.3.1"].source.startswith("THUDM/slime@a6272da0d")
+    assert lists["slime 624b824"].source.startswith("THUDM/slime@624b824a8")
     for version in VERSIONS:
         assert {"--colocate", "--partial-rollout", "--debug-rollout-only", "--load-debug-rollout-data",
-                "--update-weights-interval"} <= set(names["slime"][version])  # fmt: skip
-    assert "--num-layers" in names["megatron"] and "--colocate" not in names["megatron"]
+                "--update-weights-interval"} <= argument_names(version)  # fmt: skip
+    assert "--num-layers" in lists["megatron"].names and "--colocate" not in lists["megatron"].names
     assert unknown_arguments(["python3", "train.py", "--colocate", "--num-layers", "4", "--sglang-dp-size", "2",
                               "--colocat"], "624b824") == ["--colocat"]  # fmt: skip
 
@@ -61,7 +63,7 @@ def test_argument_names_cover_both_pinned_commits() -> None:
 @pytest.mark.parametrize("name", sorted(model_table()))
 @pytest.mark.parametrize("version", VERSIONS)
 def test_model_architecture_args_are_known_to_megatron_and_slime(name: str, version: str) -> None:
-    assert unknown_arguments(model_table()[name]["args"], version) == []
+    assert unknown_arguments(model_table()[name].values["args"], version) == []
 
 
 def test_models_match_by_name_and_carry_upstream_shapes() -> None:

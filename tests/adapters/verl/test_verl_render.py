@@ -137,8 +137,8 @@ def test_spec_errors_say_what_to_change(changes: dict[str, Any], message: str) -
 
 
 def test_presets_match_models_and_can_be_turned_off() -> None:
-    assert preset_for("Qwen/Qwen3-235B-A22B-Instruct-2507", None)[0] == "qwen3-235b-a22b"
-    assert preset_for("zai-org/GLM-4.5-Air", None)[0] == "glm-4.5-air"
+    assert preset_for("Qwen/Qwen3-235B-A22B-Instruct-2507", None).name == "qwen3-235b-a22b"
+    assert preset_for("zai-org/GLM-4.5-Air", None).name == "glm-4.5-air"
     assert preset_for("Qwen/Qwen2.5-7B-Instruct", None) is None
     assert preset_for("Qwen/Qwen3-30B-A3B", "none") is None
     plan = ADAPTER.render(spec("v1_sync", verl__preset="none"), Path("/tmp/run"))

@@ -78,10 +78,9 @@ def history_trace(
     rows = AggRows()
     for key, (entry, canonical) in mapped.items():
         values = frame[key].to_numpy(dtype=float)
-        present = ~np.isnan(values)
         if entry is not None and entry.unit == "%":
             values = values / 100.0
-        rows.extend(canonical, steps[present], values[present], actor="trainer")
+        rows.extend_numbers(canonical, steps, values, actor="trainer")
     builder = TraceBuilder()
     rows.flush(builder)
     meta = TraceMeta(

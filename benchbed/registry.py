@@ -84,6 +84,14 @@ class Registry(Generic[T]):
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return self.error(f"unknown {self.kind} {name!r}{hint} (available: {', '.join(known) or 'none'})")
 
+    def reference(self, name: str) -> str | None:
+        """The `module:object` that names `name`'s object, without importing it; None for an object registered as
+        itself or a name nothing registers."""
+        ref = self._registered.get(name)
+        if ref is None and name in (eps := self.entry_points()):
+            ref = eps[name].value
+        return ref if isinstance(ref, str) else None
+
     def load(self, name: str) -> T:
         """The object registered as `name`, imported on first use and checked to be of this kind."""
         if name in self._registered:

@@ -1,5 +1,6 @@
 """One package outside the tree adds one of each extension kind (adapter, launcher with options, sandbox backend,
-history source, metric, study, lever set), each as one module plus one entry point, and benchbed uses each."""
+history source, metric, study, lever set, CLI command), each as one module plus one entry point, and benchbed uses
+each."""
 
 from __future__ import annotations
 
@@ -130,6 +131,20 @@ MODULES = {
     "levers": """
         LEVERS = {"generation_bound": [{"field": "outside.knob", "direction": "increase", "why": "more knob"}]}
     """,
+    "command": '''
+        import click
+
+        NOT_A_COMMAND = 3
+
+
+        @click.command("outside-hello")
+        @click.argument("who")
+        def hello(who: str) -> None:
+            """Greet WHO from a package outside benchbed.
+
+            The rest of the help, which the command list leaves out."""
+            click.echo(f"hello {who}")
+    ''',
 }
 ENTRY_POINTS = """
 [benchbed.adapters]
@@ -152,6 +167,10 @@ outside-study = outside_ext.study:STUDY
 
 [benchbed.levers]
 outside = outside_ext.levers:LEVERS
+
+[benchbed.commands]
+outside-hello = outside_ext.command:hello
+outside-broken = outside_ext.command:NOT_A_COMMAND
 """
 
 
@@ -241,3 +260,23 @@ def test_an_outside_lever_set_adds_levers_for_its_adapter(outside: Path) -> None
     diagnosis = Diagnosis(regime="generation_bound", flags=[], evidence=[])
     fields = [lever.field for lever in levers_for(diagnosis, "outside", {"outside": {"knob": 2}})]
     assert "outside.knob" in fields and not any(f.startswith("sim.") for f in fields)
+
+
+def test_an_outside_cli_command_is_listed_from_its_source_and_runs(outside: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(outside), os.environ.get("PYTHONPATH")]))}
+
+    def benchbed(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "benchbed", *args], capture_output=True, text=True, env=env,
+                              timeout=120)  # fmt: skip
+
+    shown = benchbed("--help")
+    listed = {line.split()[0]: " ".join(line.split()[1:]) for line in shown.stdout.splitlines() if line[:3] == "  o"}
+    assert shown.returncode == 0 and listed["outside-hello"] == "Greet WHO from a package outside benchbed."
+    assert listed["outside-broken"].startswith("entry point 'outside-broken'")  # listed with why it cannot load
+    ran = benchbed("outside-hello", "world")
+    assert (ran.returncode, ran.stdout) == (0, "hello world\n")
+    broken = benchbed("outside-broken")
+    assert (broken.returncode, broken.stdout) == (2, "")
+    assert broken.stderr.strip() == (
+        "benchbed: error: entry point 'outside-broken' (outside_ext.command:NOT_A_COMMAND) is not a click.Command"
+    )

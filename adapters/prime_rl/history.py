@@ -8,7 +8,7 @@ from benchbed.adapters.prime_rl.model import RunData
 from benchbed.adapters.prime_rl.parse import build_trace, config_settings
 
 from benchbed.adapterkit.histories import History
-from benchbed.adapterkit.history_trace import with_gpu_samples
+from benchbed.adapterkit.history_trace import built_history_trace
 from benchbed.api import Trace
 
 
@@ -16,6 +16,10 @@ def parse_history(history: History) -> Trace:
     """The rows as the file monitor would have written them (`step`, `time` = the tracker's wall time); the
     run's config (the orchestrator's, where both processes' runs are merged) gives the batch shape. A history
     holds no episode traces, so the per-episode figures (rollout spans, sandbox starts) are absent."""
+    return built_history_trace(history, _build)
+
+
+def _build(history: History) -> Trace:
     uri = history.source.uri
     data = RunData()
     data.warnings.extend(history.warnings)
@@ -25,7 +29,4 @@ def parse_history(history: History) -> Trace:
     )
     read_metric_rows(rows, data, uri)
     data.config = config_settings(history.config, history.config)
-    trace = build_trace(data, [])
-    trace.meta.extra["history"] = history.source.as_dict()
-    trace.meta.partial = trace.meta.partial or history.partial
-    return with_gpu_samples(trace, history)
+    return build_trace(data, [])

@@ -15,7 +15,7 @@ from benchbed.adapters.slime.trainer import Perf
 
 from benchbed.adapterkit.histories import History
 from benchbed.adapterkit.histories.history import PART
-from benchbed.adapterkit.history_trace import with_gpu_samples
+from benchbed.adapterkit.history_trace import built_history_trace
 from benchbed.api import NotThisFrameworkError, Trace
 
 ROLLOUT_STEP, TRAIN_STEP, EVAL_STEP = "rollout/step", "train/step", "eval/step"
@@ -23,10 +23,12 @@ ROLLOUT_STEP, TRAIN_STEP, EVAL_STEP = "rollout/step", "train/step", "eval/step"
 
 def parse_history(history: History) -> Trace:
     """The trace of the per-rollout dicts `collect_history` reads."""
+    return built_history_trace(history, _build)
+
+
+def _build(history: History) -> Trace:
     c = collect_history(history)
-    trace = build_trace(c, detect_mode(c))
-    trace.meta.extra["history"] = history.source.as_dict()
-    return with_gpu_samples(trace, history).validate()
+    return build_trace(c, detect_mode(c))
 
 
 def collect_history(history: History) -> Collected:

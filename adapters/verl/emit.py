@@ -184,12 +184,7 @@ def _emit_figures(
     values, _ = table.matrix(at_rows, [key for key, _, _ in plan])
     counted = steps >= 1  # verl's validation before training is logged at step 0: the trace counts steps from 1
     for j, (_, _, target) in enumerate(plan):
-        column = values[:, j]
-        ok = ~np.isnan(column) & counted
-        if ok.all():
-            rows.extend(target, steps, column, "", attrs)
-        else:
-            rows.extend(target, steps[ok], column[ok], "", attrs)
+        rows.extend_numbers(target, steps, values[:, j], "", attrs, keep=counted)
 
 
 class _Timers:

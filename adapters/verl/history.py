@@ -6,13 +6,17 @@ from __future__ import annotations
 from benchbed.adapters.verl.parse import Inputs, build_trace
 
 from benchbed.adapterkit.histories import History
-from benchbed.adapterkit.history_trace import with_gpu_samples
+from benchbed.adapterkit.history_trace import built_history_trace
 from benchbed.adapterkit.step_columns import StepColumns
 from benchbed.api import NotThisFrameworkError, Trace
 
 
 def parse_history(history: History) -> Trace:
     """Each history row is one `Tracking.log(data, step)` (rows of one step merged, as the trackers merge them)."""
+    return built_history_trace(history, _build)
+
+
+def _build(history: History) -> Trace:
     uri = history.source.uri
     records = StepColumns()
     for i, (step, _, data) in enumerate(history.rows()):
@@ -21,7 +25,7 @@ def parse_history(history: History) -> Trace:
     if not records:
         raise NotThisFrameworkError(f"not a verl history: {uri}: no rows with numeric values")
     version = history.packages.get("verl")
-    trace = build_trace(
+    return build_trace(
         Inputs(
             records=records,
             warnings=list(history.warnings),
@@ -29,8 +33,6 @@ def parse_history(history: History) -> Trace:
             timing_source=uri,
             sources=[uri],
             explicit_version=(version, f"{history.source.tracker} run's requirements.txt") if version else None,
-            partial=history.partial,
-            extra={"history": history.source.as_dict()},
+            extra={"history": history.source.as_dict()},  # where verl's metadata lists it, before its mode's facts
         )
     )
-    return with_gpu_samples(trace, history)

@@ -5,10 +5,16 @@ Keys of the roles `step`, `component`, `counter`, `framework` and `quality` beco
 pattern entry whose canonical ends in `*` carries the rest of the matched key over, `/` as `.`); percentages
 (`unit = "%"`) become ratios, as canonical keys never hold percent; every other numeric key is kept as
 `native.<framework>.<key>`. The entries' `within` holds for every history: a component `after_step` is added to
-the step, one nested in another timer with a canonical key of its own is carved out of that timer."""
+the step, one nested in another timer with a canonical key of its own is carved out of that timer.
+
+A framework whose rows a key map cannot read alone (verl's resumed segments and per-step timer breakdown, slime's
+rollout-id steps, prime-rl's two processes told apart by their keys) hands its own builder to `built_history_trace`;
+every history's trace is finished the same way (`finish`): its source in the metadata, partial when the history
+is, its GPU samples in their steps."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +78,9 @@ def history_trace(
     rows = AggRows()
     for key, (entry, canonical) in mapped.items():
         values = frame[key].to_numpy(dtype=float)
-        present = ~np.isnan(values)
         if entry is not None and entry.unit == "%":
             values = values / 100.0
-        rows.extend(canonical, steps[present], values[present], actor="trainer")
+        rows.extend_numbers(canonical, steps, values, actor="trainer")
     builder = TraceBuilder()
     rows.flush(builder)
     meta = TraceMeta(
@@ -88,7 +93,20 @@ def history_trace(
         partial=history.partial,
         extra={"history": history.source.as_dict(), **(extra or {})},
     )
-    return with_gpu_samples(builder.build(meta), history)
+    return finish(builder.build(meta), history)
+
+
+def built_history_trace(history: History, build: Callable[[History], Trace]) -> Trace:
+    """The trace a framework's own builder makes of a history, finished as every history's trace is."""
+    return finish(build(history), history)
+
+
+def finish(trace: Trace, history: History) -> Trace:
+    """The trace of `history` with the history's source in its metadata (`extra.history`, where the builder has not
+    placed it), partial when the history is, and the history's GPU samples in their steps."""
+    trace.meta.extra.setdefault("history", history.source.as_dict())
+    trace.meta.partial = trace.meta.partial or history.partial
+    return with_gpu_samples(trace, history)
 
 
 def with_gpu_samples(trace: Trace, history: History) -> Trace:

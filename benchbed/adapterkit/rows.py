@@ -45,6 +45,18 @@ class AggRows:
             self.blocks.append((len(steps), {"key": key, "step": steps, "value": values, "actor": actor,
                                              "attrs": attrs}))  # fmt: skip
 
+    def extend_numbers(
+        self, key: str, steps: np.ndarray, values: np.ndarray, actor: str = "", attrs: str = "",
+        keep: np.ndarray | None = None,
+    ) -> None:  # fmt: skip
+        """The rows of one key at the steps where its value is a number (NaN left out) and `keep`, if given, holds;
+        the arrays themselves when every row is kept."""
+        ok = ~np.isnan(values) if keep is None else ~np.isnan(values) & keep
+        if ok.all():
+            self.extend(key, steps, values, actor, attrs)
+        else:
+            self.extend(key, steps[ok], values[ok], actor, attrs)
+
     def __len__(self) -> int:
         return len(self.key) + sum(n for n, _ in self.blocks)
 

@@ -6,113 +6,53 @@ each command's module loads what it uses when it is invoked, so start-up stays w
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import signal
 import sys
 import threading
-from typing import Any, NamedTuple
+from typing import Any
 
 import click
 
 from benchbed import __version__
+from benchbed.cli.summaries import summary_of
 from benchbed.errors import BenchbedError
 from benchbed.launch.signals import signal_name, stop_signals_interrupt
+from benchbed.registry import Registry
 
 
-class Lazy(NamedTuple):
-    """Where a subcommand lives ("module:attribute") and the one-line summary `benchbed --help` lists for it
-    (the first paragraph of its docstring; a unit test keeps the two equal)."""
-
-    target: str
-    summary: str
+def _is_command(obj: object) -> bool:
+    return isinstance(obj, click.Command)
 
 
-COMMANDS: dict[str, Lazy] = {
-    "run": Lazy(
-        "benchbed.cli.runs:run",
-        "Launch SPEC (a TOML experiment) with its adapter, then parse, measure and store the run.",
-    ),
-    "simulate": Lazy(
-        "benchbed.cli.runs:simulate",
-        'Run SPEC through the discrete-event simulator (adapter "sim"), whatever adapter it names.',
-    ),
-    "watch": Lazy(
-        "benchbed.cli.watch:watch",
-        "Follow a running run's files and redraw its live figures after each step, until the run ends.",
-    ),
-    "ingest": Lazy(
-        "benchbed.cli.runs:ingest_command",
-        "Read an existing run, or a tracker's history of one, into the store and measure it.",
-    ),
-    "report": Lazy(
-        "benchbed.cli.runs:report",
-        "Write a self-contained HTML report of one or more stored runs and print a Markdown summary.",
-    ),
-    "ls": Lazy(
-        "benchbed.cli.ls:ls_command",
-        "List stored runs (newest last) with their headline metrics.",
-    ),
-    "demo": Lazy(
-        "benchbed.cli.runs:demo",
-        "Simulate the embedded quickstart experiment, store it, write its report and print where it is.",
-    ),
-    "sandbox": Lazy(
-        "benchbed.cli.sandbox:sandbox",
-        "Run a command in a sandbox, or report what the local sandbox can enforce here.",
-    ),
-    "sandbox-bench": Lazy(
-        "benchbed.cli.sandbox:sandbox_bench",
-        "Sweep concurrency levels, store the run (record, trace, metrics) and print a summary per level.",
-    ),
-    "diagnose": Lazy(
-        "benchbed.cli.diagnose:diagnose",
-        "Name each stored run's bottleneck from its metrics: one regime (generation_bound, admission_bound, "
-        "trainer_bound, straggler_bound, sandbox_bound, balanced; unknown when the trace cannot tell), flags for "
-        "waste, the metrics and thresholds that decided it, and the spec fields to change, with the predicted effect "
-        "of the main one.",
-    ),
-    "export": Lazy(
-        "benchbed.cli.export:export",
-        "Export the trace of a stored run (or a trace.parquet) as a timeline or a table.",
-    ),
-    "nightly": Lazy(
-        "benchbed.cli.nightly:nightly",
-        "Run every entry of SUITE (a TOML suite file) its `repeats` times, then gate each watched metric of "
-        "tonight's runs against the last nights of the same (machine, entry) series.",
-    ),
-    "compare": Lazy(
-        "benchbed.cli.nightly:compare",
-        "Compare two sets of stored runs with the nightly gate (exact rank test plus a minimum relative effect).",
-    ),
-    "history": Lazy(
-        "benchbed.cli.history:history",
-        "Show each (machine, suite entry) series of the store: nights, change points, and the last night's verdict.",
-    ),
-    "untrust": Lazy(
-        "benchbed.cli.nightly:untrust",
-        "Mark NIGHT (a night id, as `benchbed history` and the nightly page show it, or `latest` for the store's "
-        "newest night) untrusted: it stops serving "
-        "as a baseline night and as a point of a reference band, and its records stay in the store as they are.",
-    ),
-    "reproduce": Lazy(
-        "benchbed.cli.simtools:reproduce_command",
-        "Simulate published studies from their configurations (experiments/reproduce/STUDY/*.toml) and compare "
-        "each reproduced quantity with the published figure.",
-    ),
-    "calibrate": Lazy(
-        "benchbed.cli.simtools:calibrate_command",
-        "Fit a simulator spec to the stored run in RUN_DIR (any adapter's trace.parquet): rollout latency, "
-        "batch and group size, trainer compute and weight sync, concurrency, pass rates, mode and staleness "
-        "bound.",
-    ),
-    "plan": Lazy(
-        "benchbed.cli.simtools:plan_command",
-        "The smallest (or largest, as the target requires) value of --vary that meets --target, found by "
-        "simulating SPEC (a sweep, then bisection), beside the closed-form estimate (generation-bound 1 - "
-        "rate ratio, the staleness-budget cap, or the synchronous straggler maximum).",
-    ),
+COMMANDS: Registry[click.Command] = Registry(
+    "benchbed.commands", "command", (_is_command, "a click.Command"), BenchbedError
+)
+"""The subcommands of `benchbed`: benchbed's own, registered here by `module:attribute` (imported on first use),
+and any a package adds in the `benchbed.commands` entry-point group."""
+
+OWN_COMMANDS = {  # name -> module:attribute
+    "run": "benchbed.cli.runs:run",
+    "simulate": "benchbed.cli.runs:simulate",
+    "watch": "benchbed.cli.watch:watch",
+    "ingest": "benchbed.cli.runs:ingest_command",
+    "report": "benchbed.cli.runs:report",
+    "ls": "benchbed.cli.ls:ls_command",
+    "demo": "benchbed.cli.runs:demo",
+    "sandbox": "benchbed.cli.sandbox:sandbox",
+    "sandbox-bench": "benchbed.cli.sandbox:sandbox_bench",
+    "diagnose": "benchbed.cli.diagnose:diagnose",
+    "export": "benchbed.cli.export:export",
+    "nightly": "benchbed.cli.nightly:nightly",
+    "compare": "benchbed.cli.nightly:compare",
+    "history": "benchbed.cli.history:history",
+    "untrust": "benchbed.cli.nightly:untrust",
+    "reproduce": "benchbed.cli.simtools:reproduce_command",
+    "calibrate": "benchbed.cli.simtools:calibrate_command",
+    "plan": "benchbed.cli.simtools:plan_command",
 }
+for _name, _ref in OWN_COMMANDS.items():
+    COMMANDS.register(_name, _ref)
 
 
 def _fail(message: str, status: int = 2) -> None:
@@ -149,27 +89,36 @@ class BenchbedGroup(click.Group):
     """Every failure as one line on stderr: BenchbedError and usage errors exit 2, an unreadable file exits 2,
     a stop signal (Ctrl-C, SIGTERM, SIGHUP) exits 128 + its number once what it launched is stopped.
 
-    Subcommands named in COMMANDS are imported on first use; the help lists their summaries without importing."""
+    Subcommands come from the COMMANDS registry, each imported on first use; the help lists their summaries from
+    their own source without importing them."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*COMMANDS, *self.commands})
+        return sorted({*COMMANDS.names(), *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
-            module, _, attribute = COMMANDS[cmd_name].target.partition(":")
-            self.commands[cmd_name] = getattr(importlib.import_module(module), attribute)
+            self.commands[cmd_name] = COMMANDS.load(cmd_name)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list from the summaries in COMMANDS: `benchbed --help` imports no command module."""
+        """The command list, each summary read from its command's source: `benchbed --help` imports no command
+        module (one whose source cannot be read is imported for its summary)."""
         names = self.list_commands(ctx)
         limit = formatter.width - 6 - max(len(name) for name in names)
         rows = []
         for name in names:
-            if name in COMMANDS and name not in self.commands:
-                rows.append((name, click.utils.make_default_short_help(COMMANDS[name].summary, limit)))
-            elif not self.commands[name].hidden:
-                rows.append((name, self.commands[name].get_short_help_str(limit)))
+            ref = COMMANDS.reference(name) if name not in self.commands else None
+            summary = summary_of(ref, limit) if ref is not None else None
+            if summary is not None:
+                rows.append((name, summary))
+                continue
+            try:
+                command = self.get_command(ctx, name)
+            except BenchbedError as exc:  # a plug-in that cannot load is listed with why, not left out
+                rows.append((name, str(exc)))
+                continue
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -137,6 +137,22 @@ def test_bulk_rows_go_through_the_builder() -> None:
     assert events["v_train"].tolist() == [-1, -1, 0]
 
 
+def test_number_rows_leave_out_nan_and_the_steps_not_kept() -> None:
+    b = TraceBuilder()
+    aggs = AggRows()
+    steps = np.array([0, 1, 2, 3])
+    aggs.extend_numbers("native.loss", steps, np.array([9.0, 0.5, math.nan, 0.25]), keep=steps >= 1)
+    aggs.extend_numbers(K.TRAINER_STEP, steps[1:], np.array([10.0, 11.0, 12.0]), "trainer")
+    aggs.extend_numbers("native.none", steps, np.full(4, math.nan))
+    aggs.flush(b)
+    events = b.build(TraceMeta(adapter="t")).validate().events
+    assert list(zip(events["key"], events["step"], events["value"], events["actor"], strict=True)) == [
+        ("native.loss", 1, 0.5, ""), ("native.loss", 3, 0.25, ""),
+        (K.TRAINER_STEP, 1, 10.0, "trainer"), (K.TRAINER_STEP, 2, 11.0, "trainer"),
+        (K.TRAINER_STEP, 3, 12.0, "trainer"),
+    ]  # fmt: skip
+
+
 def test_settle_many_gives_what_settle_gives_step_by_step() -> None:
     steps = np.array([1, 2, 3])
     total = np.array([10.0, 10.0, 2.0])

@@ -1,5 +1,6 @@
 """The kit's History -> trace through a key map: exact and pattern keys, percentages as ratios, unmapped numbers kept
-as native rows, and a history without the step key refused as another framework's."""
+as native rows, and a history without the step key refused as another framework's; a framework's own builder's
+trace finished the same way (source, partial)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 
 from benchbed.adapterkit.histories import History, HistorySource
 from benchbed.adapterkit.histories.history import frame_from_rows
-from benchbed.adapterkit.history_trace import history_trace
+from benchbed.adapterkit.history_trace import built_history_trace, history_trace
 from benchbed.adapterkit.keymaps import load_keymap
 from benchbed.errors import NotThisFrameworkError
+from benchbed.trace import Trace, TraceBuilder, TraceMeta
 
 KEYMAP = """
 framework = "toy"
@@ -126,3 +128,25 @@ within = "timing/sync"
     assert rows[("native.toy.timing/sync_inner", 1)] == 1.0
     sync = _rows(history_trace(history, keymap, adapter="toy", mode="sync"))  # the eval entry holds in async only
     assert sync[("trainer.step", 1)] == 10.0 and sync[("native.toy.timing/eval", 1)] == 2.0
+
+
+def test_a_frameworks_own_builder_is_finished_as_every_historys_trace() -> None:
+    """The builder's rows and metadata stay; the history's source is added where the builder left it out, kept where
+    the builder placed it; a partial history makes a partial trace; the trace's zero is placed on the epoch."""
+    history = _history([(1, 100.0, {"toy/steps": 3.0})])
+    history.partial = True
+
+    def build(h: History, extra: dict[str, object]) -> Trace:
+        builder = TraceBuilder()
+        for step, _, values in h.rows():
+            builder.agg("trainer.step", step, values["toy/steps"] * 2, actor="trainer")
+        return builder.build(TraceMeta(adapter="toy", extra=extra))
+
+    trace = built_history_trace(history, lambda h: build(h, {"segments": 1}))
+    assert _rows(trace) == {("trainer.step", 1): 6.0}
+    assert trace.meta.partial and list(trace.meta.extra) == ["segments", "history", "epoch_origin"]
+    assert trace.meta.extra["epoch_origin"] == 100.0  # no run start recorded: the first row's wall time
+    assert trace.meta.extra["history"] == {"tracker": "jsonl", "run_id": "r1", "uri": "/runs/r1.jsonl"}
+    placed = built_history_trace(history, lambda h: build(h, {"history": {"tracker": "own"}, "segments": 1}))
+    assert list(placed.meta.extra) == ["history", "segments", "epoch_origin"]
+    assert placed.meta.extra["history"] == {"tracker": "own"}

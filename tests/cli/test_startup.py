@@ -3,7 +3,6 @@ imports what it uses when it runs. (Timing lives in benchmarks/test_bench_startu
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import click
 import pytest
 
 from benchbed.cli.main import COMMANDS, cli
+from benchbed.cli.summaries import summary_of
 
 HEAVY = ("pandas", "duckdb", "pyarrow", "matplotlib", "numpy", "pydantic", "rich", "jinja2")
 
@@ -36,8 +36,8 @@ def _loaded_after(*args: str) -> list[str]:
 def test_help_and_version_import_no_heavy_library_and_no_command(flag: str) -> None:
     loaded = _loaded_after(flag)
     assert [name for name in loaded if name.split(".")[0] in HEAVY] == []
-    assert set(loaded) <= {"benchbed", "benchbed.cli", "benchbed.cli.main", "benchbed.errors", "benchbed.launch",
-                           "benchbed.launch.signals"}  # fmt: skip
+    assert set(loaded) <= {"benchbed", "benchbed.cli", "benchbed.cli.main", "benchbed.cli.summaries", "benchbed.errors",
+                           "benchbed.launch", "benchbed.launch.signals", "benchbed.registry"}  # fmt: skip
 
 
 def test_a_command_loads_its_own_module_only_when_invoked() -> None:
@@ -47,15 +47,16 @@ def test_a_command_loads_its_own_module_only_when_invoked() -> None:
 
 
 def test_help_lists_every_command_with_the_summary_of_its_own_docstring() -> None:
-    """The summaries `benchbed --help` shows without importing are each command's own first sentence."""
-    for name, lazy in COMMANDS.items():
-        module, _, attribute = lazy.target.partition(":")
-        command = getattr(importlib.import_module(module), attribute)
+    """The summaries `benchbed --help` reads from each command's source are what the imported command says,
+    shortened to the column."""
+    for name in COMMANDS.names():
+        command = COMMANDS.load(name)
         assert isinstance(command, click.Command) and command.name == name
-        summary = command.get_short_help_str(limit=10_000)
-        assert lazy.summary == summary, f"COMMANDS[{name!r}] in benchbed/cli/main.py: make it {summary!r}"
+        for limit in (45, 60, 10_000):
+            said = click.utils.make_default_short_help(command.get_short_help_str(10_000), limit)
+            assert summary_of(COMMANDS.reference(name), limit) == said, (name, limit)
     context = click.Context(cli)
-    assert cli.list_commands(context) == sorted(COMMANDS)
+    assert cli.list_commands(context) == COMMANDS.names()
 
 
 def test_ls_answers_from_the_index_without_pandas_pydantic_or_the_launch_commands(tmp_path) -> None:

@@ -10,12 +10,16 @@ APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge prometheus
 demo: setup
 	$(BIN)/benchbed demo
 
+# Two workers for a 2-core machine: most tests wait on processes of their own; the launches of real schedulers and
+# frameworks run one at a time on one worker (the `machine` group, tests/conftest.py).
+PARALLEL = -n 2 --dist loadgroup
+
 test: setup-test lint docs
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PARALLEL)
 
 # The edit loop: every test but those marked slow (real Ray, Slurm, MLflow-server, TRL and engine runs, docs commands).
 test-fast: setup-test
-	$(BIN)/pytest -q -m 'not slow'
+	$(BIN)/pytest -q $(PARALLEL) -m 'not slow'
 
 # The property tests with fresh random draws and many more examples (make test replays the same draws every run).
 PROPERTY_TESTS = $(shell grep -rlE '^from hypothesis|^import hypothesis' tests --include='*.py')

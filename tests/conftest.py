@@ -10,7 +10,11 @@ handles SIGINT as a foreground process does, and its children start with the def
 `benchbed` runs the command in this process through click's runner (no interpreter start-up, no re-import per call);
 `benchbed_process` runs it as a child, for the tests where a real process is the point (exit through the process's
 own end, signals, inherited descriptors). Both answer with a `subprocess.CompletedProcess`: returncode, stdout,
-stderr."""
+stderr.
+
+`make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`). The tests that start a scheduler or a
+real framework run (a Ray head, the test Slurm, verl and vLLM launches) form one group, `machine`, so they run one at
+a time on one worker, as their memory and their schedulers need; every other test is independent of the others."""
 
 from __future__ import annotations
 
@@ -61,3 +65,14 @@ def benchbed() -> Benchbed:
 def benchbed_process() -> Benchbed:
     """The `benchbed` command run as a child process, where a real process is the point."""
     return _child
+
+
+MACHINE_FIXTURES = {"ray_cluster", "slurm_cluster", "verl_ray_head"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the launches that start schedulers or real framework runs in one xdist group (see the module docstring)."""
+    for item in items:
+        launch = "launch" in item.path.parts and item.get_closest_marker("slow") is not None
+        if launch or MACHINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("machine"))

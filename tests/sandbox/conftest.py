@@ -11,8 +11,30 @@ from benchbed.sandbox.cgroups import PARENT
 from benchbed.sandbox.local import UID_BASE
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _another_workers(pid: int) -> bool:
+    """Whether the process descends from another pytest-xdist worker (a sibling of this one under the controller):
+    its test is still running there, so it is not one this test left behind."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return False
+    me, controller = os.getpid(), os.getppid()
+    try:
+        while pid > 1 and pid != me:
+            parent = _parent(pid)
+            if parent == controller:
+                return True
+            pid = parent
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def sandbox_uid_pids() -> list[str]:
-    """Host processes running as a sandbox uid, as "pid:state:name" (zombies included, to see them)."""
+    """Host processes running as a sandbox uid, as "pid:state:name" (zombies included, to see them), but for those
+    under another xdist worker's tree (its test is still running)."""
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -20,7 +42,9 @@ def sandbox_uid_pids() -> list[str]:
         except (OSError, ValueError):
             continue
         uid = int(fields.get("Uid", "0").split()[0])
-        if UID_BASE <= uid < UID_BASE + 100_000_000:
+        if not UID_BASE <= uid < UID_BASE + 100_000_000:
+            continue
+        if not _another_workers(int(status.parent.name)):
             found.append(f"{status.parent.name}:{fields['State'].split()[0]}:{fields['Name'].strip()}")
     return found
 

@@ -218,7 +218,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         source=HistorySource(
             "wandb", run_id, uri or str(wandb_file.resolve()), project=run.get("project", ""), name=run.get("name", "")
         ),
-        frame=_frame(rows, step_key),
+        frame=history_frame(rows, step_key),
         config=config,
         summary={k: v for k, v in summary.items() if not k.startswith("_")},
         packages=_requirements(run_dir / "files" / "requirements.txt"),
@@ -257,7 +257,7 @@ def _numbers(values: list[Any]) -> np.ndarray:
         return np.asarray([_number(v) for v in values], dtype=float)
 
 
-def _frame(rows: RowBlocks, step_key: str = "_step") -> Any:
+def history_frame(rows: RowBlocks, step_key: str = "_step") -> Any:
     """The history frame around the rows' one matrix; `step_key` (`_step` unless the run named its own) and
     `_timestamp` become `step` and `wall_time`; other `_` keys and keys with no number are left out."""
     keys, matrix, n = rows.keys(), rows.matrix(), rows.rows
@@ -270,14 +270,10 @@ def _frame(rows: RowBlocks, step_key: str = "_step") -> Any:
     return frame_from_matrix(steps, wall, keys, matrix, left_out=left_out)
 
 
-def frame_from_rows_of_dicts(rows: list[dict[str, Any]], step_key: str = "_step") -> Any:
-    """The history frame of rows as wandb's API returns them (`_step`, `_timestamp` and the logged keys); `step_key`
-    as in `_frame`."""
-    blocks = RowBlocks()
-    for row in rows:
-        blocks.row()
-        blocks.fill_last(list(row), _numbers(list(row.values())))
-    return _frame(blocks, step_key)
+def add_api_row(rows: RowBlocks, row: dict[str, Any]) -> None:
+    """One row as wandb's API returns it (`_step`, `_timestamp` and the logged keys), read by `history_frame`."""
+    rows.row()
+    rows.fill_last(list(row), _numbers(list(row.values())))
 
 
 def no_rows_message(path: str, summary: dict[str, Any]) -> str:

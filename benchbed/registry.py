@@ -11,10 +11,12 @@ import importlib
 import sys
 import threading
 from collections.abc import Callable
-from importlib import metadata
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from benchbed.errors import BenchbedError
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 T = TypeVar("T")
 
@@ -22,7 +24,9 @@ T = TypeVar("T")
 @functools.lru_cache(maxsize=32)
 def _entry_points_on(group: str, path: tuple[str, ...]) -> dict[str, metadata.EntryPoint]:
     """Scanning every installed distribution takes ~0.1 s, so the scan is kept per sys.path: a package added to
-    sys.path is seen on the next call."""
+    sys.path is seen on the next call. (importlib.metadata loads here: a command that names no plug-in skips it.)"""
+    from importlib import metadata
+
     return {ep.name: ep for ep in metadata.entry_points(group=group)}
 
 

@@ -8,6 +8,7 @@ size: in a store of 10 machines against the same machine alone in its own store.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -29,20 +30,31 @@ SCRIPT = Path(sys.executable).with_name("benchbed")  # the console script a user
 COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "benchbed"]
 
 
+class Stores:
+    """The benchmark's stores by shape, each written when a test first asks for it (`-k one_long_series` writes only
+    the one-series store): small: 1 machine × 10 entries × 334 nights × 3 repeats; big: 10 machines of the same
+    (100,200 records); one series: 1 machine × 1 entry × 6,680 nights × 15 repeats (100,200 records, a busy matrix
+    for 18 years)."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory, nights: int) -> None:
+        self.factory = tmp_path_factory
+        self.shapes = {"small": (1, 10, nights, 3), "big": (10, 10, nights, 3), "one series": (1, 1, 20 * nights, 15)}
+        self.written: dict[str, tuple[Path, int]] = {}
+
+    def __getitem__(self, name: str) -> tuple[Path, int]:
+        if name not in self.written:
+            machines, entries, series_nights, repeats = self.shapes[name]
+            root = self.factory.mktemp(name.replace(" ", "-"))
+            start = time.monotonic()
+            count = write_store(root, machines=machines, entries=entries, nights=series_nights, repeats=repeats)
+            print(f"\n{name} store: {count:,} records written in {time.monotonic() - start:.0f} s")
+            self.written[name] = (root, count)
+        return self.written[name]
+
+
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory, quick: bool) -> dict[str, tuple[Path, int]]:
-    """small: 1 machine × 10 entries × 334 nights × 3 repeats; big: 10 machines of the same (100,200 records); one
-    series: 1 machine × 1 entry × 6,680 nights × 15 repeats (100,200 records, a busy matrix for 18 years)."""
-    nights = 10 if quick else 334
-    out = {}
-    shapes = {"small": (1, 10, nights, 3), "big": (10, 10, nights, 3), "one series": (1, 1, 20 * nights, 15)}
-    for name, (machines, entries, series_nights, repeats) in shapes.items():
-        root = tmp_path_factory.mktemp(name.replace(" ", "-"))
-        start = time.monotonic()
-        count = write_store(root, machines=machines, entries=entries, nights=series_nights, repeats=repeats)
-        print(f"\n{name} store: {count:,} records written in {time.monotonic() - start:.0f} s")
-        out[name] = (root, count)
-    return out
+def stores(tmp_path_factory: pytest.TempPathFactory, quick: bool) -> Stores:
+    return Stores(tmp_path_factory, 10 if quick else 334)
 
 
 def read_every_record(root: Path) -> pd.DataFrame:
@@ -126,10 +138,10 @@ def catalog_read(root: Path) -> int:
     return len(points)
 
 
-def history_json(root: Path) -> str:
+def history_json(root: Path, command: list[str] = COMMAND) -> str:
     """`benchbed history --store ROOT --json` as a user runs it, on a pipe."""
     return subprocess.run(
-        [*COMMAND, "history", "--store", str(root), "--json"], check=True, capture_output=True, text=True
+        [*command, "history", "--store", str(root), "--json"], check=True, capture_output=True, text=True
     ).stdout
 
 
@@ -150,7 +162,22 @@ def test_history_json_on_one_long_series(benchmark, stores, medians: dict[str, f
           read_s, None)  # fmt: skip
     ratio(f"history --json CPU s (start-up included), {count:,} records", command_cpu, "catalog read in-process, CPU s",
           read_cpu, None)  # fmt: skip
+    medians["history --json, one series"] = median_of(benchmark)
     assert median_of(benchmark) < ONE_SERIES_TARGET_S, f"history --json: {median_of(benchmark):.2f} s"
+
+
+BEFORE = os.environ.get("BENCHBED_BEFORE")  # another checkout's `benchbed` command, timed on the same store
+
+
+@pytest.mark.skipif(not BEFORE, reason="set BENCHBED_BEFORE to another checkout's benchbed to compare with it")
+def test_history_json_on_one_long_series_before(benchmark, stores, medians: dict[str, float]) -> None:
+    """The same command from the checkout BENCHBED_BEFORE names (a change's before), on the same store, in the same
+    run: the change's after is `test_history_json_on_one_long_series`, its ratio reported against this."""
+    root, count = stores["one series"]
+    text = benchmark.pedantic(history_json, args=(root, [str(BEFORE)]), rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    assert [len(series["nights"]) for series in json.loads(text)["series"]] == [count // 15] * 2
+    ratio(f"history --json after, one series of {count:,}", baseline_median(medians, "history --json, one series"),
+          f"before ({BEFORE})", median_of(benchmark), None)  # fmt: skip
 
 
 def children_cpu() -> float:

@@ -92,12 +92,15 @@ class BenchbedGroup(click.Group):
     Subcommands come from the COMMANDS registry, each imported on first use; the help lists their summaries from
     their own source without importing them."""
 
+    ends_at_once = False  # whether the command that ran says so (an `ends_at_once` attribute set by its module)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS.names(), *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             self.commands[cmd_name] = COMMANDS.load(cmd_name)
+            self.ends_at_once = getattr(self.commands[cmd_name], "ends_at_once", False)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -130,6 +133,11 @@ class BenchbedGroup(click.Group):
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
             _leave(status)
+            if self.ends_at_once:
+                with contextlib.suppress(OSError):  # a reader that closed the pipe early: nothing left to say
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(status)
             raise
 
     def main(self, *args: Any, **kwargs: Any) -> Any:

@@ -379,7 +379,7 @@ class _NightTable:
         statistics.median gives it: the middle value, or the mean of the two middle ones. Nights of one size are
         sorted together, as the rows of one matrix."""
         medians = np.full(len(self.sizes), np.nan)
-        for size in np.unique(self.sizes).tolist():
+        for size in np.flatnonzero(np.bincount(self.sizes)).tolist():  # np.unique would import numpy.ma
             nights = np.flatnonzero(self.sizes == size)
             values = np.sort(self.values[self.starts[nights, None] + np.arange(size)], axis=1)  # NaN last
             present = (~np.isnan(values)).sum(axis=1)
@@ -458,13 +458,14 @@ class Nights(Sequence[NightValues]):
             codes, labels = table.labels[kind]
             at = [labels[c] for c in codes[a:z].tolist()]
             ran[key] = [list(dict.fromkeys(at[edges[i] : edges[i + 1]])) for i in range(count)]
-        started = table.earliest[first : first + count].tolist()
+        started = [str(table.started_at[i]) for i in table.earliest[first : first + count].tolist()]
+        spans = list(zip(edges[:-1], edges[1:], strict=True))
         return [
-            {"night": str(night_names[i]), "started_at": str(table.started_at[started[i]]),
-             "median": median, "values": values[edges[i] : edges[i + 1]],
-             "spec_ids": ran["spec_ids"][i], "framework_versions": ran["framework_versions"][i],
-             "benchbed_commits": ran["benchbed_commits"][i], "run_ids": run_ids[edges[i] : edges[i + 1]]}
-            for i, median in enumerate(self.medians.tolist())
+            {"night": str(night), "started_at": at, "median": median, "values": values[i:j], "spec_ids": spec,
+             "framework_versions": framework, "benchbed_commits": commit, "run_ids": run_ids[i:j]}
+            for night, at, median, (i, j), spec, framework, commit in zip(
+                night_names, started, self.medians.tolist(), spans, ran["spec_ids"], ran["framework_versions"],
+                ran["benchbed_commits"], strict=True)
         ]  # fmt: skip
 
     def marked(self) -> dict[int, str]:

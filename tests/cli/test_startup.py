@@ -19,7 +19,7 @@ PROBE = """
 import json, sys
 from benchbed.cli.main import cli
 try:
-    cli(sys.argv[1:], prog_name="benchbed")
+    cli.main(sys.argv[1:], prog_name="benchbed")  # not cli(...): a command that ends at once would end the probe
 except SystemExit:
     pass
 print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] in {heavy} or name.startswith("benchbed"))))
@@ -102,3 +102,10 @@ def test_history_needs_no_pandas_launcher_or_metric_function_and_draws_only_for_
                                                          "benchbed.cli.nightly", "benchbed.report"))] == []  # fmt: skip
     assert "matplotlib" not in loaded
     assert "matplotlib" in _loaded_after("history", "--store", str(tmp_path), "-o", str(tmp_path / "history.html"))
+    # the command as a process ends at once when its output is flushed: the whole document, and its exit status
+    done = subprocess.run([sys.executable, "-m", "benchbed", "history", "--store", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and [len(s["nights"]) for s in json.loads(done.stdout)["series"]] == [3]
+    refused = subprocess.run([sys.executable, "-m", "benchbed", "history", "--store", str(tmp_path), "--metric", "x"],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.startswith("benchbed: error: --metric x: not a metric")

@@ -1,6 +1,7 @@
 """Every adapter's own fixture runs, with one of their files damaged (cut at 60%, four bytes flipped, a byte that
 is not UTF-8 written into it): each ingest ends in one BenchbedError line or a stored record, never a traceback; a
-cut record log or event file is marked partial with a warning. A new adapter's fixtures get these cases too."""
+record log or event file (framed, with checksums) damaged in any of these ways is marked partial with a warning when
+the figures came from it. A new adapter's fixtures get these cases too."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ from benchbed.store import Store
 from .own_fixtures import COMMITTED, committed
 
 DAMAGE = ("cut", "flipped", "not-utf8")
-FRAMED = (".wandb",)  # record logs with checksums: a cut one the figures come from must say so
+
+
+def framed(path: Path) -> bool:
+    """A file whose records carry checksums (a W&B record log, a TensorBoard event file): any damage is found."""
+    return path.suffix == ".wandb" or path.name.startswith("events.out.tfevents")
 
 
 def data_files(run: Path, most: int = 3) -> list[Path]:
@@ -58,5 +63,5 @@ def test_a_damaged_file_of_a_run_is_one_line_or_a_marked_record(adapter: str, ru
             record = outcome.record
             assert record.status in ("succeeded", "partial", "failed"), (victim, how)
             read_from = {Path(source).name for source in outcome.trace.meta.sources} if outcome.trace else set()
-            if how == "cut" and victim.suffix in FRAMED and victim.name in read_from:
+            if framed(victim) and victim.name in read_from:
                 assert record.status == "partial" and any("damaged" in w for w in record.warnings), (victim, how)

@@ -35,10 +35,11 @@ def _stored(store: Path) -> tuple[Path, dict]:
 
 
 def _assert_nowhere(run_dir: Path, *secrets: str) -> None:
-    """No file of the stored run (record, trace, native copies) holds any secret's bytes."""
-    files = [p for p in run_dir.rglob("*") if p.is_file()]
-    assert len(files) >= 3  # record.json, trace.parquet, native/history.parquet at least
-    for path in files:
+    """No file of the whole store (the run's record, trace and native copies, the catalog, anything else) holds any
+    secret's bytes."""
+    assert len([p for p in run_dir.rglob("*") if p.is_file()]) >= 3  # record.json, trace.parquet, native history
+    store = run_dir.parents[3]  # store/machine/adapter/spec/run
+    for path in (p for p in store.rglob("*") if p.is_file()):
         data = path.read_bytes()
         for secret in secrets:
             assert secret.encode() not in data, f"{secret} in {path}"

@@ -4,7 +4,8 @@ records one) the wall-clock time, plus where it came from. Every history source 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from benchbed.adapterkit.gpu import empty_samples
+from benchbed.adapterkit.histories.row_blocks import RowBlocks
 from benchbed.errors import BenchbedError
 from benchbed.secrets import is_secret_name
 
@@ -100,26 +102,43 @@ class History:
 def frame_from_rows(
     rows: Iterable[tuple[int, float | None, Mapping[str, float]]], parts: list[str] | None = None
 ) -> pd.DataFrame:
-    """A history frame from (step, wall_time, {key: value}) rows, keys in first-seen order."""
-    rows = list(rows)
-    values = pd.DataFrame.from_records([dict(r[2]) for r in rows], index=range(len(rows)))
-    steps = [int(r[0]) for r in rows]
-    times = [math.nan if r[1] is None else float(r[1]) for r in rows]
-    return frame_from_columns(steps, times, {k: values[k].to_numpy(dtype=float) for k in values.columns}, parts)
+    """A history frame from (step, wall_time, {key: value}) rows, keys in first-seen order: each row written into
+    blocks of doubles as it comes (no dict or frame kept per row), the frame built around the one matrix."""
+    blocks = RowBlocks()
+    steps, times = array("q"), array("d")
+    for step, wall, values in rows:
+        row = blocks.row()
+        steps.append(int(step))
+        times.append(math.nan if wall is None else float(wall))
+        for key, value in values.items():
+            blocks.set(row, key, value)
+    return frame_from_matrix(steps, times, blocks.keys(), blocks.matrix(), parts)
 
 
-def frame_from_columns(
-    steps: list[int] | np.ndarray,
-    times: list[float] | np.ndarray,
-    columns: Mapping[str, Any],
+_MAX_SPLITS = 32  # pandas warns of a fragmented frame past 100 blocks
+
+
+def frame_from_matrix(
+    steps: Sequence[int] | np.ndarray,
+    times: Sequence[float] | np.ndarray,
+    keys: list[str],
+    matrix: np.ndarray,
     parts: list[str] | None = None,
+    left_out: Collection[str] = (),
 ) -> pd.DataFrame:
-    """A history frame from equal-length columns (one per key); one concat, no per-column inserts."""
-    head: dict[str, Any] = {STEP: np.asarray(steps, dtype=np.int64), WALL_TIME: np.asarray(times, dtype=float)}
+    """A history frame around a rows × keys matrix of doubles, which it holds without a copy; the keys in `left_out`,
+    and a key named like a reserved column, are dropped: each `del` splits the matrix's block into views (`drop`
+    would copy it), unless that would leave more than `_MAX_SPLITS` pieces, when the kept columns are copied once."""
+    dropped = [i for i, key in enumerate(keys) if key in RESERVED or key in left_out]
+    if len(dropped) > _MAX_SPLITS:
+        left = set(dropped)
+        kept = [i for i in range(len(keys)) if i not in left]
+        matrix, keys, dropped = matrix[:, kept], [keys[i] for i in kept], []
+    frame = pd.DataFrame(matrix, columns=keys, copy=False)
+    for i in dropped:
+        del frame[keys[i]]
+    frame.insert(0, STEP, np.asarray(steps, dtype=np.int64))
+    frame.insert(1, WALL_TIME, np.asarray(times, dtype=float))
     if parts is not None:
-        head[PART] = parts
-    body = {k: np.asarray(v, dtype=float) for k, v in columns.items() if k not in RESERVED}
-    frame = pd.DataFrame(head)
-    if body:
-        frame = pd.concat([frame, pd.DataFrame(body)], axis=1)
+        frame.insert(2, PART, parts)
     return frame

@@ -24,7 +24,7 @@ from benchbed.adapterkit.histories.history import (
     HistoryError,
     HistorySource,
     Progress,
-    frame_from_columns,
+    frame_from_matrix,
     safe_uri,
 )
 
@@ -224,17 +224,18 @@ def _arrays(metrics: list[Any]) -> Arrays:
 
 def _frame(arrays: dict[str, Arrays]) -> Any:
     """Columns by step: the union of every key's steps; a step logged twice keeps its last value; the row's wall time
-    is the latest timestamp among its values."""
+    is the latest timestamp among its values. Each key's arrays are taken out of `arrays` as its column is filled
+    (memory: the matrix and the arrays not yet read), and the frame holds the matrix without a copy."""
     all_steps = np.unique(np.concatenate([a[0] for a in arrays.values()])) if arrays else np.empty(0, np.int64)
     wall = np.full(len(all_steps), np.nan)
-    columns = {}
-    for key, (steps, times, values) in arrays.items():
+    keys = list(arrays)
+    matrix = np.full((len(keys), len(all_steps)), np.nan)  # key-major: each column contiguous, as a frame holds it
+    for row, key in zip(matrix, keys, strict=True):
+        steps, times, values = arrays.pop(key)
         at = np.searchsorted(all_steps, steps)
-        column = np.full(len(all_steps), np.nan)
-        column[at] = values  # numpy assigns in order: the last of a repeated step wins
-        columns[key] = column
+        row[at] = values  # numpy assigns in order: the last of a repeated step wins
         wall[at] = np.fmax(wall[at], times / 1000.0)
-    return frame_from_columns(all_steps, wall, columns)
+    return frame_from_matrix(all_steps, wall, keys, matrix.T)
 
 
 def unflatten(params: dict[str, str]) -> dict[str, Any]:

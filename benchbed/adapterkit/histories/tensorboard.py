@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_rows
+import numpy as np
+
+from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_matrix
+from benchbed.adapterkit.histories.row_blocks import RowBlocks
 
 INSTALL_HINT = "pip install 'benchbed[tensorboard]' (the optional extra with tensorboard)"
 EVENT_FILE = "events.out.tfevents"
@@ -42,21 +46,31 @@ class EventScalars:
 
 def read_event_file(path: Path) -> EventScalars:
     """Every scalar in one event file, each record's length and data checked against their CRC-32C."""
+    out: list[tuple[str, int, float, float]] = []
+    texts: dict[str, Any] = {}
+    damage = scan_event_file(path, lambda *scalar: out.append(scalar), texts)
+    return EventScalars(out, damage, texts)
+
+
+def scan_event_file(path: Path, scalar: Callable[[str, int, float, float], None], texts: dict[str, Any]) -> str | None:
+    """Each scalar of one event file handed to `scalar` (tag, step, wall_time, value) as its record is read, text
+    summaries into `texts`; the damage warning, where the file is cut or a record fails its checksum, else None."""
     try:
         from tensorboard.compat.proto.event_pb2 import Event
         from tensorboard.util import tensor_util
     except ImportError as exc:
         raise TensorboardUnavailable(f"reading {path} needs tensorboard: {INSTALL_HINT}") from exc
-    out: list[tuple[str, int, float, float]] = []
-    texts: dict[str, Any] = {}
+    kept = 0
     records = _Records(path)
     for offset, data in records:
         try:
             event = Event.FromString(data)
         except Exception:  # protobuf's DecodeError: a record whose checksum matched but whose bytes are no event
-            return EventScalars(out, _damage(path, offset, "a record that is no TensorBoard event", len(out)), texts)
-        out += event_scalars(event, tensor_util, texts)
-    return EventScalars(out, _damage(path, *records.damage, len(out)) if records.damage else None, texts)
+            return _damage(path, offset, "a record that is no TensorBoard event", kept)
+        for found in event_scalars(event, tensor_util, texts):
+            scalar(*found)
+            kept += 1
+    return _damage(path, *records.damage, kept) if records.damage else None
 
 
 def event_scalars(event: Any, tensor_util: Any, texts: dict[str, Any]) -> list[tuple[str, int, float, float]]:
@@ -171,34 +185,61 @@ def event_files(path: Path) -> list[Path]:
 
 def read_tensorboard(path: Path) -> History:
     """Every event file at `path` as one history: a row per (file, step), `part` naming the file (each process of a
-    run writes its own, so rows of one step are kept apart)."""
+    run writes its own, so rows of one step are kept apart). Scalars go into blocks of doubles as they are read (a
+    row's time is the latest wall time among its scalars; a tag logged twice at a step keeps its last value), so
+    memory stays within about twice the values, whatever the files' size."""
     files = event_files(path)
     if not files:
         raise HistoryError(f"{path}: no TensorBoard event files ({EVENT_FILE}.*)")
     warnings: list[str] = []
-    rows, parts = [], []
+    blocks = RowBlocks()
+    steps, walls, part_of = array("q"), array("d"), array("i")
+    names: list[str] = []
     texts: dict[str, Any] = {}
     partial = False
-    for file in files:
+    for number, file in enumerate(files):
+        names.append(str(file.relative_to(path)) if file != path else file.name)
+        file_texts: dict[str, Any] = {}
+        rows = RowsOfSteps(number, blocks, steps, walls, part_of)
         try:
-            scalars = read_event_file(file)
+            damage = scan_event_file(file, rows.add, file_texts)
         except TensorboardUnavailable:
             raise
-        except Exception as exc:  # a truncated or foreign event file must not lose the others
-            warnings.append(f"{file}: unreadable TensorBoard event file ({type(exc).__name__}: {exc}); skipped")
+        except Exception as exc:  # a foreign event file must not lose the others; its scalars read so far are kept
+            damage = f"{file}: unreadable TensorBoard event file ({type(exc).__name__}: {exc}); the rest of it skipped"
+        if damage:
+            warnings.append(damage)
             partial = True
-            continue
-        if scalars.damage:
-            warnings.append(scalars.damage)
-            partial = True
-        name = str(file.relative_to(path)) if file != path else file.name
-        if scalars.texts:
-            texts[name] = scalars.texts
-        for entry in by_step(file, scalars.rows):
-            rows.append((entry.step, entry.wall_time, entry.values))
-            parts.append(name)
-    if not rows and not warnings:
+        if file_texts:
+            texts[names[-1]] = file_texts
+    if not blocks.rows and not warnings:
         raise HistoryError(f"{path}: the TensorBoard event files hold no scalars")
     source = HistorySource("tensorboard", path.name, str(path.resolve()))
-    frame = frame_from_rows(rows, parts)
+    order = blocks.order()
+    parts = [names[i] for i in np.frombuffer(part_of, dtype=np.int32)[order].tolist()]
+    steps_in_order, walls_in_order = np.frombuffer(steps, dtype=np.int64)[order], np.frombuffer(walls)[order]
+    frame = frame_from_matrix(steps_in_order, walls_in_order, blocks.keys(), blocks.matrix(order), parts)
     return History(source, frame, files=files, warnings=warnings, partial=partial, texts=texts)
+
+
+@dataclass
+class RowsOfSteps:
+    """One event file's scalars into `blocks`: a row per step, ranked after the earlier files' rows and by step."""
+
+    file: int
+    blocks: RowBlocks
+    steps: array[int]
+    walls: array[float]
+    part_of: array[int]
+    row_of: dict[int, int] = field(default_factory=dict)
+
+    def add(self, tag: str, step: int, wall_time: float, value: float) -> None:
+        row = self.row_of.get(step)
+        if row is None:
+            row = self.row_of[step] = self.blocks.row((self.file, step))
+            self.steps.append(step)
+            self.walls.append(wall_time)
+            self.part_of.append(self.file)
+        elif wall_time > self.walls[row]:
+            self.walls[row] = wall_time
+        self.blocks.set(row, tag, value)

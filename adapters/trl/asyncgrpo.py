@@ -72,7 +72,7 @@ from transformers import AutoTokenizer  # noqa: E402
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer  # noqa: E402
 {vllm_parts.install_lines(opts, cpu)}
 {make_model}{vllm_parts.model_lines(opts, cpu, model)}train_dataset = {data}
-{rewards_line(opts, spec.source)}
+{rewards_line(opts, spec.source, recorded=False)}
 args = AsyncGRPOConfig(
     {args},
 )

@@ -108,12 +108,12 @@ def save_model(model: Any, tok: Any, directory: str) -> str:
 
 
 def start_vllm_server(model_dir: str, port: int, max_model_len: int, timeout_s: float) -> str:
-    """vLLM's own OpenAI server for `model_dir` on 127.0.0.1:`port`, in this environment's python, its output in
-    vllm_server.log; stopped when this process exits. Waits until it is ready; its base URL."""
+    """`vllm serve`: vLLM's own OpenAI server for `model_dir` on 127.0.0.1:`port`, in this environment's python,
+    its output in vllm_server.log; stopped when this process exits. Waits until it is ready; its base URL."""
     from benchbed.adapters.trl.vllm_cpu import wait_until_ready
 
     url = f"http://127.0.0.1:{port}"
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir, "--host", "127.0.0.1",
+    argv = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model_dir, "--host", "127.0.0.1",
             "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", str(max_model_len),
             "--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]  # fmt: skip
     with Path("vllm_server.log").open("w") as log:  # the server keeps its own copy of the descriptor
@@ -235,8 +235,10 @@ class Recorder:
         grpo.shuffle_sequence_dict = logged
 
 
-def reward_functions(names: list[str], recorder: Recorder, max_starting: int, seed: int) -> list[Callable[..., Any]]:
-    """The named reward functions, each recorded by `recorder`."""
+def reward_functions(names: list[str], recorder: Recorder | None, max_starting: int,
+                     seed: int) -> list[Callable[..., Any]]:  # fmt: skip
+    """The named reward functions, each recorded by `recorder` (None: as they are, for the asynchronous trainer,
+    which pickles them into its rollout worker's process)."""
     funcs: list[Callable[..., Any]] = []
     for name in names:
         if name == "arith":
@@ -245,7 +247,7 @@ def reward_functions(names: list[str], recorder: Recorder, max_starting: int, se
             funcs.append(SandboxChecker(Path.cwd(), max_starting, seed))
         else:
             funcs.append(load_ref(name))
-    return [recorder.wrap(f) for f in funcs]
+    return funcs if recorder is None else [recorder.wrap(f) for f in funcs]
 
 
 def callbacks(refs: list[str]) -> list[Any]:
@@ -263,6 +265,12 @@ def callbacks(refs: list[str]) -> list[Any]:
     return [SaveStateOnLog(), *(load_ref(ref)() for ref in refs)]
 
 
+def _reward_funcs(trainer: Any) -> list[Any]:
+    """The trainer's reward functions: GRPOTrainer holds them, the asynchronous trainer's rollout worker does."""
+    owner = trainer if hasattr(trainer, "reward_funcs") else getattr(trainer, "rollout_worker", None)
+    return list(getattr(owner, "reward_funcs", None) or [])
+
+
 def write_header(trainer: Any) -> None:
     """TRL's resolved arguments (training_args.json) and the batch log's header: when the process started (the
     trace's origin), package versions, reward function names and weights."""
@@ -275,7 +283,7 @@ def write_header(trainer: Any) -> None:
     (out / ARGS_FILE).write_text(trainer.args.to_json_string())
     header = {"format": "benchbed-trl-batches", "process_start": psutil.Process().create_time(),
               "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
-              "reward_funcs": [get_callable_name(f) for f in trainer.reward_funcs],
+              "reward_funcs": [get_callable_name(f) for f in _reward_funcs(trainer)],
               "reward_weights": getattr(trainer, "reward_weights", None)}  # fmt: skip
     if header["reward_weights"] is not None:
         header["reward_weights"] = header["reward_weights"].tolist()
@@ -309,16 +317,17 @@ def log_rows(out: Path) -> None:
     Run.log = logged
 
 
-def run(trainer: Any, recorder: Recorder) -> None:
+def run(trainer: Any, recorder: Recorder | None) -> None:
     """Train, save the final state, and close what the reward functions opened (sandboxes) on every path out."""
     write_header(trainer)
     log_rows(Path(trainer.args.output_dir))
-    recorder.install(trainer)
+    if recorder is not None:
+        recorder.install(trainer)
     try:
         trainer.train()
         trainer.save_state()
     finally:
-        for func in trainer.reward_funcs:
+        for func in _reward_funcs(trainer):
             close = getattr(func, "close", None)
             if callable(close):
                 close()

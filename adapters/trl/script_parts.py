@@ -40,10 +40,12 @@ def data_line(opts: TrlOptions, source: str, conversational: bool = False) -> st
     return f"launch.local_dataset({local_path(opts.data, 'trl.data', source)!r})"
 
 
-def rewards_line(opts: TrlOptions, source: str) -> str:
-    """The statement that makes the reward functions."""
+def rewards_line(opts: TrlOptions, source: str, recorded: bool = True) -> str:
+    """The statement that makes the reward functions, recorded per batch (not for the asynchronous trainer: it
+    pickles them into its rollout worker's process, and its parser reads TRL's own per-step figures)."""
     rewards = [local_ref(r, source) for r in opts.rewards]
-    return (f"recorder = launch.Recorder(tokenizer)\nreward_funcs = launch.reward_functions({rewards!r}, recorder, "
+    recorder = "launch.Recorder(tokenizer)" if recorded else "None"
+    return (f"recorder = {recorder}\nreward_funcs = launch.reward_functions({rewards!r}, recorder, "
             f"max_starting={opts.sandbox_max_starting}, seed={opts.seed})")  # fmt: skip
 
 

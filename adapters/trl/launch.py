@@ -108,12 +108,15 @@ def save_model(model: Any, tok: Any, directory: str) -> str:
 
 
 def start_vllm_server(model_dir: str, port: int, max_model_len: int, timeout_s: float) -> str:
-    """`vllm serve`: vLLM's own OpenAI server for `model_dir` on 127.0.0.1:`port`, in this environment's python,
-    its output in vllm_server.log; stopped when this process exits. Waits until it is ready; its base URL."""
+    """vLLM's own OpenAI server (what `vllm serve` runs) for `model_dir` on 127.0.0.1:`port`, in this
+    environment's python, its output in vllm_server.log; stopped when this process exits. Waits until it is ready;
+    its base URL."""
     from benchbed.adapters.trl.vllm_cpu import wait_until_ready
 
     url = f"http://127.0.0.1:{port}"
-    argv = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model_dir, "--host", "127.0.0.1",
+    # the server's module, not the `vllm serve` command: the command reads the version of a `vllm` distribution,
+    # and the CPU build's is named `vllm-cpu` (vllm/entrypoints/cli/main.py, PackageNotFoundError)
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir, "--host", "127.0.0.1",
             "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", str(max_model_len),
             "--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]  # fmt: skip
     with Path("vllm_server.log").open("w") as log:  # the server keeps its own copy of the descriptor

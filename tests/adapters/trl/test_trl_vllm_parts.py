@@ -1,9 +1,14 @@
 """The trl adapter's vLLM pieces without a run: the options, what render writes for colocate, server and the
 asynchronous trainer on a CPU (benchbed's CPU route, the server the run starts, vLLM's CPU settings), and the CPU
-varlen attention that stands in for TRL's hub-downloaded flash-attn kernel, on hand-computed numbers."""
+varlen attention that stands in for TRL's hub-downloaded flash-attn kernel, on hand-computed numbers, and the
+asynchronous trainer's weight sync against a stand-in server that records what it is sent."""
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -104,3 +109,48 @@ def test_varlen_attention_refuses_a_sliding_window() -> None:
     one = torch.zeros(1, 1, 1)
     with pytest.raises(NotImplementedError, match="sliding window"):
         flash_attn_varlen_func(one, one, one, torch.tensor([0, 1]), torch.tensor([0, 1]), 1, 1, window_size=(4, 0))
+
+
+@pytest.fixture
+def vllm_stub() -> Iterator[tuple[str, list[tuple[str, dict]]]]:
+    """A stand-in for vLLM's server on 127.0.0.1: it answers 200 and records each POST (path with query, JSON)."""
+    calls: list[tuple[str, dict]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            calls.append((self.path, json.loads(body) if body and body != b"null" else {}))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", calls
+    server.shutdown()
+
+
+def test_the_cpu_weight_transfer_pauses_reloads_from_its_file_and_resumes(vllm_stub, tmp_path, monkeypatch) -> None:
+    """The asynchronous trainer's sync as benchbed's CPU route does it: /pause keeping requests, the weights in one
+    safetensors file under their names, /collective_rpc reload_weights naming its folder, /resume."""
+    from benchbed.adapters.trl.vllm_cpu import CpuWeightTransfer
+    from safetensors.torch import load_file
+
+    monkeypatch.chdir(tmp_path)
+    url, calls = vllm_stub
+    transfer = CpuWeightTransfer(url + "/")
+    weights = {"model.embed_tokens.weight": torch.arange(6.0).reshape(3, 2), "lm_head.weight": torch.ones(3, 2).t()}
+    transfer.init_weight_transfer()
+    transfer.pause()
+    transfer.send_weights(iter(weights.items()))
+    transfer.resume()
+    folder = tmp_path / "trl_cpu" / "weights"
+    assert calls == [("/pause?mode=keep", {}),
+                     ("/collective_rpc", {"method": "reload_weights", "kwargs": {"weights_path": str(folder)}}),
+                     ("/resume", {})]  # fmt: skip
+    saved = load_file(folder / "model.safetensors")
+    assert set(saved) == set(weights) and all(torch.equal(saved[k], weights[k]) for k in weights)

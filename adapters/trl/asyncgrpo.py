@@ -6,6 +6,7 @@ trainer; `parse.parse_async` reads the per-step figures it logs."""
 from __future__ import annotations
 
 import sys
+import textwrap
 
 from benchbed.adapters.trl import vllm_parts
 from benchbed.adapters.trl.options import TrlOptions
@@ -62,6 +63,18 @@ def render_async(spec: ExperimentSpec, opts: TrlOptions) -> LaunchPlan:
                       f"model = {model!r}\n")  # fmt: skip
     data = data_line(opts, spec.source, conversational=True)
     transfer = f"vllm_cpu.CpuWeightTransfer({url!r})" if cpu else "None"
+    body = f"""{make_model}{vllm_parts.model_lines(opts, cpu, model)}train_dataset = {data}
+{rewards_line(opts, spec.source, recorded=False)}
+args = AsyncGRPOConfig(
+    {args},
+)
+trainer = AsyncGRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
+                           processing_class=tokenizer, callbacks=launch.callbacks({callbacks!r}),
+                           weight_transfer={transfer})
+launch.run(trainer, recorder)
+"""
+    # the training under `if __name__ == "__main__"`: the rollout worker's process is spawned, and a spawned
+    # process imports the main module again (multiprocessing's "safe importing of main module")
     text = f"""{doc!r}
 
 from benchbed.adapters.trl import launch
@@ -71,15 +84,12 @@ launch.prepare(threads={opts.threads})
 from transformers import AutoTokenizer  # noqa: E402
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer  # noqa: E402
 {vllm_parts.install_lines(opts, cpu)}
-{make_model}{vllm_parts.model_lines(opts, cpu, model)}train_dataset = {data}
-{rewards_line(opts, spec.source, recorded=False)}
-args = AsyncGRPOConfig(
-    {args},
-)
-trainer = AsyncGRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
-                           processing_class=tokenizer, callbacks=launch.callbacks({callbacks!r}),
-                           weight_transfer={transfer})
-launch.run(trainer, recorder)
+
+def main() -> None:
+{textwrap.indent(body, "    ")}
+
+if __name__ == "__main__":
+    main()
 """
     python = vllm_parts.python(opts)
     if python is None:

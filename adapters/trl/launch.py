@@ -92,15 +92,22 @@ def tiny_model(arch: str, layers: int, hidden: int, heads: int, kv_heads: int, i
 
 
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"  # the prompt's text, as is
+# how transformers parses a generated turn back into a message under that template: all of it is the content (the
+# prompt before it ends at the end of the prefix). The asynchronous trainer's rollout worker needs one
+# (trl/experimental/async_grpo/async_rollout_worker.py:369; trl/chat_template_utils.py:778 knows only hub templates).
+RESPONSE_TEMPLATE = {"defaults": {"role": "assistant"}, "start_anchor_pattern": r"\Z",
+                     "fields": {"content": {"close_pattern": "$", "content": "text"}}}  # fmt: skip
 
 
 def save_model(model: Any, tok: Any, directory: str) -> str:
-    """Save the model and its tokenizer (with a chat template that writes the messages' text as is, for the
-    asynchronous trainer's conversational prompts) where vLLM loads them: the absolute directory."""
+    """Save the model and its tokenizer (with a chat template that writes the messages' text as is, and its
+    response template, for the asynchronous trainer's conversational prompts) where vLLM loads them: the absolute
+    directory."""
     from transformers import GenerationConfig
 
     out = Path(directory).resolve()
     tok.chat_template = CHAT_TEMPLATE
+    tok.response_template = RESPONSE_TEMPLATE
     model.save_pretrained(out)
     tok.save_pretrained(out)
     GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id).save_pretrained(out)

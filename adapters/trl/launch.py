@@ -18,6 +18,7 @@ import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbed.adapters.trl.options import TESTED_BELOW, TESTED_MIN, TESTED_RANGE
-from benchbed.adapters.trl.rewards import SandboxChecker, arith
+from benchbed.adapters.trl.rewards import SandboxChecker, arith, text_of
 
 BATCHES_FILE = "benchbed-trl-batches.jsonl"
 ROWS_FILE = "benchbed-trl-rows.jsonl"
@@ -90,6 +91,57 @@ def tiny_model(arch: str, layers: int, hidden: int, heads: int, kv_heads: int, i
     return getattr(transformers, names[1])(config), tok
 
 
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}{% endfor %}"  # the prompt's text, as is
+# how transformers parses a generated turn back into a message under that template: all of it is the content (the
+# prompt before it ends at the end of the prefix). The asynchronous trainer's rollout worker needs one
+# (trl/experimental/async_grpo/async_rollout_worker.py:369; trl/chat_template_utils.py:778 knows only hub templates).
+RESPONSE_TEMPLATE = {"defaults": {"role": "assistant"}, "start_anchor_pattern": r"\Z",
+                     "fields": {"content": {"close_pattern": "$", "content": "text"}}}  # fmt: skip
+
+
+def save_model(model: Any, tok: Any, directory: str) -> str:
+    """Save the model and its tokenizer (with a chat template that writes the messages' text as is, and its
+    response template, for the asynchronous trainer's conversational prompts) where vLLM loads them: the absolute
+    directory."""
+    from transformers import GenerationConfig
+
+    out = Path(directory).resolve()
+    tok.chat_template = CHAT_TEMPLATE
+    tok.response_template = RESPONSE_TEMPLATE
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    GenerationConfig(eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id).save_pretrained(out)
+    return str(out)
+
+
+def start_vllm_server(model_dir: str, port: int, max_model_len: int, timeout_s: float) -> str:
+    """vLLM's own OpenAI server (what `vllm serve` runs) for `model_dir` on 127.0.0.1:`port`, in this
+    environment's python, its output in vllm_server.log; stopped when this process exits. Waits until it is ready;
+    its base URL."""
+    from benchbed.adapters.trl.vllm_cpu import wait_until_ready
+
+    url = f"http://127.0.0.1:{port}"
+    # the server's module, not the `vllm serve` command: the command reads the version of a `vllm` distribution,
+    # and the CPU build's is named `vllm-cpu` (vllm/entrypoints/cli/main.py, PackageNotFoundError)
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir, "--host", "127.0.0.1",
+            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", str(max_model_len),
+            "--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]  # fmt: skip
+    with Path("vllm_server.log").open("w") as log:  # the server keeps its own copy of the descriptor
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop() -> None:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    atexit.register(stop)
+    took = wait_until_ready(url, timeout_s, lambda: server.poll() is None)
+    print(f"benchbed trl: vLLM server ready at {url} after {took:.1f}s", flush=True)
+    return url
+
+
 def local_model(path: str) -> tuple[Any, Any]:
     """(model, tokenizer) from a local checkpoint directory; never the hub."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -98,15 +150,19 @@ def local_model(path: str) -> tuple[Any, Any]:
             AutoTokenizer.from_pretrained(path, local_files_only=True))  # fmt: skip
 
 
-def arith_dataset(prompts: int, seed: int):
-    """The reference engine's arithmetic tasks as a dataset: `prompt` ("12+7=") and `answer` ("19")."""
+def arith_dataset(prompts: int, seed: int, conversational: bool = False):
+    """The reference engine's arithmetic tasks as a dataset: `prompt` ("12+7=") and `answer` ("19"); a conversational
+    prompt is the one user message with that text (the asynchronous trainer takes only conversations)."""
     from datasets import Dataset
 
     from benchbed.engine.tasks import make_task
 
     rng = random.Random(seed)
     tasks = [make_task(rng) for _ in range(prompts)]
-    return Dataset.from_dict({"prompt": [t.prompt for t in tasks], "answer": [t.expected for t in tasks]})
+    texts = [t.prompt for t in tasks]
+    if conversational:
+        texts = [[{"role": "user", "content": text}] for text in texts]
+    return Dataset.from_dict({"prompt": texts, "answer": [t.expected for t in tasks]})
 
 
 def local_dataset(path: str):
@@ -151,7 +207,7 @@ class Recorder:
         def recorded(*args: Any, **kwargs: Any) -> Any:
             rewards = func(*args, **kwargs)
             if "prompt_tokens" not in self.pending:
-                prompts = list(kwargs.get("prompts", args[0] if args else []))
+                prompts = [text_of(p) for p in kwargs.get("prompts", args[0] if args else [])]
                 self.pending["prompt_tokens"] = [len(ids) for ids in self.tok(text=prompts)["input_ids"]]
                 self.pending["completion_tokens"] = [len(ids) for ids in kwargs.get("completion_ids", [])]
             self.pending.setdefault("rewards", {})[recorded.__name__] = [None if r is None else float(r)
@@ -189,8 +245,10 @@ class Recorder:
         grpo.shuffle_sequence_dict = logged
 
 
-def reward_functions(names: list[str], recorder: Recorder, max_starting: int, seed: int) -> list[Callable[..., Any]]:
-    """The named reward functions, each recorded by `recorder`."""
+def reward_functions(names: list[str], recorder: Recorder | None, max_starting: int,
+                     seed: int) -> list[Callable[..., Any]]:  # fmt: skip
+    """The named reward functions, each recorded by `recorder` (None: as they are, for the asynchronous trainer,
+    which pickles them into its rollout worker's process)."""
     funcs: list[Callable[..., Any]] = []
     for name in names:
         if name == "arith":
@@ -199,7 +257,7 @@ def reward_functions(names: list[str], recorder: Recorder, max_starting: int, se
             funcs.append(SandboxChecker(Path.cwd(), max_starting, seed))
         else:
             funcs.append(load_ref(name))
-    return [recorder.wrap(f) for f in funcs]
+    return funcs if recorder is None else [recorder.wrap(f) for f in funcs]
 
 
 def callbacks(refs: list[str]) -> list[Any]:
@@ -217,6 +275,12 @@ def callbacks(refs: list[str]) -> list[Any]:
     return [SaveStateOnLog(), *(load_ref(ref)() for ref in refs)]
 
 
+def _reward_funcs(trainer: Any) -> list[Any]:
+    """The trainer's reward functions: GRPOTrainer holds them, the asynchronous trainer's rollout worker does."""
+    owner = trainer if hasattr(trainer, "reward_funcs") else getattr(trainer, "rollout_worker", None)
+    return list(getattr(owner, "reward_funcs", None) or [])
+
+
 def write_header(trainer: Any) -> None:
     """TRL's resolved arguments (training_args.json) and the batch log's header: when the process started (the
     trace's origin), package versions, reward function names and weights."""
@@ -229,7 +293,7 @@ def write_header(trainer: Any) -> None:
     (out / ARGS_FILE).write_text(trainer.args.to_json_string())
     header = {"format": "benchbed-trl-batches", "process_start": psutil.Process().create_time(),
               "versions": {p: version(p) for p in ("trl", "transformers", "torch")},
-              "reward_funcs": [get_callable_name(f) for f in trainer.reward_funcs],
+              "reward_funcs": [get_callable_name(f) for f in _reward_funcs(trainer)],
               "reward_weights": getattr(trainer, "reward_weights", None)}  # fmt: skip
     if header["reward_weights"] is not None:
         header["reward_weights"] = header["reward_weights"].tolist()
@@ -263,16 +327,17 @@ def log_rows(out: Path) -> None:
     Run.log = logged
 
 
-def run(trainer: Any, recorder: Recorder) -> None:
+def run(trainer: Any, recorder: Recorder | None) -> None:
     """Train, save the final state, and close what the reward functions opened (sandboxes) on every path out."""
     write_header(trainer)
     log_rows(Path(trainer.args.output_dir))
-    recorder.install(trainer)
+    if recorder is not None:
+        recorder.install(trainer)
     try:
         trainer.train()
         trainer.save_state()
     finally:
-        for func in trainer.reward_funcs:
+        for func in _reward_funcs(trainer):
             close = getattr(func, "close", None)
             if callable(close):
                 close()

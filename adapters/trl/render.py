@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchbed.adapters.trl import vllm_parts
 from benchbed.adapters.trl.asyncgrpo import render_async
 from benchbed.adapters.trl.options import TrlOptions
 from benchbed.adapters.trl.script_parts import check_installed, data_line, local_path, local_ref, rewards_line
@@ -29,7 +30,8 @@ def grpo_fields(spec: ExperimentSpec, opts: TrlOptions) -> dict[str, Any]:
     if (bs * spg) % g:
         raise SpecError(f"{spec.source}: the generation batch, per_device_train_batch_size × steps_per_generation = "
                         f"{bs} × {spg}, must be a multiple of num_generations ({g})")  # fmt: skip
-    use_cpu = opts.use_cpu if opts.use_cpu is not None else not _cuda_visible()
+    use_cpu = cpu_run(opts)
+    vllm_parts.check(opts, use_cpu, spec.source)
     fields: dict[str, Any] = {
         "output_dir": ".", "num_generations": g, "per_device_train_batch_size": bs, "steps_per_generation": spg,
         "num_iterations": opts.num_iterations, "gradient_accumulation_steps": opts.gradient_accumulation_steps,
@@ -41,7 +43,12 @@ def grpo_fields(spec: ExperimentSpec, opts: TrlOptions) -> dict[str, Any]:
     }  # fmt: skip
     if opts.reward_weights is not None:
         fields["reward_weights"] = opts.reward_weights
-    return fields
+    return {**fields, **vllm_parts.grpo_fields(opts)}
+
+
+def cpu_run(opts: TrlOptions) -> bool:
+    """Whether the run trains on the CPU: trl.use_cpu, or no CUDA device visible."""
+    return opts.use_cpu if opts.use_cpu is not None else not _cuda_visible()
 
 
 def _cuda_visible() -> bool:
@@ -58,9 +65,14 @@ def _model_lines(opts: TrlOptions, source: str) -> str:
     return f"model, tokenizer = launch.local_model({local_path(opts.model_path, 'trl.model_path', source)!r})"
 
 
+def _checkpoint(opts: TrlOptions, source: str) -> str | None:
+    return None if opts.model_path is None else local_path(opts.model_path, "trl.model_path", source)
+
+
 def script(spec: ExperimentSpec, opts: TrlOptions) -> str:
     """The Python script of the run: readable, and runnable by hand in the run directory."""
     fields = grpo_fields(spec, opts)
+    cpu = fields["use_cpu"]
     data = data_line(opts, spec.source)
     callbacks = [local_ref(c, spec.source) for c in opts.callbacks]
     args = ",\n    ".join(f"{k}={v!r}" for k, v in fields.items())
@@ -72,9 +84,9 @@ from benchbed.adapters.trl import launch
 launch.prepare(threads={opts.threads})
 
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
-
+{vllm_parts.install_lines(opts, cpu)}
 {_model_lines(opts, spec.source)}
-train_dataset = {data}
+{vllm_parts.model_lines(opts, cpu, _checkpoint(opts, spec.source))}train_dataset = {data}
 {rewards_line(opts, spec.source)}
 args = GRPOConfig(
     {args},
@@ -91,21 +103,27 @@ def render_plan(spec: ExperimentSpec, run_dir: Path) -> LaunchPlan:
     if opts.trainer == "async_grpo":
         return render_async(spec, opts)
     text = script(spec, opts)
-    check_installed()
+    python = vllm_parts.python(opts)
+    if python is None:
+        check_installed()  # in another environment, the script checks its own TRL (launch.prepare)
+    argv = [python or sys.executable, SCRIPT]
     fields = grpo_fields(spec, opts)
     threads = str(opts.threads)
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline",
            "WANDB_DIR": ".", "WANDB_PROJECT": "benchbed", "WANDB_SILENT": "true", "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}  # fmt: skip
-    handoff = Handoff(adapter="trl", mode="sync", argv=[sys.executable, SCRIPT],
+           "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+           **vllm_parts.environment(opts, fields["use_cpu"])}  # fmt: skip
+    handoff = Handoff(adapter="trl", mode="sync", argv=argv,
                       samples_per_step=fields["per_device_train_batch_size"], group_size=fields["num_generations"],
                       concurrency=fields["per_device_train_batch_size"] * fields["steps_per_generation"],
                       trainer=opts.trainer, rewards=opts.rewards)  # fmt: skip
+    generator = "" if opts.vllm.mode == "none" else f", vLLM {opts.vllm.mode}"
     return LaunchPlan(
-        argv=[sys.executable, SCRIPT],
+        argv=argv,
         env=env,
         files={SCRIPT: text, **handoff_files(handoff)},
         timeout_s=spec.timeout_s,
         description=f"TRL GRPO: {fields['max_steps']} steps, {opts.model_path or opts.model.arch}"
-        f", steps_per_generation {fields['steps_per_generation']}, num_iterations {fields['num_iterations']}",
+        f", steps_per_generation {fields['steps_per_generation']}, num_iterations {fields['num_iterations']}"
+        f"{generator}",
     )

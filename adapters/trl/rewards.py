@@ -25,9 +25,15 @@ def grade(response: str, expected: str) -> float:
     return 0.5 if digits[0] == want[0] else 0.25
 
 
-def arith(prompts: list[str], completions: list[str], answer: list[str], **_: Any) -> list[float]:
-    """Graded arithmetic reward (see the module docstring), computed in the trainer's process."""
-    return [grade(text.strip(), expected) for text, expected in zip(completions, answer, strict=True)]
+def text_of(item: Any) -> str:
+    """A prompt or completion as text: a string as is, a conversation's messages' contents joined."""
+    return item if isinstance(item, str) else "".join(message["content"] for message in item)
+
+
+def arith(prompts: list[Any], completions: list[Any], answer: list[str], **_: Any) -> list[float]:
+    """Graded arithmetic reward (see the module docstring), computed in the trainer's process; a conversational
+    completion (a list of messages) is graded on its messages' text."""
+    return [grade(text_of(c).strip(), expected) for c, expected in zip(completions, answer, strict=True)]
 
 
 class SandboxChecker:

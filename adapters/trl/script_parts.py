@@ -31,17 +31,21 @@ def local_ref(ref: str, source: str) -> str:
     return f"{local_path(where, 'trl reference', source)}:{name}" if where.endswith(".py") else ref
 
 
-def data_line(opts: TrlOptions, source: str) -> str:
-    """The expression that makes the training data."""
+def data_line(opts: TrlOptions, source: str, conversational: bool = False) -> str:
+    """The expression that makes the training data (arith's prompts as conversations where the trainer takes only
+    those)."""
     if opts.data == "arith":
-        return f"launch.arith_dataset(prompts={opts.prompts}, seed={opts.seed})"
+        tail = ", conversational=True" if conversational else ""
+        return f"launch.arith_dataset(prompts={opts.prompts}, seed={opts.seed}{tail})"
     return f"launch.local_dataset({local_path(opts.data, 'trl.data', source)!r})"
 
 
-def rewards_line(opts: TrlOptions, source: str) -> str:
-    """The statement that makes the reward functions."""
+def rewards_line(opts: TrlOptions, source: str, recorded: bool = True) -> str:
+    """The statement that makes the reward functions, recorded per batch (not for the asynchronous trainer: it
+    pickles them into its rollout worker's process, and its parser reads TRL's own per-step figures)."""
     rewards = [local_ref(r, source) for r in opts.rewards]
-    return (f"recorder = launch.Recorder(tokenizer)\nreward_funcs = launch.reward_functions({rewards!r}, recorder, "
+    recorder = "launch.Recorder(tokenizer)" if recorded else "None"
+    return (f"recorder = {recorder}\nreward_funcs = launch.reward_functions({rewards!r}, recorder, "
             f"max_starting={opts.sandbox_max_starting}, seed={opts.seed})")  # fmt: skip
 
 

@@ -197,7 +197,7 @@ def test_bad_suites_exit_2_and_store_nothing(benchbed, tmp_path):
 def test_example_suites_load_with_every_spec():
     suite, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
     names = ["quickstart-async", "quickstart-sync", "sandbox-local", "ref-async", "trl-grpo",
-             "ref-learn[ref.mode=sync]", "ref-learn[ref.mode=async]", "verl-grpo"]  # fmt: skip
+             "ref-learn[ref.mode=sync]", "ref-learn[ref.mode=async]", "verl-grpo", "trl-vllm"]  # fmt: skip
     assert [e.name for e in planned] == names
     assert planned[5].spec.quality.target == "quality.reward_mean>=0.28 over 5" and planned[5].spec.repeats == 1
     assert set(planned[6].gate.band) == {"final_reward_mean", "target_reached", "time_to_target_s",
@@ -225,6 +225,21 @@ def test_the_cpu_suites_verl_entry_plans_real_verl_in_the_projects_environment(t
     assert {"trainer.device=cpu", "trainer.v1.trainer_mode=sync", "trainer.total_training_steps=3",
             "data.train_batch_size=2", "actor_rollout_ref.rollout.n=4"} <= set(overrides)  # fmt: skip
     assert plan.env["VERL_PLATFORM"] == "cpu" and "verl_cpu/benchbed_verl_cpu.py" in plan.files
+
+
+def test_the_cpu_suites_trl_vllm_entry_plans_real_trl_with_vllm_in_the_projects_environment(tmp_path, monkeypatch):
+    """The nightly-cpu suite's TRL-with-vLLM entry, planned as a night would launch it (a real run is
+    tests/launch/test_trl_vllm_cpu.py's): TRL's GRPOTrainer with vLLM colocated, on the CPU through benchbed's CPU
+    route, in the python `make trl-vllm` builds."""
+    monkeypatch.chdir(REPO)  # the spec's python is a path taken from where benchbed runs
+    _, planned = load_suite(REPO / "experiments" / "nightly-cpu.toml")
+    (entry,) = [e for e in planned if e.name == "trl-vllm"]
+    assert entry.spec.repeats == 3 and entry.gate.min_effect == 0.5
+    _, plan = render(entry.spec, tmp_path / "run")
+    assert plan.argv == [str(REPO / ".envs" / "trl-vllm" / "bin" / "python"), "trl_grpo.py"]
+    script = plan.files["trl_grpo.py"]
+    assert "vllm_cpu.install_grpo()" in script and "vllm_mode='colocate'," in script and "max_steps=3," in script
+    assert plan.env["VLLM_CPU_KVCACHE_SPACE"] == "1" and plan.env["VLLM_SERVER_DEV_MODE"] == "1"
 
 
 def test_an_entry_gate_changes_only_its_own_fields(tmp_path):

@@ -1,5 +1,5 @@
 """TRL's asynchronous GRPO for real: GPU only, opt-in. Set BENCHBED_TRL_ASYNC_MODEL to a local checkpoint directory
-and start `trl vllm-serve --model $BENCHBED_TRL_ASYNC_MODEL` (default address http://127.0.0.1:8000, or set
+and start `VLLM_SERVER_DEV_MODE=1 vllm serve $BENCHBED_TRL_ASYNC_MODEL` (default address http://127.0.0.1:8000, or set
 BENCHBED_TRL_VLLM_URL); the test then runs 6 steps through benchbed's pipeline and checks what TRL logged."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-OPT_IN = "opt-in: needs CUDA, vllm, BENCHBED_TRL_ASYNC_MODEL and a running `trl vllm-serve`"
+OPT_IN = "opt-in: needs CUDA, vllm, BENCHBED_TRL_ASYNC_MODEL and a running `vllm serve`"
 
 
 @pytest.mark.skipif(not MODEL or not _cuda() or importlib.util.find_spec("vllm") is None, reason=OPT_IN)

@@ -110,12 +110,13 @@ def test_render_writes_a_runnable_script_from_the_table(tmp_path: Path) -> None:
     assert plan.argv[1:] == ["trl_grpo.py"]
 
 
-def test_async_grpo_needs_a_local_checkpoint(tmp_path: Path) -> None:
+def test_async_grpo_on_a_gpu_needs_a_local_checkpoint(tmp_path: Path) -> None:
+    """On a GPU the user's server serves a checkpoint; on a CPU the run saves the tiny model (test_trl_vllm_parts)."""
     with pytest.raises(SpecError, match="set trl.model_path"):
-        get_adapter("trl").render(_spec({"trainer": "async_grpo"}), tmp_path)
+        get_adapter("trl").render(_spec({"trainer": "async_grpo", "use_cpu": False}), tmp_path)
     (tmp_path / "ckpt").mkdir()
-    plan = get_adapter("trl").render(_spec({"trainer": "async_grpo", "model_path": str(tmp_path / "ckpt")},
-                                           max_staleness=3), tmp_path)  # fmt: skip
+    plan = get_adapter("trl").render(_spec({"trainer": "async_grpo", "model_path": str(tmp_path / "ckpt"),
+                                            "use_cpu": False}, max_staleness=3), tmp_path)  # fmt: skip
     text = plan.files["trl_async_grpo.py"]
     compile(text, "trl_async_grpo.py", "exec")
     assert "max_staleness=3," in text and "AsyncGRPOTrainer(model=" in text

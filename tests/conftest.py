@@ -13,8 +13,9 @@ own end, signals, inherited descriptors). Both answer with a `subprocess.Complet
 stderr.
 
 `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`). The tests that start a scheduler or a
-real framework run (a Ray head, the test Slurm, verl and vLLM launches) form one group, `machine`, so they run one at
-a time on one worker, as their memory and their schedulers need; every other test is independent of the others."""
+real framework run (a Ray head, the test Slurm, the verl launches) form one group, `machine`, so they run one at a
+time on one worker, as their memory and their schedulers need; a module may name a group of its own (the TRL-vLLM
+launches: one vLLM at a time, beside the machine group); every other test is independent of the others."""
 
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ MACHINE_FIXTURES = {"ray_cluster", "slurm_cluster", "verl_ray_head"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Put the launches that start schedulers or real framework runs in one xdist group (see the module docstring)."""
     for item in items:
+        if item.get_closest_marker("xdist_group") is not None:  # a module that names its own group
+            continue
         launch = "launch" in item.path.parts and item.get_closest_marker("slow") is not None
         if launch or MACHINE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("machine"))

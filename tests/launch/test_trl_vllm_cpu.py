@@ -25,7 +25,8 @@ from benchbed.store import read_record
 from .conftest import free_port
 from .procs import processes_in
 
-pytestmark = pytest.mark.slow  # real TRL and vLLM runs: left out by make test-fast
+# real TRL and vLLM runs: left out by make test-fast; one at a time, beside the verl launches (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "experiments" / "trl-vllm-cpu.toml"

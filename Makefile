@@ -11,8 +11,8 @@ demo: setup
 	$(BIN)/benchbed demo
 
 # Two workers for a 2-core machine: most tests wait on processes of their own; the launches of real schedulers and
-# frameworks run one at a time on one worker (the `machine` group, tests/conftest.py).
-PARALLEL = -n 2 --dist loadgroup
+# frameworks run one at a time on one worker (the groups of tests/conftest.py's scheduler).
+PARALLEL = -n 2
 
 test: setup-test lint docs
 	$(BIN)/pytest -q $(PARALLEL)

@@ -12,10 +12,11 @@ handles SIGINT as a foreground process does, and its children start with the def
 own end, signals, inherited descriptors). Both answer with a `subprocess.CompletedProcess`: returncode, stdout,
 stderr.
 
-`make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`). The tests that start a scheduler or a
-real framework run (a Ray head, the test Slurm, the verl launches) form one group, `machine`, so they run one at a
-time on one worker, as their memory and their schedulers need; a module may name a group of its own (the TRL-vLLM
-launches: one vLLM at a time, beside the machine group); every other test is independent of the others."""
+`make test` runs the suite on two pytest-xdist workers (`-n 2`) with the scheduler below: the tests under
+tests/launch/ (Ray heads, the test Slurm, the verl launches) form one group, `machine`, and the TRL-vLLM launches
+another, `vllm`; a group runs one test at a time on one worker, as its memory and its schedulers need, and every
+other test is independent of the others. (Groups by node id: pytest 9.2 node ids cannot carry xdist's
+`xdist_group` suffix.)"""
 
 from __future__ import annotations
 
@@ -68,14 +69,24 @@ def benchbed_process() -> Benchbed:
     return _child
 
 
-MACHINE_FIXTURES = {"ray_cluster", "slurm_cluster", "verl_ray_head"}
+SERIAL_GROUPS = (  # node-id prefix -> group: the tests of a group run one at a time on one worker
+    ("tests/launch/test_trl_vllm_cpu.py", "vllm"),  # one vLLM at a time, beside the machine group
+    ("tests/launch/", "machine"),  # the Ray heads, the test Slurm, the verl launches and their options
+)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the launches that start schedulers or real framework runs in one xdist group (see the module docstring)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:  # a module that names its own group
-            continue
-        launch = "launch" in item.path.parts and item.get_closest_marker("slow") is not None
-        if launch or MACHINE_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("machine"))
+def _group(nodeid: str) -> str:
+    """The test's group: its serial group, or the test itself (any worker, any time)."""
+    return next((group for prefix, group in SERIAL_GROUPS if nodeid.startswith(prefix)), nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's load-by-scope scheduler with the scopes of `_group`: the largest groups are sent first, each to one
+    worker, and the single tests fill the other worker and the gaps (see the module docstring)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return GroupScheduling(config, log)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from .conftest import free_port
 from .procs import processes_in
 
 # real TRL and vLLM runs: left out by make test-fast; one at a time, beside the verl launches (tests/conftest.py)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm")]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "experiments" / "trl-vllm-cpu.toml"

@@ -17,6 +17,9 @@ from ratios import RATIOS  # noqa: E402
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--bench-quick", action="store_true", help="smaller inputs (a smoke run; ratios less stable)")
+    parser.addoption(
+        "--memory-steps", type=int, default=None, help="steps of the memory benchmark's verl JSONL (default 100,000)"
+    )
 
 
 @pytest.fixture(scope="session")

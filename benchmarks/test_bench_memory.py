@@ -23,9 +23,11 @@ READER_LIMIT = 3.0
 
 
 @pytest.fixture(scope="module")
-def jsonl(tmp_path_factory: pytest.TempPathFactory, quick: bool) -> tuple[Path, int, int]:
-    """(file, steps, keys per step)."""
-    steps = 10_000 if quick else 100_000
+def jsonl(
+    tmp_path_factory: pytest.TempPathFactory, quick: bool, request: pytest.FixtureRequest
+) -> tuple[Path, int, int]:
+    """(file, steps, keys per step): `--memory-steps` steps, else 10,000 quick and 100,000 by default."""
+    steps = request.config.getoption("--memory-steps") or (10_000 if quick else 100_000)
     path = tmp_path_factory.mktemp("memory") / "metrics.jsonl"
     return path, steps, write_verl_jsonl(path, steps, KEYS)
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 from benchbed.adapters.prime_rl.keymap import COUNTERS, FRAMEWORK_METRICS, PAUSE_KEYS, quality_of
 from benchbed.adapters.prime_rl.model import Episode, RunData, SandboxBoot
 
-from benchbed.adapterkit.breakdown import StepBreakdown
+from benchbed.adapterkit.breakdown import StepBreakdown, emit_step
 from benchbed.adapterkit.groups import GroupStats, group_stats
 from benchbed.adapterkit.rows import EventRows
 from benchbed.adapterkit.shared import failure_reason, redact
@@ -24,6 +24,9 @@ class Shape:
 
     max_off_policy_steps: int | None = None
     partial: bool = False
+
+
+NO_WAIT = (K.TRAINER_WAIT,)  # an SFT trainer reads its own dataset: it waits for no batch
 
 
 def time_origin(data: RunData) -> float:
@@ -44,30 +47,24 @@ def emit_trainer(b: TraceBuilder, data: RunData, warnings: list[str], waits: boo
     for step in sorted(data.trainer):
         s = data.trainer[step]
         k = step + off
-        b.agg(K.TRAINER_STEP, k, s.step_s, actor="trainer")
         if math.isnan(s.compute_s):
             # Console logs: only the step time and (at debug level) the wait are known.
+            b.agg(K.TRAINER_STEP, k, s.step_s, actor="trainer")
             if waits and not math.isnan(s.wait_s):
                 b.agg(K.TRAINER_WAIT, k, min(s.wait_s, s.step_s), actor="trainer")
             continue
         named = {
-            K.TRAINER_WAIT: _z(s.wait_s),
-            K.TRAINER_COMPUTE: _z(s.compute_s),
-            K.TRAINER_WEIGHT_SYNC: _z(s.weight_sync_s),
-            K.TRAINER_CHECKPOINT: _z(s.checkpoint_s),
+            K.TRAINER_WAIT: s.wait_s,
+            K.TRAINER_COMPUTE: s.compute_s,
+            K.TRAINER_WEIGHT_SYNC: s.weight_sync_s,
+            K.TRAINER_CHECKPOINT: s.checkpoint_s,
         }
-        for key, value in breakdown.settle(k, s.step_s, named, s.source).items():
-            if waits or key != K.TRAINER_WAIT:
-                b.agg(key, k, value, actor="trainer")
+        emit_step(b, k, s.step_s, breakdown.settle(k, s.step_s, named, s.source), leave=() if waits else NO_WAIT)
         for name, value in s.native.items():
             b.agg(f"native.trainer.{name}", k, value, actor="trainer")
     overrun = breakdown.warning()
     if overrun:
         warnings.append(overrun)
-
-
-def _z(value: float) -> float:
-    return 0.0 if math.isnan(value) else value
 
 
 def emit_orchestrator(b: TraceBuilder, data: RunData, counters_from_episodes: bool) -> None:

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from benchbed.adapters.slime import keymap as M
-from benchbed.adapters.slime.pyrepr import ReprError, parse_repr_dict
 
+from benchbed.adapterkit.pyrepr import ReprError, parse_repr_dict
 from benchbed.adapterkit.shared import split_ray_line
 
 LINE = M.KEYMAP.lines  # the console lines read here (keymap.toml [lines])

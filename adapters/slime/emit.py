@@ -13,7 +13,7 @@ from benchbed.adapters.slime.detect import SFT, SlimeDetected
 from benchbed.adapters.slime.dumps import DumpSample
 from benchbed.adapters.slime.sandbox import abort_failure
 
-from benchbed.adapterkit.breakdown import StepBreakdown
+from benchbed.adapterkit.breakdown import StepBreakdown, emit_step
 from benchbed.adapterkit.groups import group_stats
 from benchbed.adapterkit.shared import failure_reason, redact
 from benchbed.api import Trace, TraceBuilder, TraceMeta, attrs_json
@@ -156,7 +156,8 @@ def emit_trainer(
     if ends is not None:
         T.emit_spans(b, steps, ends, origin)
     else:
-        T.emit_agg(b, steps)
+        for s in steps:
+            emit_step(b, s.step, s.total, s.parts)
 
 
 def _trained_tokens(values: dict[str, object]) -> float | None:

@@ -70,13 +70,6 @@ def carried_ref_update(perf: Perf) -> float:
     return sum(_timer(perf.values, name) for name in M.NEXT_STEP_WAIT_CONTAINED)
 
 
-def emit_agg(builder: TraceBuilder, steps: list[StepParts]) -> None:
-    for s in steps:
-        builder.agg(K.TRAINER_STEP, s.step, s.total, actor="trainer")
-        for key in K.TRAINER_COMPONENTS:
-            builder.agg(key, s.step, s.parts[key], actor="trainer")
-
-
 def step_ends(steps: list[StepParts], log_times: list[float]) -> list[float]:
     """End of each step: chained by exact durations from the first log time, re-anchored where logs say otherwise.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from benchbed.adapterkit.histories.console import (
 )
 from benchbed.adapterkit.histories.jsonl import read_step_columns
 from benchbed.adapterkit.lines import first_content_line, loads_lenient
+from benchbed.adapterkit.pyrepr import ReprError, parse_repr_dict
 from benchbed.adapterkit.shared import split_ray_line
 from benchbed.adapterkit.step_columns import Record, StepColumns, fits_int64
 from benchbed.api import NotThisFrameworkError
@@ -217,10 +217,8 @@ def config_from_lines(
     if dump_start is not None:
         block = lines[dump_start:]
         try:
-            value = ast.literal_eval("\n".join(block[: _dump_length(block)]))
-            if isinstance(value, dict):
-                return value
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return parse_repr_dict("\n".join(block[: _dump_length(block)]))
+        except (ReprError, MemoryError, RecursionError):
             pass
     text = "\n".join(lines)
     config: dict[str, Any] = {}

@@ -2,16 +2,19 @@
 
 The remainder component (trainer.other for most frameworks, trainer.wait where the wait is what is left) is the
 step minus the named components. When the named ones exceed the step by more than TOLERANCE_S (timers printed
-with two decimals and summed), the step is named in one warning; the remainder is clamped at 0 either way."""
+with two decimals and summed), the step is named in one warning; the remainder is clamped at 0 either way. A settled
+step becomes its agg rows through `emit_step`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from benchbed import keys as K
+from benchbed.trace import TraceBuilder
 
 TOLERANCE_S = 0.05
 COMPONENTS = (K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT, K.TRAINER_OTHER)
@@ -35,10 +38,12 @@ class StepBreakdown:
     overruns: list[Overrun] = field(default_factory=list)
 
     def settle(self, step: int, total: float, named: Mapping[str, float], where: str = "") -> dict[str, float]:
-        """All five components of one step: the named ones as given (absent ones 0), the remainder as what is left."""
+        """All five components of one step: the named ones as given (absent or NaN ones 0: a timer the run did not
+        log), the remainder as what is left."""
         parts = dict.fromkeys(COMPONENTS, 0.0)
         for key, value in named.items():
-            parts[key] += value
+            if not math.isnan(value):
+                parts[key] += value
         rest = total - sum(v for k, v in parts.items() if k != self.remainder) - parts[self.remainder]
         if rest < -TOLERANCE_S:
             self.overruns.append(Overrun(step, -rest, where))
@@ -81,3 +86,15 @@ class StepBreakdown:
             f"{self.remainder} clamped to 0 in {len(self.overruns)} step(s) where {self.what} exceed {self.block} "
             f"by more than {TOLERANCE_S} s: {shown}{more}"
         )
+
+
+def emit_step(
+    b: TraceBuilder, step: int, total: float, parts: Mapping[str, float], actor: str = "trainer",
+    leave: Collection[str] = (),
+) -> None:  # fmt: skip
+    """One settled step as agg rows: trainer.step, then its components in `parts`' order, less those in `leave` (a
+    component the framework has no such phase for, such as an SFT trainer's wait)."""
+    b.agg(K.TRAINER_STEP, step, total, actor=actor)
+    for key, value in parts.items():
+        if key not in leave:
+            b.agg(key, step, value, actor=actor)

@@ -15,7 +15,7 @@ import pytest
 from benchbed import keys as K
 from benchbed.adapterkit.adapter import FrameworkAdapter
 from benchbed.adapterkit.artifacts import discover
-from benchbed.adapterkit.breakdown import TOLERANCE_S, StepBreakdown
+from benchbed.adapterkit.breakdown import TOLERANCE_S, StepBreakdown, emit_step
 from benchbed.adapterkit.groups import group_stats
 from benchbed.adapterkit.handoff import HANDOFF_FILE, Handoff, handoff_files, read_handoff
 from benchbed.adapterkit.keymaps import ROLES, load_keymap, pattern
@@ -119,6 +119,19 @@ def test_breakdown_clamps_the_remainder_and_names_overrun_steps() -> None:
     assert "step 3 (by 1.000 s, m.jsonl:3)" in warning
     wait = StepBreakdown(remainder=K.TRAINER_WAIT)
     assert wait.settle(1, 10.0, {K.TRAINER_COMPUTE: 4.0, K.TRAINER_OTHER: 1.0})[K.TRAINER_WAIT] == 5.0
+
+
+def test_a_settled_step_becomes_its_rows_with_unlogged_timers_as_zero() -> None:
+    bd = StepBreakdown(remainder=K.TRAINER_WAIT)
+    parts = bd.settle(4, 10.0, {K.TRAINER_COMPUTE: 7.0, K.TRAINER_CHECKPOINT: math.nan})  # checkpoint not logged
+    assert parts[K.TRAINER_CHECKPOINT] == 0.0 and parts[K.TRAINER_WAIT] == 3.0
+    b = TraceBuilder()
+    emit_step(b, 4, 10.0, parts, leave=(K.TRAINER_WAIT,))
+    rows = b.build(TraceMeta(adapter="t")).validate().events
+    assert rows["key"].tolist() == [K.TRAINER_STEP, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_CHECKPOINT,
+                                    K.TRAINER_OTHER]  # fmt: skip
+    assert rows["value"].tolist() == [10.0, 7.0, 0.0, 0.0, 0.0]
+    assert set(rows["step"]) == {4} and set(rows["actor"]) == {"trainer"}
 
 
 def test_bulk_rows_go_through_the_builder() -> None:

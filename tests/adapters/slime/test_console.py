@@ -6,7 +6,8 @@ import math
 
 import pytest
 from benchbed.adapters.slime.console import is_trainer_perf, parse_console, strip_prefix
-from benchbed.adapters.slime.pyrepr import ReprError, parse_repr_dict
+
+from benchbed.adapterkit.pyrepr import ReprError, parse_repr_dict
 
 # Verbatim from slime issue #1837 (RolloutManager, pre-#2298 file name).
 ISSUE_1837 = (

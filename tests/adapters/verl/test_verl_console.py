@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,18 @@ def test_the_config_ends_where_its_braces_close(tmp_path: Path) -> None:
         "data": {"train_batch_size": 16, "prompt_key": "x)]"},
         "trainer": {"use_v1": True, "v1": {"trainer_mode": "sync"}},
     }  # fmt: skip
+
+
+def test_a_config_printing_inf_or_nan_is_read_whole(tmp_path: Path) -> None:
+    """pprint writes a float set to infinity or NaN as a bare `inf`/`nan`, which no Python literal spells: the kit's
+    repr reader takes them, so the whole config is read instead of the fields benchbed needs."""
+    lines = ["{'data': {'train_batch_size': 16}, 'trainer': {'grad_clip': inf, 'target': nan}}", "dataset len: 6"]
+    warnings: list[str] = []
+    cfg = config_from_lines(lines, 0, tmp_path / "c.log", warnings)
+    assert warnings == []
+    assert cfg is not None and "_partial" not in cfg
+    assert cfg["data"] == {"train_batch_size": 16} and cfg["trainer"]["grad_clip"] == math.inf
+    assert math.isnan(cfg["trainer"]["target"])
 
 
 def test_deduplicated_config_falls_back_to_the_needed_fields(tmp_path: Path) -> None:

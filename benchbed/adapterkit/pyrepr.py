@@ -1,4 +1,5 @@
-"""Safe reader for the Python-repr dicts slime prints (`perf 3: {...}`): literals, nan/inf, numpy scalars; no eval."""
+"""Safe reader for the Python-repr dicts frameworks print (slime's `perf 3: {...}`, verl's pprinted config): literals,
+nan/inf, numpy scalars; no eval."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ _WRAPPERS = frozenset(
 
 
 class ReprError(ValueError):
-    """The text is not a dict of literals slime would print."""
+    """The text is not a dict of literals a framework would print."""
 
 
 def parse_repr_dict(text: str) -> dict[str, Any]:

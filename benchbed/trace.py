@@ -376,10 +376,11 @@ def _typed(col: str, parts: list[tuple[int, Any]]) -> Any:
             categories = sorted({v for _, g in parts for v in (g if _is_seq(g) else (g,))})
             if all(v.__class__ is str for v in categories):  # factorised here: 3x faster than pd.Categorical(list)
                 index = {c: i for i, c in enumerate(categories)}
-                codes = [np.fromiter(map(index.__getitem__, g), np.int32, n) if _is_seq(g)
-                         else np.full(n, index[g], dtype=np.int32) for n, g in parts]  # fmt: skip
-                joined = np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
-                return pd.Categorical.from_codes(joined, dtype=_categories(tuple(categories)))
+                codes, at = np.empty(sum(n for n, _ in parts), dtype=np.int32), 0  # filled block by block
+                for n, g in parts:
+                    codes[at : at + n] = np.fromiter(map(index.__getitem__, g), np.int32, n) if _is_seq(g) else index[g]
+                    at += n
+                return pd.Categorical.from_codes(codes, dtype=_categories(tuple(categories)))
         if col in STRING_COLUMNS and _ARROW_STR is not None:  # pandas' own str dtype, built by arrow in one call
             return pd.array(pa.array(_flat(parts), type=pa.large_string()), dtype=_ARROW_STR)
     except (ValueError, TypeError, OverflowError, KeyError, pa.ArrowException):

@@ -220,7 +220,7 @@ def validate_events(df: pd.DataFrame) -> None:
         raise TraceError(f"row {bad_kind}, column 'kind': {df['kind'].iloc[bad_kind]!r} is not one of {list(KINDS)}")
     t0 = df["t0"].to_numpy(dtype=float)
     t1 = df["t1"].to_numpy(dtype=float)
-    is_span = _member(df["kind"], _SPAN)
+    is_span = member(df["kind"], _SPAN)
     no_time = is_span & (np.isnan(t0) | np.isnan(t1))
     if no_time.any():
         row = int(np.flatnonzero(no_time)[0])
@@ -231,8 +231,8 @@ def validate_events(df: pd.DataFrame) -> None:
     if backwards.any():
         row = int(np.flatnonzero(backwards)[0])
         raise TraceError(f"row {row}, column 't1': t1={t1[row]} is before t0={t0[row]}")
-    is_rollout = _member(df["key"], _ROLLOUT_KEYS)
-    bad_status = is_rollout & ~_member(df["status"], _ROLLOUT_STATUSES)
+    is_rollout = member(df["key"], _ROLLOUT_KEYS)
+    bad_status = is_rollout & ~member(df["status"], _ROLLOUT_STATUSES)
     if bad_status.any():
         row = int(np.flatnonzero(bad_status)[0])
         raise TraceError(
@@ -241,7 +241,7 @@ def validate_events(df: pd.DataFrame) -> None:
         )
     # Durations and counts in agg rows (trainer.*, samples.*, groups.*) cannot be negative or infinite.
     value = df["value"].to_numpy(dtype=float)
-    counted = _member(df["kind"], _AGG) & _member(df["key"], _NON_NEGATIVE_AGG)
+    counted = member(df["kind"], _AGG) & member(df["key"], _NON_NEGATIVE_AGG)
     with np.errstate(invalid="ignore"):
         impossible = counted & ((value < 0) | np.isinf(value))
     if impossible.any():
@@ -256,7 +256,7 @@ def validate_events(df: pd.DataFrame) -> None:
         )
 
 
-def _member(column: pd.Series, allowed: frozenset[str]) -> np.ndarray:
+def member(column: pd.Series, allowed: frozenset[str]) -> np.ndarray:
     """Whether each row's value is one of `allowed` (missing values are not), judged once per category where the
     column is categorical: pandas' isin and == cost far more than the check on a trace of a few rows."""
     if isinstance(column.dtype, pd.CategoricalDtype):
@@ -366,17 +366,21 @@ def _typed(col: str, parts: list[tuple[int, Any]]) -> Any:
             dtype = np.float64 if col in FLOAT_COLUMNS else np.int64
             out, at = np.empty(sum(n for n, _ in parts), dtype=dtype), 0  # filled block by block: no second copy
             for n, g in parts:
-                out[at : at + n] = np.asarray(g, dtype=dtype) if _is_seq(g) else np.full(n, g, dtype=dtype)
+                if _is_seq(g):
+                    out[at : at + n] = np.asarray(g, dtype=dtype)
+                else:  # a scalar shared by the block, cast as np.full casts it (no array of its own)
+                    np.copyto(out[at : at + n], g, casting="unsafe")
                 at += n
             return out
         if col in _CATEGORICAL:
             categories = sorted({v for _, g in parts for v in (g if _is_seq(g) else (g,))})
             if all(v.__class__ is str for v in categories):  # factorised here: 3x faster than pd.Categorical(list)
                 index = {c: i for i, c in enumerate(categories)}
-                codes = [np.fromiter(map(index.__getitem__, g), np.int32, n) if _is_seq(g)
-                         else np.full(n, index[g], dtype=np.int32) for n, g in parts]  # fmt: skip
-                joined = np.concatenate(codes) if codes else np.empty(0, dtype=np.int32)
-                return pd.Categorical.from_codes(joined, dtype=_categories(tuple(categories)))
+                codes, at = np.empty(sum(n for n, _ in parts), dtype=np.int32), 0  # filled block by block
+                for n, g in parts:
+                    codes[at : at + n] = np.fromiter(map(index.__getitem__, g), np.int32, n) if _is_seq(g) else index[g]
+                    at += n
+                return pd.Categorical.from_codes(codes, dtype=_categories(tuple(categories)))
         if col in STRING_COLUMNS and _ARROW_STR is not None:  # pandas' own str dtype, built by arrow in one call
             return pd.array(pa.array(_flat(parts), type=pa.large_string()), dtype=_ARROW_STR)
     except (ValueError, TypeError, OverflowError, KeyError, pa.ArrowException):

@@ -16,12 +16,14 @@ from typing import Any
 import numpy as np
 
 from benchbed import keys as K
-from benchbed.trace import Trace
+from benchbed.trace import Trace, member
 from benchbed.watch.live import LiveFigures
 from benchbed.watch.tail import FileTail
 
 Rows = list[tuple[int, dict[str, Any], int]]  # (step, data, line number) of the new complete lines
 RECORD_FILENAME = "record.json"  # benchbed.store's record of a run it launched
+_AGG = frozenset({"agg"})
+_FED = frozenset({K.TRAINER_STEP, K.TRAINER_WAIT, K.SAMPLES_TRAINED})  # the agg keys the live figures take
 
 
 @dataclass
@@ -72,13 +74,13 @@ def feed_steps(trace: Trace, figures: LiveFigures, now: float, before: Callable[
     trained samples, the sums of its `agg` rows; `before(step)` is called first (to credit what was observed during
     that step). One pass over the rows' arrays: an update's cost is that of its new rows."""
     events = trace.events
-    kinds, keys = events["kind"].to_numpy(), events["key"].to_numpy()
-    steps, values = events["step"].to_numpy(), events["value"].to_numpy(dtype=float)
     per_step: dict[str, dict[int, float]] = {K.TRAINER_STEP: {}, K.TRAINER_WAIT: {}, K.SAMPLES_TRAINED: {}}
-    for i in np.flatnonzero(kinds == "agg"):
-        sums = per_step.get(keys[i])
-        if sums is not None:
-            sums[int(steps[i])] = sums.get(int(steps[i]), 0.0) + float(values[i])
+    rows = np.flatnonzero(member(events["kind"], _AGG) & member(events["key"], _FED))  # judged per category
+    keys = events["key"].to_numpy()[rows]
+    steps, values = events["step"].to_numpy()[rows], events["value"].to_numpy(dtype=float)[rows]
+    for key, step, value in zip(keys, steps.tolist(), values.tolist(), strict=True):
+        sums = per_step[key]
+        sums[step] = sums.get(step, 0.0) + value
     for step in sorted(per_step[K.TRAINER_STEP]):
         if before is not None:
             before(step)

@@ -84,18 +84,17 @@ class History:
 
     def rows(self) -> Iterator[tuple[int, float | None, dict[str, float]]]:
         """(step, wall time or None, {key: value}) per row, keys not logged in that row left out."""
-        keys = self.keys
+        at = [i for i, c in enumerate(self.frame.columns) if c not in RESERVED]  # by position: no lookup by name
+        keys = [self.frame.columns[i] for i in at]
         steps = self.frame[STEP].to_numpy()
         times = self.frame[WALL_TIME].to_numpy(dtype=float)
-        values = self.frame[keys].to_numpy(dtype=float) if keys else np.empty((len(steps), 0))
+        values = self.frame.iloc[:, at].to_numpy(dtype=float) if keys else np.empty((len(steps), 0))
         for i in range(len(steps)):
-            row = values[i]
-            present = ~np.isnan(row)
             wall = float(times[i])
             yield (
                 int(steps[i]),
                 None if math.isnan(wall) else wall,
-                {k: float(v) for k, v, ok in zip(keys, row, present, strict=True) if ok},
+                {k: v for k, v in zip(keys, values[i].tolist(), strict=True) if not math.isnan(v)},
             )
 
 

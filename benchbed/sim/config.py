@@ -154,6 +154,16 @@ class Prefill(_Strict):
         return self.turn_s + self.kv_transfer_s if self.disaggregated else self.turn_s * self.decode_batch
 
 
+class Validation(_Strict):
+    """A validation pass on the generator's GPUs after every `every_pushes`-th weight push: the generator stays
+    paused `seconds` after that push, and the trainer's next push waits for it to end (verl fully_async's
+    `update_param_version` validates every `rollout.test_freq` versions before `resume`; `wait_last_valid`). In
+    sync mode the next batch's generation, and so the next step, starts `seconds` later (colocated validation)."""
+
+    every_pushes: int = Field(gt=0, description="weight pushes between validations (verl: rollout.test_freq)")
+    seconds: float = Field(gt=0, description="seconds one validation pass holds the generator")
+
+
 class SimConfig(_Strict):
     mode: Literal["sync", "one_step_off", "async"] = "async"
     staleness_policy: Literal["count", "drop"] = "count"
@@ -189,6 +199,13 @@ class SimConfig(_Strict):
         "its compute, counted as waiting for data (verl fully_async's `gen` timer covers it)",
     )
     abort_on_weight_push: bool = Field(False, description="abort in-flight samples at each push; resume them later")
+    pause_on_weight_push: bool = Field(
+        False,
+        description="the generator stops when a push's weight sync starts (in-flight samples aborted into the "
+        "buffer) and resumes when it ends, `weight_sync_time` later (verl fully_async: sync_weights pauses the "
+        "rollouter)",
+    )
+    validation: Validation | None = None
     drain_on_weight_push: bool = Field(
         False,
         description="a push waits for every in-flight sample to finish under the old weights, and the generator "
@@ -231,6 +248,14 @@ class SimConfig(_Strict):
     def _check_drain(self) -> SimConfig:
         if self.drain_on_weight_push and (self.mode != "async" or self.abort_on_weight_push):
             raise ValueError("drain_on_weight_push needs mode = 'async' and abort_on_weight_push = false")
+        return self
+
+    @model_validator(mode="after")
+    def _check_pause(self) -> SimConfig:
+        if self.pause_on_weight_push and (self.mode != "async" or not self.abort_on_weight_push):
+            raise ValueError("pause_on_weight_push needs mode = 'async' and abort_on_weight_push = true")
+        if self.validation is not None and not (self.pause_on_weight_push or self.mode == "sync"):
+            raise ValueError("validation needs pause_on_weight_push = true or mode = 'sync' (it holds the generator)")
         return self
 
     @model_validator(mode="after")

@@ -169,6 +169,10 @@ class Simulation:
         # A push without interruption waits for the in-flight samples (drain); a step's compute lengthens when the
         # generator decodes beside it (contention).
         self.drain = cfg.drain_on_weight_push
+        # A push pauses the generator for the sync (and, every `every_pushes` pushes, a validation after it).
+        self.pause = cfg.pause_on_weight_push
+        self.val_every = cfg.validation.every_pushes if cfg.validation is not None else 0
+        self.val_s = cfg.validation.seconds if cfg.validation is not None else 0.0
         self.contention = 1.0 + cfg.train_contention
 
     def _state(self, cfg: SimConfig) -> None:
@@ -233,6 +237,9 @@ class Simulation:
         self.now = 0.0
         self.draining = False  # a push waits for the samples in flight; nothing new starts
         self.applied: list[tuple[float, int]] = []  # drain: (time, version) of each push the generator loaded
+        self.held = False  # pause: the generator starts and resumes nothing (a weight sync or validation)
+        self.release_at = math.inf  # pause: when a validation's hold ends (inf: none under way)
+        self.pushes = 0
         # Batch-filling generator (oversampling / partial rollout) and the partial-rollout buffer.
         self.dispatch_round = self.round_dispatched = self.fill_round = self.fill_count = 0
         self.early: dict[int, list[int]] = {}
@@ -290,6 +297,8 @@ class Simulation:
 
     def dispatch(self, now: float) -> None:
         """Resume buffered partial groups first, then start new groups while slots are free and admission allows."""
+        if self.held:
+            return
         if self.buffered:
             if self.batch_mode and self.dispatch_round > self.version + self.lookahead:
                 return  # sync and one-step-off: buffered partials resume with the next admitted round, not before
@@ -679,7 +688,14 @@ class Simulation:
         """The step's compute ended: sync weights when this step pushes them, else the step ends now."""
         self.st_compute_end.append(now)
         sync_time = self.cfg.weight_sync_time
-        if sync_time > 0 and (self.steps_done + 1) % self.interval == 0:
+        pushing = (self.steps_done + 1) % self.interval == 0
+        if pushing and self.pause:
+            # The sync starts once the previous push's validation has ended (verl's wait_last_valid).
+            start = max(now, self.release_at) if self.held else now
+            self.hold(now)
+            self.trainer_phase = 2
+            self.trainer_event_t = start + sync_time
+        elif sync_time > 0 and pushing:
             self.trainer_phase = 2
             self.trainer_event_t = now + sync_time
         else:
@@ -703,6 +719,14 @@ class Simulation:
                 self.load_pushed(now)
             if self.cfg.abort_on_weight_push:
                 self.abort(now, sorted(self.live_groups), self.fill_round)
+            if self.pause or self.val_every:
+                self.pushes += 1
+                if self.val_every and self.pushes % self.val_every == 0:
+                    if not self.held:  # sync mode: nothing is in flight at a push, the hold starts now
+                        self.hold(now)
+                    self.release_at = now + self.val_s
+                elif self.held:
+                    self.release(now)
         if self.progress is not None:
             self.progress(self.steps_done)
         self.trainer_waiting = True
@@ -713,6 +737,21 @@ class Simulation:
             self.take_batch(now)
         self.dispatch(now)
 
+    def hold(self, now: float) -> None:
+        """Pause the generator: in-flight samples are aborted into the buffer and nothing starts until `release`."""
+        self.abort(now, sorted(self.live_groups), self.fill_round)
+        self.held, self.release_at = True, math.inf
+        if self.paused_since < 0:
+            self.paused_since = now
+
+    def release(self, now: float) -> None:
+        """End the generator's pause (the sync or the validation after it) and resume generating."""
+        self.held, self.release_at = False, math.inf
+        if now > self.paused_since >= 0:
+            self.paused.append((self.paused_since, now))
+        self.paused_since = -1.0
+        self.dispatch(now)
+
     # The loop.
 
     def run(self) -> SimOutcome:
@@ -720,6 +759,10 @@ class Simulation:
         self.dispatch(0.0)
         while self.steps_done < self.steps:
             self.finish_samples()
+            if self.release_at < self.trainer_event_t:  # a validation ends; nothing ran during it
+                self.now = self.release_at
+                self.release(self.now)
+                continue
             if self.trainer_event_t == math.inf:
                 raise RuntimeError("simulation stalled: no sample in flight and the trainer is waiting")
             self.now = self.trainer_event_t

@@ -13,7 +13,9 @@ from benchbed.spec import build_spec, expand, load_spec, load_spec_data
 ROOT = Path(__file__).resolve().parents[1]
 # spec file -> the spec ids of its matrix points, in matrix order, computed by benchbed at be09333 (a spec edited
 # since then is pinned to the id be09333 gives its new content: ref-partial, max_new_tokens 4 -> 16 in d7cff33;
-# grpo-cpu-matched gained a [verl] table whose CPU profile be09333 does not know: pinned to the id it has since)
+# grpo-cpu-matched gained a [verl] table whose CPU profile be09333 does not know: pinned to the id it has since; the
+# verl fully_async and one_step_off study specs gained the rollouter cap, the fetch time, the sync pause and
+# validation, and re-derived lengths: pinned to the ids of their new content)
 PINNED = {
     "benchbed/data/ref-demo.toml": ["ref-demo-d510ea5e"],
     "experiments/prime-rl-case-study-1.toml": ["prime-rl-case-study-1-1ea3b10c"],
@@ -34,23 +36,23 @@ PINNED = {
         "reproduce-case3-c6f884d3",
     ],
     "experiments/reproduce/semianalysis/case4.toml": ["reproduce-case4-708cd231"],
-    "experiments/reproduce/verl-fully-async/async-16-16.toml": ["reproduce-verl-async-16-16-8bf2f726"],
-    "experiments/reproduce/verl-fully-async/async-32-32.toml": ["reproduce-verl-async-32-32-888dc553"],
+    "experiments/reproduce/verl-fully-async/async-16-16.toml": ["reproduce-verl-async-16-16-77afe780"],
+    "experiments/reproduce/verl-fully-async/async-32-32.toml": ["reproduce-verl-async-32-32-93cfe875"],
     "experiments/reproduce/verl-fully-async/async-64-64.toml": [
-        "reproduce-verl-async-64-64-b194b9d9",
-        "reproduce-verl-async-64-64-575d1f41",
-        "reproduce-verl-async-64-64-2e269849",
-        "reproduce-verl-async-64-64-ecd3563f",
+        "reproduce-verl-async-64-64-ca73f5e6",
+        "reproduce-verl-async-64-64-13375e3e",
+        "reproduce-verl-async-64-64-8c03e702",
+        "reproduce-verl-async-64-64-a4631674",
     ],
-    "experiments/reproduce/verl-fully-async/colocate-128.toml": ["reproduce-verl-colocate-128-b5a4a3bb"],
-    "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-93d2b7cf"],
-    "experiments/reproduce/verl-fully-async/colocate-64.toml": ["reproduce-verl-colocate-64-522b756e"],
+    "experiments/reproduce/verl-fully-async/colocate-128.toml": ["reproduce-verl-colocate-128-b68367ca"],
+    "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-800f945c"],
+    "experiments/reproduce/verl-fully-async/colocate-64.toml": ["reproduce-verl-colocate-64-65b70653"],
     "experiments/reproduce/verl-one-step-off/colocate-fsdp2.toml": ["reproduce-verl-1off-colocate-fsdp2-1483b963"],
     "experiments/reproduce/verl-one-step-off/colocate-megatron.toml": [
         "reproduce-verl-1off-colocate-megatron-8f721df0"
     ],
-    "experiments/reproduce/verl-one-step-off/one-step-off-fsdp2.toml": ["reproduce-verl-1off-fsdp2-443c6d1a"],
-    "experiments/reproduce/verl-one-step-off/one-step-off-megatron.toml": ["reproduce-verl-1off-megatron-76802cdb"],
+    "experiments/reproduce/verl-one-step-off/one-step-off-fsdp2.toml": ["reproduce-verl-1off-fsdp2-b8df2fa4"],
+    "experiments/reproduce/verl-one-step-off/one-step-off-megatron.toml": ["reproduce-verl-1off-megatron-44b477c8"],
     "experiments/sandbox-nightly.toml": ["sandbox-nightly-local-40f089b6"],
     "experiments/sandbox-scaling-modal.toml": ["sandbox-scaling-modal-4d256849", "sandbox-scaling-modal-cc0ae6ce"],
     "experiments/sandbox-scaling.toml": ["sandbox-scaling-local-1f24e2ff", "sandbox-scaling-local-19c1a28f"],

@@ -270,12 +270,15 @@ def test_stop_signal_stops_the_launch_and_finalises_the_record(tmp_path, sig):
          "--store", str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a loaded machine starts Python and benchbed's imports slowly
     children: list[int] = []
-    while not children and time.monotonic() < deadline:
+    while not children and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
         children = _children_of(proc.pid)
-    assert children, "the simulator never started"
+    if not children:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=60)
+        raise AssertionError(f"the simulator never started (benchbed exit {proc.returncode}): {stderr[-2000:]}")
     time.sleep(0.5)
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)

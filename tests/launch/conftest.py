@@ -23,6 +23,16 @@ STOP_TIMEOUT_S = 20.0
 SBIN = ("/usr/sbin", "/usr/bin", "/sbin")
 
 
+def require_environment(python: Path, target: str, what: str) -> None:
+    """Skip outside CI when a framework environment `make TARGET` builds is missing; in CI it must be there."""
+    if python.exists():
+        return
+    reason = f"the {what} environment is missing ({python.parents[1]}): run `make {target}`"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run the real {what} launches")
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -11,7 +11,6 @@ took 263 s on the shared 2-core machine (colocate 52 s, server 109 s, asynchrono
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pytest
 from benchbed.spec import load_spec
 from benchbed.store import read_record
 
-from .conftest import free_port
+from .conftest import free_port, require_environment
 from .procs import processes_in
 
 # real TRL and vLLM runs: left out by make test-fast; one at a time, beside the verl launches (tests/conftest.py)
@@ -43,20 +42,10 @@ MODES = {
 RELOAD = "Loading safetensors checkpoint shards: 100%"  # vLLM's line for each load of the weights
 
 
-def _environment() -> None:
-    """Skip outside CI when the TRL-with-vLLM environment is missing; in CI it must be there."""
-    if ENV_PYTHON.exists():
-        return
-    reason = f"the TRL-with-vLLM environment is missing ({ENV_PYTHON.relative_to(ROOT)}): run `make trl-vllm`"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run the real TRL-vLLM launches")
-    pytest.skip(reason)
-
-
 def _launch(mode: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A run launched from the repository root: benchbed's exit code and output, the run directory, its record and
     TRL's log_history."""
-    _environment()
+    require_environment(ENV_PYTHON, "trl-vllm", "TRL-with-vLLM")
     store = tmp_path_factory.mktemp(f"trl-vllm-{mode}")
     settings = [arg.format(port=free_port()) for arg in MODES[mode]]  # the server's port: one free now
     argv = [sys.executable, "-m", "benchbed", "run", str(SPEC.relative_to(ROOT)), "--store", str(store), *settings]

@@ -9,7 +9,6 @@ it, a failure in CI)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -30,7 +29,7 @@ from benchbed.spec import load_spec
 from benchbed.store import read_record
 from benchbed.trace import Trace, read_trace
 
-from .conftest import free_port, start_ray_head, stop_process_group, stop_ray_jobs
+from .conftest import free_port, require_environment, start_ray_head, stop_process_group, stop_ray_jobs
 from .procs import processes_in
 
 pytestmark = pytest.mark.slow  # real verl runs: left out by make test-fast
@@ -53,21 +52,11 @@ LAUNCHERS = {
 VERL_RAY_CPUS = 16  # as the profile tells a Ray it starts itself: verl gives each helper a CPU
 
 
-def _environment() -> None:
-    """Skip outside CI when the verl environment is missing; in CI it must be there."""
-    if ENV_PYTHON.exists():
-        return
-    reason = f"the verl CPU environment is missing ({ENV_PYTHON.relative_to(ROOT)}): run `make verl-cpu`"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run the real verl launch")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module", params=list(LAUNCHERS))
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A run, launched once per launcher (and the asynchronous mode, locally) from the repository root: benchbed's
     exit code and output, the run directory and its record."""
-    _environment()
+    require_environment(ENV_PYTHON, "verl-cpu", "verl CPU")
     launch = list(LAUNCHERS[request.param])
     if request.param == "slurm":
         request.getfixturevalue("slurm_cluster")
@@ -212,7 +201,7 @@ def test_the_weights_reach_vllm_through_reload_weights(run: dict) -> None:
 def killed(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A local run whose benchbed gets SIGTERM once verl's JSONL holds step 2 (of 3), as a user's Ctrl-C or a
     scheduler's stop would end it: benchbed stops verl's process tree and keeps what verl wrote."""
-    _environment()
+    require_environment(ENV_PYTHON, "verl-cpu", "verl CPU")
     store = tmp_path_factory.mktemp("verl-cpu-killed")
     argv = [sys.executable, "-m", "benchbed", "run", str(SPEC.relative_to(ROOT)), "--store", str(store)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

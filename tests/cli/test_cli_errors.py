@@ -266,7 +266,7 @@ def _children_of(pid: int) -> list[int]:
 def test_stop_signal_stops_the_launch_and_finalises_the_record(tmp_path, sig):
     store = tmp_path / "store"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "benchbed", "simulate", str(QUICKSTART), "--set", "workload.steps=300000",
+        [sys.executable, "-m", "benchbed", "simulate", str(QUICKSTART), "--set", "workload.steps=50000",
          "--store", str(store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

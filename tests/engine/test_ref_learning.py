@@ -119,10 +119,13 @@ def test_a_nightly_reference_band_flags_a_held_back_learning_rate_that_the_throu
         assert result.exit_code in (0, 3), result.output
         return {v["metric"]: v for v in json.loads(result.stdout)["verdicts"]}
 
-    for _ in range(3):  # three trusted nights: the reference
-        night()
+    # three trusted nights: the reference (whether each reaches the target is near its edge on a loaded machine)
+    reached = [night()["target_reached"]["candidate_median"] for _ in range(3)]
     held_back = night("ref.lr=1e-8")
     assert held_back["final_reward_mean"]["verdict"] == "regression", held_back["final_reward_mean"]
     assert "outside the reference band" in held_back["final_reward_mean"]["reason"]
-    assert held_back["target_reached"]["verdict"] == "regression"  # the trusted nights all reached it
+    assert held_back["target_reached"]["candidate_median"] == 0
+    # the band is the trusted nights' range: a miss is a regression only when every trusted night reached the target
+    expected = "regression" if min(reached) == 1 else "unchanged"
+    assert held_back["target_reached"]["verdict"] == expected, (reached, held_back["target_reached"])
     assert held_back["trainer_throughput_sps"]["verdict"] == "unchanged", held_back["trainer_throughput_sps"]

@@ -89,8 +89,10 @@ class FrameworkAdapter(Adapter):
             from benchbed.errors import NotThisFrameworkError
 
             shown = ", ".join(history.keys[:6]) + (" ..." if len(history.keys) > 6 else "")
+            # a damaged history may have lost the keys that would name it: say where it is damaged first
+            damage = f"{history.warnings[0]}; " if history.partial and history.warnings else ""
             raise NotThisFrameworkError(
-                f"not a {self.name} history: {history.source.uri}: none of its keys ({shown}) is one only "
+                f"{damage}not a {self.name} history: {history.source.uri}: none of its keys ({shown}) is one only "
                 f"{self.name} logs ({', '.join(self._keymap().identify)})"
             )
         return self._function("history_parser")(history)

@@ -73,3 +73,15 @@ def test_ingest_of_a_cut_event_file_is_partial_with_the_offset(benchbed, tmp_pat
     record = json.loads(done.stdout)
     assert record["status"] == "partial"
     assert any("damaged at byte" in w for w in record["warnings"]), record["warnings"]
+
+
+def test_a_file_damaged_before_verls_keys_is_named_damaged_when_refused(benchbed, tmp_path: Path) -> None:
+    """A flip in the third record keeps one scalar, too few keys to tell the framework: the refusal says where the
+    file is damaged (a flip in the second keeps none, which another message names)."""
+    data = bytearray(EVENTS.read_bytes())
+    third = record_offsets(bytes(data))[2]
+    data[third + 20] ^= 0xFF
+    path = copy_with(tmp_path, bytes(data))
+    done = benchbed("ingest", path.parent, "--adapter", "verl", "--store", tmp_path / "store")
+    assert done.returncode == 2, done.stderr
+    assert f"damaged at byte {third}" in done.stderr and "not a verl history" in done.stderr, done.stderr

@@ -141,7 +141,7 @@ def run_plan(
             preexec_fn=die_with_parent,  # its own session, and SIGTERM if benchbed dies
         )
     except FileNotFoundError as exc:
-        raise LaunchError(f"cannot start {plan.argv[0]!r}: not found; is it installed and on PATH?") from exc
+        raise LaunchError(f"cannot start {plan.argv[0]!r}: not found; {missing_program_hint(plan.argv[0])}") from exc
     except PermissionError as exc:
         raise LaunchError(f"cannot start {plan.argv[0]!r}: permission denied") from exc
     timed_out = interrupted = False
@@ -197,3 +197,14 @@ class LocalLauncher(Launcher):
         if plan.submits_job == "slurm":
             return follow_framework_job(spec, result, timeout_s=timeout_s)
         return result
+
+
+def missing_program_hint(program: str) -> str:
+    """What to do about a program that is not there: one inside a framework environment that `make` builds
+    (`.envs/NAME/...`, as the verl-cpu and trl-vllm specs name their Python) names its make target."""
+    parts = Path(program).parts
+    if ".envs" in parts[:-1]:
+        name = parts[parts.index(".envs") + 1]
+        if name != parts[-1]:
+            return f"build that environment with `make {name}` in the benchbed checkout"
+    return "is it installed and on PATH?"

@@ -103,6 +103,14 @@ def test_missing_executable_is_a_clear_error(tmp_path):
         run_plan(LaunchPlan(argv=["no-such-binary-xyz"]), tmp_path)
 
 
+def test_missing_framework_environment_names_its_make_target(tmp_path):
+    """A spec's Python inside an environment `make` builds (as experiments/trl-vllm-cpu.toml names its own)."""
+    python = tmp_path / ".envs" / "trl-vllm" / "bin" / "python"
+    with pytest.raises(LaunchError, match=r"not found; build that environment with `make trl-vllm`") as caught:
+        run_plan(LaunchPlan(argv=[str(python), "-c", "pass"]), tmp_path / "run")
+    assert "on PATH" not in str(caught.value)
+
+
 def test_plan_files_cannot_escape_the_run_dir(tmp_path):
     with pytest.raises(LaunchError, match="outside the run directory"):
         run_plan(python("pass", files={"../escape.txt": "x"}), tmp_path / "run")

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # since then is pinned to the id be09333 gives its new content: ref-partial, max_new_tokens 4 -> 16 in d7cff33;
 # grpo-cpu-matched gained a [verl] table whose CPU profile be09333 does not know: pinned to the id it has since; the
 # verl fully_async and one_step_off study specs gained the rollouter cap, the fetch time, the sync pause and
-# validation, and re-derived lengths: pinned to the ids of their new content)
+# validation, and re-derived lengths: pinned to the ids of their new content; the 16:16 and colocated 32-GPU
+# specs took back the update_actor times the README first published (volcengine/verl@6f0b21c), re-pinned)
 PINNED = {
     "benchbed/data/ref-demo.toml": ["ref-demo-d510ea5e"],
     "experiments/prime-rl-case-study-1.toml": ["prime-rl-case-study-1-1ea3b10c"],
@@ -36,7 +37,7 @@ PINNED = {
         "reproduce-case3-c6f884d3",
     ],
     "experiments/reproduce/semianalysis/case4.toml": ["reproduce-case4-708cd231"],
-    "experiments/reproduce/verl-fully-async/async-16-16.toml": ["reproduce-verl-async-16-16-77afe780"],
+    "experiments/reproduce/verl-fully-async/async-16-16.toml": ["reproduce-verl-async-16-16-d2a34c04"],
     "experiments/reproduce/verl-fully-async/async-32-32.toml": ["reproduce-verl-async-32-32-93cfe875"],
     "experiments/reproduce/verl-fully-async/async-64-64.toml": [
         "reproduce-verl-async-64-64-ca73f5e6",
@@ -45,7 +46,7 @@ PINNED = {
         "reproduce-verl-async-64-64-a4631674",
     ],
     "experiments/reproduce/verl-fully-async/colocate-128.toml": ["reproduce-verl-colocate-128-b68367ca"],
-    "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-800f945c"],
+    "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-776769fc"],
     "experiments/reproduce/verl-fully-async/colocate-64.toml": ["reproduce-verl-colocate-64-65b70653"],
     "experiments/reproduce/verl-one-step-off/colocate-fsdp2.toml": ["reproduce-verl-1off-colocate-fsdp2-1483b963"],
     "experiments/reproduce/verl-one-step-off/colocate-megatron.toml": [

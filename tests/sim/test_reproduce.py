@@ -127,11 +127,13 @@ def test_list_names_every_study_and_case():
 def test_verl_specs_carry_the_published_configuration():
     (colocated, asynchronous) = case_specs("verl-fully-async/32-gpus")
     assert colocated.workload.samples_per_step == 512 * 16 and colocated.sim["mode"] == "sync"
-    assert colocated.sim["train_step_time"] == round(107.71 + 269.80, 2)
-    assert colocated.sim["weight_sync_time"] == round(790.10 - 357.41 - 107.71 - 269.80, 2)
+    # update_actor as first published (volcengine/verl@6f0b21c): 313.81 s colocated on 32 GPUs, 269.80 s at 16:16; a
+    # later README commit (15a9b0f) swapped them. So each run's rest outside gen and update_actor is like its peers'
+    assert colocated.sim["train_step_time"] == round(107.71 + 313.81, 2)
+    assert colocated.sim["weight_sync_time"] == round(790.10 - 357.41 - 107.71 - 313.81, 2) == 11.17
     assert asynchronous.workload.samples_per_step == 4 * 32 * 16
     assert asynchronous.sim["update_weights_interval"] == 4 and asynchronous.sim["staleness_threshold"] == 0.5
-    assert asynchronous.sim["train_step_time"] == round(313.81 / 4, 2)
+    assert asynchronous.sim["train_step_time"] == round(269.80 / 4, 2)
     thresholds = [s.sim["staleness_threshold"] for s in case_specs("verl-fully-async/128-gpus")[1:]]
     assert thresholds == [0.0, 0.1, 0.3, 0.5]
     # one response-length assumption across the study: the cap is the 1 - 1/8192 quantile, 23.13 x the mean
@@ -166,18 +168,18 @@ def test_verl_32_gpu_rows_compare_with_the_published_table():
     q = published("verl-fully-async")["quantities"]
     assert [(r["quantity"], r["published"], r["kind"], r["ok"]) for r in rows] == [
         ("colocated sync step time, 32 GPUs (s)", q["colocate_step_32"], "consistency", True),
-        ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "prediction", False),
+        ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "prediction", True),
         ("speedup, fully async 16:16 over colocated sync, 400 steps", q["speedup_32_400"], "out-of-sample", True),
     ]
-    # the 20 steps after the warm-up hold one 177.85 s validation: 8.9 s a step of the 768.6
+    # the 20 steps after the warm-up hold one 177.85 s validation: 8.9 s a step of the 768.6 (the split between
+    # trainer and rest does not change a synchronous step)
     assert rows[0]["reproduced"] == pytest.approx(768.6, abs=0.1)
-    # trainer-bound: 4 x (313.81 / 4) + the 4.33 s push + 22.06 s of fetching = 340.2 s a push; 344.4 s with the
-    # generator paused for each sync and a validation every 20 pushes; the published total (1d9h26m / 400 = 300.9 s
-    # a push) is shorter than its own update_actor, so no model with it as input reaches 2.66
-    assert rows[1]["reproduced"] == pytest.approx(768.6 / 344.4, abs=0.002)
-    # the baseline is 6.5% short: refitted out of sample, its longer colocated step raises the speedup
+    # trainer-bound: 4 x (269.80 / 4) + the 4.33 s push + 22.06 s of fetching = 296.2 s a push; 301.5 s with the
+    # generator paused for each sync and a validation every 20 pushes, beside the published 300.9 (1d9h26m / 400)
+    assert rows[1]["reproduced"] == pytest.approx(768.6 / 301.5, abs=0.003)
+    # the baseline is 2.7% short: refitted out of sample, its longer colocated step raises the speedup
     assert rows[2]["reproduced"] > rows[1]["reproduced"]
-    assert result.exit_code == 1
+    assert result.exit_code == 0
 
 
 def test_unknown_case_is_a_spec_error():
@@ -190,7 +192,7 @@ def test_html_page_puts_published_beside_reproduced_with_the_assumptions(tmp_pat
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/32-gpus", "--json", "--html", str(page)])
     rows = json.loads(result.output)
     text = page.read_text()
-    assert STUDIES["verl-fully-async"].title in text and "2 of 3 rows within tolerance; 1 predictions." in text
+    assert STUDIES["verl-fully-async"].title in text and "3 of 3 rows within tolerance; 1 predictions." in text
     for row in rows:
         assert f"<td>{row['quantity']}</td><td>{row['published']:.4g}</td><td>{row['reproduced']:.4g}</td>" in text
     # every ASSUMED line of the study's specs, once: the response-length shape among them

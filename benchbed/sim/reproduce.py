@@ -483,11 +483,24 @@ def rollout_s(run: CaseRun) -> float:
     return float((waits["t1"] - waits["t0"]).sum() / max(len(steady), 1))
 
 
+def _by_mode(runs: list[CaseRun], mode: str) -> CaseRun:
+    """The run whose spec simulates `sim.mode` = `mode`."""
+    return next(run for run in runs if run.spec.sim["mode"] == mode)
+
+
+def _vime_steps(case: str, q: dict[str, Any], runs: list[CaseRun], inputs: list[str]) -> list[Row]:
+    """A vime#358 setup's sync step (consistency), fully async step and speedup (predictions)."""
+    sync_s, async_s = version_step_s(_by_mode(runs, "sync")), version_step_s(_by_mode(runs, "async"))
+    return [
+        _near(case, "sync step time (s)", q["sync_step"], sync_s, 0.10, "consistency", inputs),
+        _near(case, "fully async step time (s)", q["async_step"], async_s, 0.15, "prediction", inputs),
+        _near(case, "speedup, fully async over sync", q["speedup"], sync_s / async_s, 0.15, "prediction", inputs),
+    ]
+
+
 def rows_vime(runs: list[CaseRun]) -> list[Row]:
     """vime#358 Setup 2: the sync step (consistency), the fully async step, its wait and the speedup (predictions)."""
     q, case = published("vime")["quantities"], "vime/qwen3-4b"
-    sync, fully = _by_name(runs, "-sync"), _by_name(runs, "-fully-async")
-    sync_s, async_s = version_step_s(sync), version_step_s(fully)
     inputs = [
         "sim.train_step_time (sync train_time)",
         "sim.train_contention (async / sync train_time)",
@@ -495,12 +508,23 @@ def rows_vime(runs: list[CaseRun]) -> list[Row]:
         "response shape",
     ]
     return [
-        _near(case, "sync step time (s)", q["sync_step"], sync_s, 0.10, "consistency", inputs),
-        _near(case, "fully async step time (s)", q["async_step"], async_s, 0.15, "prediction", inputs),
-        _near(case, "speedup, fully async over sync", q["speedup"], sync_s / async_s, 0.15, "prediction", inputs),
+        *_vime_steps(case, q, runs, inputs),
         _idle(case, "trainer wait share, fully async", q["async_train_wait_share"],
-              fully.metrics["trainer_idle_ratio"], "prediction", inputs),
+              _by_mode(runs, "async").metrics["trainer_idle_ratio"], "prediction", inputs),
     ]  # fmt: skip
+
+
+def rows_vime_setup1(runs: list[CaseRun]) -> list[Row]:
+    """vime#358 Setup 1 (8 x 4, 1k cap): the sync step (consistency), the fully async step and the speedup
+    (predictions); its train_wait and train_time rows are unread, so the step's split and the contention are
+    Setup 2's."""
+    inputs = [
+        "sim.train_step_time (sync step x Setup 2's train share, assumed)",
+        "sim.train_contention (Setup 2's, assumed)",
+        "sim.latency (the rest of the sync step, cap-bound)",
+        "response shape",
+    ]
+    return _vime_steps("vime/qwen3-4b-setup1", published("vime")["quantities"]["setup1"], runs, inputs)
 
 
 def weight_sync_total_s(run: CaseRun) -> float:
@@ -566,8 +590,10 @@ def rows_arrol(runs: list[CaseRun]) -> list[Row]:
 
 STUDIES.update(
     {
-        "vime": Study("vime", "vime #358 (Setup 2): Qwen3-4B GRPO on 2 + 2 NPUs, sync vs fully async",
-                      {"qwen3-4b": ("sync.toml", "fully-async.toml")}, {"qwen3-4b": rows_vime}),
+        "vime": Study("vime", "vime #358 (Setups 2 and 1): Qwen3-4B GRPO on 2 + 2 NPUs, sync vs fully async",
+                      {"qwen3-4b": ("sync.toml", "fully-async.toml"),
+                       "qwen3-4b-setup1": ("sync-qwen3-4b-setup1.toml", "fully-async-qwen3-4b-setup1.toml")},
+                      {"qwen3-4b": rows_vime, "qwen3-4b-setup1": rows_vime_setup1}),
         "marin": Study("marin", "Marin #8936: Qwen/GSM8K, 20 updates, weight sync under sync and async RL",
                        {"qwen-gsm8k": ("sync.toml", "async.toml")}, {"qwen-gsm8k": rows_marin}),
         "seer": Study("seer", "Seer (arXiv 2511.14617): synchronous rollout shares and the last tenth of requests",

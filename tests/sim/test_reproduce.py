@@ -101,7 +101,7 @@ def test_targets_resolve_to_studies_and_cases_and_old_ids_still_work():
     assert resolve("case3") == [("semianalysis", "case3")]
     assert resolve("verl-fully-async/64-gpus") == [("verl-fully-async", "64-gpus")]
     assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in ("128-gpus", "64-gpus", "32-gpus")]
-    assert len(resolve("all")) == 20
+    assert len(resolve("all")) == 21
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/48-gpus"])
     assert result.exit_code == 2 and "unknown study or case 'verl-fully-async/48-gpus'" in result.output
 
@@ -116,7 +116,7 @@ def test_list_names_every_study_and_case():
         "verl-one-step-off": ["fsdp2", "megatron"],
         "areal": ["1.5b", "7b"],
         "nemo-rl": ["qwen3-30b-a3b", "deepseek-v3", "qwen3-235b"],
-        "vime": ["qwen3-4b"],
+        "vime": ["qwen3-4b", "qwen3-4b-setup1"],
         "marin": ["qwen-gsm8k"],
         "seer": ["moonlight", "qwen2-vl-72b"],
         "april": ["qwen3-4b"],

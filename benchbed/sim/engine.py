@@ -148,6 +148,7 @@ class Simulation:
         self.need = self.B // self.G
         self.quota = math.ceil(cfg.oversample.factor * self.need - 1e-9) if cfg.oversample is not None else 0
         self.surplus_policy = cfg.oversample.policy if cfg.oversample is not None else ""
+        self.requeue = cfg.oversample is not None and cfg.oversample.requeue_in_quota
         # Without filtering, dropping or discarding no finished group is rejected: on_group_done does not ask.
         self.may_reject = cfg.filter_zero_adv or self.drop_stale or self.rounds and self.surplus_policy == "discard"
         self.partial = cfg.abort_on_weight_push or self.surplus_policy == "partial"
@@ -642,9 +643,18 @@ class Simulation:
         surplus = [g for g in self.live_groups if self.g_round[g] <= filled] if self.surplus_policy != "discard" else []
         if self.surplus_policy == "partial":
             self.abort(now, surplus, self.fill_round)
-        fresh = [g for g in surplus if g not in self.credited]
-        self.credited.update(fresh)
-        self.carried += len(fresh)
+        if self.requeue:
+            # Each surplus group resumes in the next round, in one of its places; a round that began before this
+            # fill (its admission waiting for the step) is credited now.
+            self.carried += len(surplus)
+            if self.dispatch_round == self.fill_round:
+                credit = min(self.carried, self.quota - self.round_dispatched)
+                self.round_dispatched += credit
+                self.carried -= credit
+        else:
+            fresh = [g for g in surplus if g not in self.credited]
+            self.credited.update(fresh)
+            self.carried += len(fresh)
         if self.dispatch_round < self.fill_round:
             self.start_round(self.fill_round)
         for group in self.early.pop(self.fill_round, []):

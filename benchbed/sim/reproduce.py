@@ -541,10 +541,17 @@ def _seer(model: str, runs: list[CaseRun]) -> list[Row]:
 
 def rows_april(runs: list[CaseRun]) -> list[Row]:
     """APRIL: rollout throughput of active partial rollout over the baseline, against each dataset's published gain
-    (one response-length shape for all three datasets, so one simulated gain)."""
+    (one response-length shape for all three datasets, so one simulated gain). slime's throughput is a round's
+    completion tokens over its rollout time; nothing is discarded, so in steady state a round generates on average
+    the tokens of the batch it trains and the tokens-per-second ratio is the rollout-time ratio."""
     q, case = published("april")["quantities"], "april/qwen3-4b"
     gain = rollout_s(_by_name(runs, "-baseline")) / rollout_s(_by_name(runs, "-partial"))
-    inputs = ["sim.oversample (2x, partial)", "response-length shape (one for all datasets)"]
+    inputs = [
+        "sim.oversample (2x, partial, requeue_in_quota)",
+        "sim.decode",
+        "sim.reprefill_fraction",
+        "response-length shape (p99 at Qwen3's 38,912, one for all datasets)",
+    ]
     return [
         _near(case, f"rollout throughput gain, {label}", q[key], gain, 0.15, "prediction", inputs)
         for key, label in (("gain_dapo_math_17k", "DAPO-Math-17k"), ("gain_deepscaler", "DeepScaleR"),

@@ -83,6 +83,25 @@ def test_partial_rollout_abort_at_weight_push_by_hand():
     assert json.loads(resumed["attrs"].iloc[0]) == {"resumes": 1, "staleness_env": 1}
 
 
+def test_requeue_in_quota_runs_exactly_factor_times_the_batch_each_round():
+    # slime's Buffer.get_samples(over_sampling_batch_size): a round takes the buffered groups first, then tops up
+    # from the dataset. Batch 4 groups, factor 2: the first round starts 8 new groups; at each fill the 4 unfinished
+    # are aborted and resume in the next round beside 4 new ones, so 50 steps (51 rounds, the last dispatched as the
+    # run ends) start 8 + 50 x 4 = 208 groups. Counted once per group instead, a group aborted twice takes a place
+    # its round does not count, and rounds run more than 8 groups.
+    def groups(requeue: bool) -> int:
+        spec = make_spec({"mode": "sync", "concurrency": 64, "latency": {"mean": 30.0, "cv": 1.0},
+                          "train_step_time": 5.0, "seed": 3,
+                          "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": requeue}},
+                         prompts=4, group=2, steps=50)  # fmt: skip
+        return int(simulate_spec(spec).of("rollout")["group"].nunique())
+
+    assert groups(True) == 8 + 50 * 4
+    assert groups(False) > 8 + 50 * 4
+    with pytest.raises(SpecError, match="requeue_in_quota needs policy = 'partial'"):
+        make_spec({"oversample": {"factor": 2.0, "policy": "carry", "requeue_in_quota": True}})
+
+
 def test_partial_rollout_buffers_rise_after_weight_pushes():
     # slime: the batch fills → surplus aborted and buffered; weights pushed every 5 steps abort everything.
     spec = make_spec({"mode": "async", "concurrency": 128, "latency": {"mean": 40.0, "cv": 0.6},

@@ -105,6 +105,18 @@ class Oversample(_Strict):
 
     factor: float = Field(1.0, ge=1.0)
     policy: Literal["discard", "carry", "partial"] = "discard"
+    requeue_in_quota: bool = Field(
+        False,
+        description="partial: a buffered group takes one of a round's factor x B/G places every round it resumes in, "
+        "so every round runs exactly that many groups (slime's Buffer.get_samples pops the buffer first and tops up "
+        "from the dataset); false: a group counts against a round's quota only the first time it is aborted",
+    )
+
+    @model_validator(mode="after")
+    def _check_requeue(self) -> Oversample:
+        if self.requeue_in_quota and self.policy != "partial":
+            raise ValueError("requeue_in_quota needs policy = 'partial' (only aborted groups are resumed in a round)")
+        return self
 
 
 class Sandbox(_Strict):

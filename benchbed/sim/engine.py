@@ -148,6 +148,7 @@ class Simulation:
         self.need = self.B // self.G
         self.quota = math.ceil(cfg.oversample.factor * self.need - 1e-9) if cfg.oversample is not None else 0
         self.surplus_policy = cfg.oversample.policy if cfg.oversample is not None else ""
+        self.requeue = cfg.oversample is not None and cfg.oversample.requeue_in_quota
         # Without filtering, dropping or discarding no finished group is rejected: on_group_done does not ask.
         self.may_reject = cfg.filter_zero_adv or self.drop_stale or self.rounds and self.surplus_policy == "discard"
         self.partial = cfg.abort_on_weight_push or self.surplus_policy == "partial"
@@ -194,6 +195,14 @@ class Simulation:
         self.s_work: list[float] = []
         self.s_left: list[float] = []
         self.s_resumes: dict[int, list[int]] = {}  # sample -> [resumes, v_start, v_resume]
+        # Off-policy tokens (decode engines with token counts and partial rollout): each sample's work alone, the
+        # work and re-prefill it resumed with, the tokens of its last aborted segment, and the sum of those it was
+        # resumed with (slime counts a resumed sample's previous segment's completion tokens as off-policy).
+        self.count_off_policy = self.partial and cfg.decode is not None and cfg.tokens is not None
+        self.s_latency: list[float] = []
+        self.seg_work: dict[int, tuple[float, float]] = {}
+        self.seg_tokens: dict[int, float] = {}
+        self.off_policy: dict[int, float] = {}
         self.s_aborted_end: dict[int, float] = {}  # buffered sample -> end time of its aborted segment's stale event
         self.masked: set[int] = set()
         self.prune_marked: set[int] = set()  # samples stopped by early pruning: not trained
@@ -377,6 +386,8 @@ class Simulation:
         self.s_work.extend([0.0] * G)
         self.s_left.extend([0.0] * G)
         self.g_left.append(G)
+        if self.count_off_policy:
+            self.s_latency.extend(latencies)
         for j, latency in enumerate(latencies, first):
             self.engines.arrive(now, j, latency)  # type: ignore[union-attr]
         self._count_started(group)
@@ -452,6 +463,8 @@ class Simulation:
                 info[2] = self.gen_version
                 if engines is not None:
                     self.s_end[sample] = math.nan
+                    if self.count_off_policy:
+                        self.off_policy[sample] = self.off_policy.get(sample, 0.0) + self.seg_tokens[sample]
                     engines.arrive(now, sample, self.s_left[sample])
                     continue
                 end = self.s_end[sample] = now + self.s_left[sample]
@@ -474,16 +487,27 @@ class Simulation:
                 s_work[sample] += now - self.s_began[sample]
                 if self.engines is not None:  # remaining work in seconds alone on an engine; no event to reuse
                     left = self.engines.remove(now, sample)
+                    if self.count_off_policy:
+                        self._count_segment(sample, left)
                 else:
                     left = s_end[sample] - now
                     self.s_aborted_end[sample] = s_end[sample]
                 self.s_left[sample] = left + self.cfg.reprefill_fraction * s_work[sample]
+                if self.count_off_policy:
+                    self.seg_work[sample] = (self.s_left[sample], self.s_left[sample] - left)
                 s_end[sample] = math.inf
                 self.free_slots.append(self.s_slot[sample])
                 self.aborted_in_step += 1
             if self.rounds:
                 self.g_round[group] = max(self.g_round[group], next_round)
             self.buffered.append(group)
+
+    def _count_segment(self, sample: int, left: float) -> None:
+        """Tokens the aborted segment of `sample` decoded: its generation work done (the work it started with, less
+        its re-prefill, taken first, and what is left) over its work alone, times its response tokens."""
+        latency = self.s_latency[sample]
+        start, prefill = self.seg_work.get(sample, (latency, 0.0))
+        self.seg_tokens[sample] = max(0.0, start - prefill - left) / latency * self.s_tokens[sample]
 
     # Completions.
 
@@ -642,9 +666,18 @@ class Simulation:
         surplus = [g for g in self.live_groups if self.g_round[g] <= filled] if self.surplus_policy != "discard" else []
         if self.surplus_policy == "partial":
             self.abort(now, surplus, self.fill_round)
-        fresh = [g for g in surplus if g not in self.credited]
-        self.credited.update(fresh)
-        self.carried += len(fresh)
+        if self.requeue:
+            # Each surplus group resumes in the next round, in one of its places; a round that began before this
+            # fill (its admission waiting for the step) is credited now.
+            self.carried += len(surplus)
+            if self.dispatch_round == self.fill_round:
+                credit = min(self.carried, self.quota - self.round_dispatched)
+                self.round_dispatched += credit
+                self.carried -= credit
+        else:
+            fresh = [g for g in surplus if g not in self.credited]
+            self.credited.update(fresh)
+            self.carried += len(fresh)
         if self.dispatch_round < self.fill_round:
             self.start_round(self.fill_round)
         for group in self.early.pop(self.fill_round, []):
@@ -815,6 +848,8 @@ class Simulation:
         attrs: dict[int, str] = {}
         for sample, (resumes, v_start, v_resume) in self.s_resumes.items():
             attrs[sample] = f'{{"resumes":{resumes},"staleness_env":{max(0, v_resume - v_start)}}}'
+            if self.count_off_policy:
+                attrs[sample] = f'{attrs[sample][:-1]},"off_policy_tokens":{round(self.off_policy[sample])}}}'
         for sample in self.masked:
             attrs[sample] = '{"masked":"sandbox_init"}'
         for sample in self.prune_marked:

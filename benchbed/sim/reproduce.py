@@ -7,6 +7,7 @@ repository), which a wheel stores as files, so an installed benchbed reads them 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -566,15 +567,35 @@ def _seer(model: str, runs: list[CaseRun]) -> list[Row]:
 
 def rows_april(runs: list[CaseRun]) -> list[Row]:
     """APRIL: rollout throughput of active partial rollout over the baseline, against each dataset's published gain
-    (one response-length shape for all three datasets, so one simulated gain)."""
+    (one response-length shape for all three datasets, so one simulated gain). slime's throughput is a round's
+    completion tokens over its rollout time; nothing is discarded, so in steady state a round generates on average
+    the tokens of the batch it trains and the tokens-per-second ratio is the rollout-time ratio."""
     q, case = published("april")["quantities"], "april/qwen3-4b"
     gain = rollout_s(_by_name(runs, "-baseline")) / rollout_s(_by_name(runs, "-partial"))
-    inputs = ["sim.oversample (2x, partial)", "response-length shape (one for all datasets)"]
+    inputs = [
+        "sim.oversample (2x, partial, requeue_in_quota)",
+        "sim.decode",
+        "sim.reprefill_fraction",
+        "response-length shape (p99 at Qwen3's 38,912, one for all datasets)",
+    ]
+    off_inputs = ["sim.oversample (2x, partial)", "response-length shape", "off-policy tokens of resumed samples"]
     return [
         _near(case, f"rollout throughput gain, {label}", q[key], gain, 0.15, "prediction", inputs)
         for key, label in (("gain_dapo_math_17k", "DAPO-Math-17k"), ("gain_deepscaler", "DeepScaleR"),
                            ("gain_deepmath_103k", "DeepMath-103K"))
-    ]  # fmt: skip
+    ] + [_near(case, "off-policy share of a round's tokens (slime's off_policy_ratio)", q["off_policy_ratio"],
+               off_policy_ratio(_by_name(runs, "-partial")), 0.15, "prediction", off_inputs)]  # fmt: skip
+
+
+def off_policy_ratio(run: CaseRun) -> float:
+    """slime's off_policy_ratio over the trained samples after the warm-up: the tokens resumed samples had decoded in
+    earlier rounds (each resume counts the segment before it) over those plus the tokens of the responses. In steady
+    state a round decodes on average the tokens of the batch it trains, so this is slime's per-round figure."""
+    rows = run.trace.of(K.ROLLOUT)
+    trained = rows[(rows["v_train"] >= 0) & (rows["step"] > run.spec.warmup_steps)]
+    attrs = trained["attrs"][trained["attrs"] != ""]
+    off = float(sum(json.loads(a).get("off_policy_tokens", 0) for a in attrs))
+    return off / (float(trained["response_tokens"].sum()) + off)
 
 
 def rows_arrol(runs: list[CaseRun]) -> list[Row]:

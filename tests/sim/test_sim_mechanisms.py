@@ -83,6 +83,44 @@ def test_partial_rollout_abort_at_weight_push_by_hand():
     assert json.loads(resumed["attrs"].iloc[0]) == {"resumes": 1, "staleness_env": 1}
 
 
+def test_requeue_in_quota_runs_exactly_factor_times_the_batch_each_round():
+    # slime's Buffer.get_samples(over_sampling_batch_size): a round takes the buffered groups first, then tops up
+    # from the dataset. Batch 4 groups, factor 2: the first round starts 8 new groups; at each fill the 4 unfinished
+    # are aborted and resume in the next round beside 4 new ones, so 50 steps (51 rounds, the last dispatched as the
+    # run ends) start 8 + 50 x 4 = 208 groups. Counted once per group instead, a group aborted twice takes a place
+    # its round does not count, and rounds run more than 8 groups.
+    def groups(requeue: bool) -> int:
+        spec = make_spec({"mode": "sync", "concurrency": 64, "latency": {"mean": 30.0, "cv": 1.0},
+                          "train_step_time": 5.0, "seed": 3,
+                          "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": requeue}},
+                         prompts=4, group=2, steps=50)  # fmt: skip
+        return int(simulate_spec(spec).of("rollout")["group"].nunique())
+
+    assert groups(True) == 8 + 50 * 4
+    assert groups(False) > 8 + 50 * 4
+    with pytest.raises(SpecError, match="requeue_in_quota needs policy = 'partial'"):
+        make_spec({"oversample": {"factor": 2.0, "policy": "carry", "requeue_in_quota": True}})
+
+
+def test_off_policy_tokens_count_each_resumed_segment_after_its_re_prefill():
+    # One engine at one speed (step_s_per_seq 0), batches of 1 from rounds of 2, works alone of 10 or 30 s with
+    # 50 or 150 tokens (100 x latency / mean 20), re-prefill 0.5 x the time generated. Seed 6 draws 10, 30, 10:
+    # sample 1 is aborted at t = 10 having decoded 10 / 30 x 150 = 50 tokens; it resumes at 11 with 20 + 5 s of
+    # work beside sample 2 (10 s), which fills the batch at 21: 10 s done, the 5 s re-prefill first, so 5 / 30 x 150
+    # = 25 more tokens; resumed again at 22, it counts 50 + 25 = 75 off-policy tokens (slime adds each resumed
+    # sample's previous segment's completion tokens).
+    spec = make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
+                      "train_step_time": 1.0, "seed": 6, "tokens": {"prompt": 10, "response_mean": 100.0},
+                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0}, "reprefill_fraction": 0.5,
+                      "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": True}},
+                     prompts=1, group=1, steps=2)  # fmt: skip
+    rows = simulate_spec(spec).of("rollout")
+    rows = rows.set_index(rows["sample"].astype(int))
+    assert rows["response_tokens"].tolist()[:3] == [50, 150, 50]
+    assert json.loads(rows.loc[1, "attrs"]) == {"resumes": 2, "staleness_env": 2, "off_policy_tokens": 75}
+    assert rows.loc[1, "t1"] == 22.0 and rows.loc[2, "t1"] == 21.0 and rows.loc[0, "attrs"] == ""
+
+
 def test_partial_rollout_buffers_rise_after_weight_pushes():
     # slime: the batch fills → surplus aborted and buffered; weights pushed every 5 steps abort everything.
     spec = make_spec({"mode": "async", "concurrency": 128, "latency": {"mean": 40.0, "cv": 0.6},

@@ -95,6 +95,13 @@ class Decode(_Strict):
     engines: int = Field(gt=0, description="inference engines (data-parallel replicas) sharing the generator slots")
     step_s: float = Field(gt=0, description="seconds of a decode iteration independent of the batch (weight reads)")
     step_s_per_seq: float = Field(ge=0, description="seconds a decode iteration adds per running sequence")
+    reprefill_s_per_token: float = Field(
+        0.0,
+        ge=0,
+        description="seconds an engine spends prefilling one token again when an aborted sequence resumes on it "
+        "(its prompt plus the tokens it had generated, from `sim.tokens`; KV cache discarded at the abort); the "
+        "engine decodes nothing meanwhile (compute-bound prefill: 2 x parameters FLOPs per token / (peak x MFU))",
+    )
 
 
 class Oversample(_Strict):
@@ -254,6 +261,8 @@ class SimConfig(_Strict):
             clash = [name for name in ("saturation", "turns", "sandbox", "prefill") if getattr(self, name) is not None]
             if clash:
                 raise ValueError(f"decode models LLM time alone; it cannot be combined with {', '.join(clash)}")
+            if self.decode.reprefill_s_per_token > 0 and self.tokens is None:
+                raise ValueError("decode.reprefill_s_per_token needs sim.tokens (the tokens a resumed sequence holds)")
         return self
 
     @model_validator(mode="after")

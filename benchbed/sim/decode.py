@@ -4,7 +4,9 @@ Each engine keeps a virtual clock that advances at the speed of one of its seque
 r(b) = (a + c) / (a + c x b) for b running sequences, a decode iteration taking a + c x b seconds. A sample's drawn
 latency is its work in virtual seconds, so every sequence on an engine progresses at the same rate and they finish
 in the order of their virtual finish times. Only each engine's next finish is an event in the simulator's queue;
-an arrival or departure reschedules it, and an event whose time no longer matches `s_end` is stale.
+an arrival or departure reschedules it, and an event whose time no longer matches `s_end` is stale. A resumed
+sequence (aborted earlier, its KV cache discarded) first makes its engine prefill its prompt and generated tokens
+again (`reprefill_s_per_token` each); the engine's clock stands still until that prefill ends.
 """
 
 from __future__ import annotations
@@ -17,9 +19,18 @@ from benchbed.sim.end_times import EndTimes
 
 
 class DecodeEngines:
-    def __init__(self, spec: Decode, s_end: list[float], ends: EndTimes) -> None:
+    def __init__(
+        self, spec: Decode, s_end: list[float], ends: EndTimes, prompt_tokens: int = 0, tokens_per_s: float = 0.0
+    ) -> None:
         n = spec.engines
         self.a, self.c = spec.step_s, spec.step_s_per_seq
+        self.reprefill_s, self.prompt_tokens, self.tokens_per_s = (
+            spec.reprefill_s_per_token,
+            prompt_tokens,
+            tokens_per_s,
+        )
+        self.prefilling_until = [0.0] * n  # real time until which each engine prefills resumed sequences
+        self.drawn: dict[int, float] = {}  # each started sample's whole work (virtual seconds), for what it generated
         self.s_end, self.ends = s_end, ends  # the simulator's scheduled ends and event queue, shared
         self.virtual = [0.0] * n  # virtual seconds each engine has run its sequences for
         self.updated = [0.0] * n  # real time of each engine's last update
@@ -32,10 +43,16 @@ class DecodeEngines:
         return (self.a + self.c) / (self.a + self.c * b)
 
     def arrive(self, now: float, sample: int, work: float) -> None:
-        """Start `work` virtual seconds of `sample` on the least-loaded engine (the lowest-numbered on a tie)."""
+        """Start `work` virtual seconds of `sample` on the least-loaded engine (the lowest-numbered on a tie); a
+        resumed sample first holds the engine for the prefill of its prompt and generated tokens."""
         running = self.running
         engine = min(range(len(running)), key=lambda e: len(running[e]))
         self._advance(engine, now)
+        if self.reprefill_s:
+            drawn = self.drawn.setdefault(sample, work)
+            if drawn > work:  # a resume: drawn - work virtual seconds were generated before the abort
+                tokens = self.prompt_tokens + self.tokens_per_s * (drawn - work)
+                self.prefilling_until[engine] = max(now, self.prefilling_until[engine]) + self.reprefill_s * tokens
         heapq.heappush(running[engine], (self.virtual[engine] + work, sample))
         self.engine_of[sample] = engine
         self._schedule(engine, now)
@@ -64,7 +81,9 @@ class DecodeEngines:
         """Move the engine's virtual clock to `now` at the rate of the sequences it has run since its last update."""
         b = len(self.running[engine])
         if b:
-            self.virtual[engine] += (now - self.updated[engine]) * self.rate(b)
+            self.virtual[engine] += max(
+                0.0, now - max(self.updated[engine], self.prefilling_until[engine])
+            ) * self.rate(b)
         self.updated[engine] = now
 
     def _schedule(self, engine: int, now: float) -> None:
@@ -76,7 +95,9 @@ class DecodeEngines:
             self.next_sample[engine] = -1
             return
         finish, sample = running[0]
-        end = now + max(0.0, finish - self.virtual[engine]) / self.rate(len(running))
+        end = max(now, self.prefilling_until[engine]) + max(0.0, finish - self.virtual[engine]) / self.rate(
+            len(running)
+        )
         if sample == old and s_end[sample] == end:
             return  # the queued event still holds
         if old >= 0:

@@ -34,7 +34,16 @@ import numpy as np
 from benchbed.columns import pooled, searchsorted_right
 from benchbed.sim.config import SimConfig
 from benchbed.sim.decode import DecodeEngines
-from benchbed.sim.draws import Draws, KeptDraws, PairDraws, latency_draws, pass_rate_draws, sample_block, spread_draw
+from benchbed.sim.draws import (
+    Draws,
+    KeptDraws,
+    PairDraws,
+    latency_draws,
+    mean_latency,
+    pass_rate_draws,
+    sample_block,
+    spread_draw,
+)
 from benchbed.sim.end_times import EndTimes
 from benchbed.sim.sandbox_starts import SandboxStarts
 
@@ -224,7 +233,14 @@ class Simulation:
         # Generator and queue.
         self.free_slots = list(range(cfg.concurrency - 1, -1, -1))
         self.ends = EndTimes()  # running samples by (end time, sample)
-        self.engines = DecodeEngines(cfg.decode, self.s_end, self.ends) if cfg.decode is not None else None
+        self.engines = None
+        if cfg.decode is not None:
+            prompt, per_s = (
+                (0, 0.0)
+                if cfg.tokens is None
+                else (cfg.tokens.prompt, cfg.tokens.response_mean / mean_latency(cfg.latency))
+            )
+            self.engines = DecodeEngines(cfg.decode, self.s_end, self.ends, prompt, per_s)
         self.g_left: list[int] = []  # decode: samples of each group not finished (the last one is not known ahead)
         self.queue: deque[int] = deque()
         self.queued_samples = 0

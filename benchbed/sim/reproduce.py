@@ -407,13 +407,13 @@ def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
                       "consistency", ["the step time is derived from this figure"]),
                 published_quality=accuracy[f"sync_{key}"]),
         replace(_near(case, f"asynchronous hours for 1000 steps, {size.upper()} (eta 4)", q[f"async_hours_{key}"],
-                      async_h, 0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
+                      async_h, 0.15, "prediction", [trainer, "resources (3:1 split, published)", lengths]),
                 published_quality=accuracy[f"async_{key}"]),
         _near(case, f"speedup, asynchronous over synchronous AReaL, {size.upper()}", q[f"speedup_{key}"],
-              sync_h / async_h, 0.15, "prediction", [trainer, "resources (3:1 split, assumed)", lengths]),
+              sync_h / async_h, 0.15, "prediction", [trainer, "resources (3:1 split, published)", lengths]),
         _near(case, f"interruptible generation: generation throughput gain, {size.upper()}", q[f"interrupt_gain_{key}"],
               gain, 0.05, "prediction", ["sim.abort_on_weight_push", "sim.drain_on_weight_push (the blog's baseline)",
-                                         "sim.decode (model bytes)", "sim.reprefill_fraction (assumed 0)"]),
+                                         "sim.decode (model bytes)", "sim.decode.reprefill_s_per_token"]),
     ]  # fmt: skip
 
 

@@ -235,6 +235,11 @@ def test_areal_specs_carry_the_published_configuration_and_one_set_of_assumption
     # 3:1 generation : training, and the trainer's FLOPs on a quarter of the GPUs take 4x the synchronous time
     assert (interrupting.resources.generator_gpus, interrupting.resources.trainer_gpus) == (144, 48)
     assert interrupting.sim["train_step_time"] == pytest.approx(4 * sync.sim["train_step_time"], abs=0.05)
+    # a resumed request's prompt and generated tokens are prefilled again on its engine: 2 x 7.62e9 FLOPs a token at
+    # the study's MFU 0.343 of 989.5 TFLOP/s
+    per_token = interrupting.sim["decode"]["reprefill_s_per_token"]
+    assert per_token == pytest.approx(2 * 7.62e9 / (989.5e12 * 0.343), rel=0.01)
+    assert plain.sim["decode"]["reprefill_s_per_token"] == per_token
     shapes = {
         (s.sim["latency"]["cv"], s.sim["tokens"]["response_mean"], s.sim["weight_sync_time"])
         for case in STUDIES["areal"].cases

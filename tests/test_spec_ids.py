@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # verl fully_async and one_step_off study specs gained the rollouter cap, the fetch time, the sync pause and
 # validation, and re-derived lengths: pinned to the ids of their new content; the 16:16 and colocated 32-GPU
 # specs took back the update_actor times the README first published (volcengine/verl@6f0b21c), re-pinned; the vime
-# study's specs, added after be09333, are pinned to the ids they were added with)
+# study's specs, added after be09333, are pinned to the ids they were added with, its Setup 1 specs re-pinned when
+# their split took the KL loss's reference forward)
 PINNED = {
     "benchbed/data/ref-demo.toml": ["ref-demo-d510ea5e"],
     "experiments/prime-rl-case-study-1.toml": ["prime-rl-case-study-1-1ea3b10c"],
@@ -55,9 +56,9 @@ PINNED = {
     ],
     "experiments/reproduce/verl-one-step-off/one-step-off-fsdp2.toml": ["reproduce-verl-1off-fsdp2-b8df2fa4"],
     "experiments/reproduce/verl-one-step-off/one-step-off-megatron.toml": ["reproduce-verl-1off-megatron-44b477c8"],
-    "experiments/reproduce/vime/fully-async-qwen3-4b-setup1.toml": ["reproduce-vime-fully-async-setup1-66f879d3"],
+    "experiments/reproduce/vime/fully-async-qwen3-4b-setup1.toml": ["reproduce-vime-fully-async-setup1-72243e1c"],
     "experiments/reproduce/vime/fully-async.toml": ["reproduce-vime-fully-async-5bd6990c"],
-    "experiments/reproduce/vime/sync-qwen3-4b-setup1.toml": ["reproduce-vime-sync-setup1-057f3b5c"],
+    "experiments/reproduce/vime/sync-qwen3-4b-setup1.toml": ["reproduce-vime-sync-setup1-e70b9849"],
     "experiments/reproduce/vime/sync.toml": ["reproduce-vime-sync-7a05088e"],
     "experiments/sandbox-nightly.toml": ["sandbox-nightly-local-40f089b6"],
     "experiments/sandbox-scaling-modal.toml": ["sandbox-scaling-modal-4d256849", "sandbox-scaling-modal-cc0ae6ce"],

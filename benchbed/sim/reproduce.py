@@ -518,10 +518,10 @@ def rows_vime(runs: list[CaseRun]) -> list[Row]:
 
 def rows_vime_setup1(runs: list[CaseRun]) -> list[Row]:
     """vime#358 Setup 1 (8 x 4, 1k cap): the sync step (consistency), the fully async step and the speedup
-    (predictions); its train_wait and train_time rows are unread, so the step's split and the contention are
-    Setup 2's."""
+    (predictions); its train_wait and train_time rows are unread, so the step's split (with the KL loss's reference
+    forward, 1.25 x the training) and the contention are Setup 2's."""
     inputs = [
-        "sim.train_step_time (sync step x Setup 2's train share, assumed)",
+        "sim.train_step_time (sync step x Setup 2's train : wait, assumed, with the KL loss's 1.25 x, derived)",
         "sim.train_contention (Setup 2's, assumed)",
         "sim.latency (the rest of the sync step, cap-bound)",
         "response shape",

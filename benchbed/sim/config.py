@@ -233,8 +233,9 @@ class SimConfig(_Strict):
     train_contention: float = Field(
         0.0,
         ge=0,
-        description="fraction by which a training step's compute lengthens when it starts while the generator is "
-        "decoding (shared host, memory or interconnect): compute = train_step_time x (1 + train_contention)",
+        description="fraction by which a training step's compute slows while the generator decodes beside it "
+        "(shared host, memory or interconnect): the compute runs at 1 / (1 + train_contention) of its speed while "
+        "samples are in flight and at full speed while none are",
     )
     reprefill_fraction: float = Field(
         0.0, ge=0, description="a resumed sample's extra time, as a fraction of the time it had generated"

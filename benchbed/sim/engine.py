@@ -184,6 +184,11 @@ class Simulation:
         self.val_every = cfg.validation.every_pushes if cfg.validation is not None else 0
         self.val_s = cfg.validation.seconds if cfg.validation is not None else 0.0
         self.contention = 1.0 + cfg.train_contention
+        self.contending = cfg.train_contention > 0
+        # Contention: the step's compute left (seconds at full speed) as of `compute_since`, progressing at
+        # 1 / compute_factor (the contention while samples are in flight, else 1).
+        self.compute_left = self.compute_since = 0.0
+        self.compute_factor = 1.0
 
     def _state(self, cfg: SimConfig) -> None:
         # Per-sample and per-group columns, grown as groups are dispatched.
@@ -321,6 +326,13 @@ class Simulation:
     # Generator.
 
     def dispatch(self, now: float) -> None:
+        """Start what admission allows (`start_groups`); with contention, a generator that starts decoding slows the
+        step being computed."""
+        self.start_groups(now)
+        if self.contending and self.trainer_phase == 1:
+            self.recontend(now)
+
+    def start_groups(self, now: float) -> None:
         """Resume buffered partial groups first, then start new groups while slots are free and admission allows."""
         if self.held:
             return
@@ -559,6 +571,8 @@ class Simulation:
                     self.on_group_done(now, sample // G)
                 if not wait or buffered or (len(free_slots) >= G and not self.blocked):
                     self.dispatch(now)
+                elif self.contending and self.trainer_phase == 1:
+                    self.recontend(now)  # the generator may have gone idle: the step speeds up
                 until, wait = self.trainer_event_t, self.finishes_before_dispatch()
                 stamp = self.batch_version if batch_versions else self.gen_version
                 free_before = len(free_slots)
@@ -593,6 +607,8 @@ class Simulation:
                 self.on_group_done(now, group)
             if buffered or (len(free_slots) >= G and not self.blocked) or self.draining:
                 self.dispatch(now)
+            elif self.contending and self.trainer_phase == 1:
+                self.recontend(now)
             now = pop(heap)
         heapq.heappush(heap, now)
 
@@ -730,8 +746,22 @@ class Simulation:
         self.st_start.append(self.step_started_at)
         self.st_ready.append(ready)
         self.trainer_phase = 1
-        busy = self.contention != 1.0 and len(self.free_slots) < self.cfg.concurrency
-        self.trainer_event_t = ready + self.train_time * (self.contention if busy else 1.0)
+        if self.contending:
+            self.compute_left, self.compute_since = self.train_time, ready
+            self.compute_factor = self.contention if len(self.free_slots) < self.cfg.concurrency else 1.0
+        self.trainer_event_t = ready + self.train_time * self.compute_factor
+
+    def recontend(self, now: float) -> None:
+        """Contention: when the generator starts or stops decoding during the step's compute, the compute done so
+        far is counted at the old speed and the step's end is rescheduled at the new one."""
+        factor = self.contention if len(self.free_slots) < self.cfg.concurrency else 1.0
+        if factor == self.compute_factor:
+            return
+        if now > self.compute_since:  # before it, the batch is still being fetched: no compute done yet
+            self.compute_left = max(0.0, self.compute_left - (now - self.compute_since) / self.compute_factor)
+            self.compute_since = now
+        self.compute_factor = factor
+        self.trainer_event_t = self.compute_since + self.compute_left * factor
 
     def on_compute_done(self, now: float) -> None:
         """The step's compute ended: sync weights when this step pushes them, else the step ends now."""

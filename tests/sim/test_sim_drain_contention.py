@@ -55,19 +55,35 @@ def step_mean(trace, warmup: int) -> float:
     return {k: v.value for k, v in compute_metrics(trace, warmup_steps=warmup).items()}["step_time_mean_s"]
 
 
-def test_contention_lengthens_steps_that_overlap_generation_only():
+def test_contention_lengthens_steps_while_generation_runs_beside_them():
     # Synchronous: the generator is idle while the trainer computes, so a step is 10 s of generation + 4 s.
     sync = make_spec({"mode": "sync", "concurrency": 4, "latency": 10.0, "train_step_time": 4.0,
                       "train_contention": 0.5}, prompts=4, steps=10)  # fmt: skip
     assert step_mean(simulate_spec(sync), 2) == pytest.approx(14.0)
-    # Asynchronous and trainer-bound (B = 1, a sample every 10 / 3 s with three in flight): every step starts
-    # beside running samples, so each takes 4 x 1.5 = 6 s.
+    # Asynchronous and trainer-bound (B = 1, a sample every 10 / 3 s with three in flight): samples run beside the
+    # whole of every step, so each takes 4 x 1.5 = 6 s.
     busy = make_spec({"mode": "async", "concurrency": 64, "latency": 10.0, "train_step_time": 4.0,
                       "train_contention": 0.5}, prompts=1, staleness=2, steps=40)  # fmt: skip
     trace = simulate_spec(busy)
     assert step_mean(trace, 5) == pytest.approx(6.0)
     compute = trace.of("trainer.compute")
     assert len(compute) == 40 and list((compute["t1"] - compute["t0"]).iloc[5:]) == pytest.approx([6.0] * 35)
+
+
+def test_contention_slows_only_the_part_of_a_step_that_overlaps_generation_by_hand():
+    # One slot, B = 1, 3 s samples, 4 s steps at half speed (contention 1.0) while a sample runs; admission
+    # started < v + 2. t=0: A starts. t=3: A ends, step 1 starts, B starts (ends 6) and the compute runs at half
+    # speed; t=6: B ends, admission refuses a third sample until v = 1, the generator idles: 1.5 s of compute done,
+    # 2.5 s left at full speed, so the step ends at 8.5. Every later step likewise: 3 s beside its sample (1.5 s of
+    # work) + 2.5 s alone = 5.5 s (8 s if the whole step took the contention, 4 s without it).
+    spec = make_spec({"mode": "async", "concurrency": 1, "latency": 3.0, "train_step_time": 4.0,
+                      "train_contention": 1.0}, prompts=1, staleness=1, steps=6)  # fmt: skip
+    trace = simulate_spec(spec)
+    compute = trace.of("trainer.compute")
+    assert list(zip(compute["t0"], compute["t1"], strict=True)) == [
+        (3.0, 8.5), (8.5, 14.0), (14.0, 19.5), (19.5, 25.0), (25.0, 30.5), (30.5, 36.0)
+    ]  # fmt: skip
+    assert starts(trace)[:4] == [0.0, 3.0, 8.5, 14.0]
 
 
 def test_a_drain_that_ends_between_steps_lets_admission_start_groups_again():

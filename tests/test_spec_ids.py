@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # verl fully_async and one_step_off study specs gained the rollouter cap, the fetch time, the sync pause and
 # validation, and re-derived lengths: pinned to the ids of their new content; the 16:16 and colocated 32-GPU
 # specs took back the update_actor times the README first published (volcengine/verl@6f0b21c), re-pinned; the vime
-# study's specs, added after be09333, are pinned to the ids they were added with, its Setup 1 specs re-pinned when
-# their split took the KL loss's reference forward)
+# study's specs and the verl fully_async 30B specs, added after be09333, are pinned to the ids they were added with,
+# vime's Setup 1 specs re-pinned when their split took the KL loss's reference forward)
 PINNED = {
     "benchbed/data/ref-demo.toml": ["ref-demo-d510ea5e"],
     "experiments/prime-rl-case-study-1.toml": ["prime-rl-case-study-1-1ea3b10c"],
@@ -40,6 +40,7 @@ PINNED = {
     ],
     "experiments/reproduce/semianalysis/case4.toml": ["reproduce-case4-708cd231"],
     "experiments/reproduce/verl-fully-async/async-16-16.toml": ["reproduce-verl-async-16-16-d2a34c04"],
+    "experiments/reproduce/verl-fully-async/async-30b-96-32.toml": ["reproduce-verl-async-30b-96-32-08d74e97"],
     "experiments/reproduce/verl-fully-async/async-32-32.toml": ["reproduce-verl-async-32-32-93cfe875"],
     "experiments/reproduce/verl-fully-async/async-64-64.toml": [
         "reproduce-verl-async-64-64-ca73f5e6",
@@ -48,6 +49,7 @@ PINNED = {
         "reproduce-verl-async-64-64-a4631674",
     ],
     "experiments/reproduce/verl-fully-async/colocate-128.toml": ["reproduce-verl-colocate-128-b68367ca"],
+    "experiments/reproduce/verl-fully-async/colocate-30b-128.toml": ["reproduce-verl-colocate-30b-128-74171154"],
     "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-776769fc"],
     "experiments/reproduce/verl-fully-async/colocate-64.toml": ["reproduce-verl-colocate-64-65b70653"],
     "experiments/reproduce/verl-one-step-off/colocate-fsdp2.toml": ["reproduce-verl-1off-colocate-fsdp2-1483b963"],

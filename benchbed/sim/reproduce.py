@@ -352,6 +352,37 @@ def rows_verl_128(runs: list[CaseRun]) -> list[Row]:
     return rows  # fmt: skip
 
 
+def rows_verl_30b(runs: list[CaseRun]) -> list[Row]:
+    """Qwen3-30B-A3B: the colocated step and the fully async trainer's gen share (consistency: the share is the
+    spec's own fetch input), the fully async hours and the speedup at 100 and 400 steps (predictions)."""
+    q, accuracy = published("verl-fully-async")["quantities"], published("verl-fully-async")["quality"]
+    case = "verl-fully-async/30b-a3b"
+    colocated, asynchronous = _by_mode(runs, "sync"), _by_mode(runs, "async")
+    sync_s, async_s = version_step_s(colocated), version_step_s(asynchronous)
+    inputs = [
+        "sim.train_step_time (ref + update_actor)",
+        "sim.weight_sync_time (the step's rest + the checkpoint-engine table's 15.76 s)",
+        "sim.fetch_s_per_sample (this run's gen)",
+        "sim.validation",
+        "response-length distribution",
+    ]
+    quality = f"colocated {accuracy['colocate_30b']}; fully async {accuracy['async_30b']}"
+    return [
+        _near(case, "colocated sync step time, Qwen3-30B-A3B, 128 GPUs (s)", q["colocate_step_30b"], sync_s, 0.10,
+              "consistency", ["sim.train_step_time (old_log_prob + ref + update_actor)",
+                              "sim.weight_sync_time (the rest)", "response cap"]),
+        _idle(case, "trainer gen share, fully async 96:32 (gen / step)", q["trainer_idle_30b"],
+              asynchronous.metrics["trainer_idle_ratio"], "consistency",
+              ["sim.fetch_s_per_sample (this row's own gen)", "sim.validation"]),
+        _near(case, "hours for 400 steps, fully async 96:32", q["hours_30b_async_400"], async_s * 400 / 3600, 0.15,
+              "prediction", inputs),
+        replace(_near(case, "speedup, fully async 96:32 over colocated sync, 400 steps", q["speedup_30b_400"],
+                      sync_s / async_s, 0.15, "prediction", inputs), published_quality=quality),
+        _near(case, "speedup, fully async 96:32 over colocated sync, 100 steps", q["speedup_30b_100"],
+              sync_s / async_s, 0.15, "prediction", ["as the 400-step row (the simulator's lengths do not drift)"]),
+    ]  # fmt: skip
+
+
 def _verl_one_step_off(engine: str, runs: list[CaseRun]) -> list[Row]:
     """Colocated step (consistency), one-step-off step and the total-time gain (predictions) for one engine."""
     q = published("verl-one-step-off")["quantities"]
@@ -443,11 +474,13 @@ STUDIES: dict[str, Study] = {
         SEMIANALYSIS_FILES, SEMIANALYSIS_ROWS,
     ),
     "verl-fully-async": Study(
-        "verl-fully-async", "verl fully_async_policy README: Qwen2.5-Math-7B DAPO, colocated sync vs fully async",
+        "verl-fully-async",
+        "verl fully_async_policy README: Qwen2.5-Math-7B DAPO and Qwen3-30B-A3B GRPO, colocated sync vs fully async",
         {"128-gpus": ("colocate-128.toml", "async-64-64.toml"), "64-gpus": ("colocate-64.toml", "async-32-32.toml"),
-         "32-gpus": ("colocate-32.toml", "async-16-16.toml")},
+         "32-gpus": ("colocate-32.toml", "async-16-16.toml"),
+         "30b-a3b": ("colocate-30b-128.toml", "async-30b-96-32.toml")},
         {"128-gpus": rows_verl_128, "64-gpus": lambda runs: _verl_scale(64, runs),
-         "32-gpus": lambda runs: _verl_scale(32, runs)},
+         "32-gpus": lambda runs: _verl_scale(32, runs), "30b-a3b": rows_verl_30b},
     ),
     "verl-one-step-off": Study(
         "verl-one-step-off", "verl one_step_off_policy README: Qwen2.5-Math-7B DAPO, 16 H20, colocated vs one step off",

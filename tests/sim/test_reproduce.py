@@ -100,8 +100,9 @@ def test_slowest_sandbox_start_runs_from_first_request_to_last_attempt():
 def test_targets_resolve_to_studies_and_cases_and_old_ids_still_work():
     assert resolve("case3") == [("semianalysis", "case3")]
     assert resolve("verl-fully-async/64-gpus") == [("verl-fully-async", "64-gpus")]
-    assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in ("128-gpus", "64-gpus", "32-gpus")]
-    assert len(resolve("all")) == 21
+    cases = ("128-gpus", "64-gpus", "32-gpus", "30b-a3b")
+    assert resolve("verl-fully-async") == [("verl-fully-async", c) for c in cases]
+    assert len(resolve("all")) == 22
     result = CliRunner().invoke(cli, ["reproduce", "verl-fully-async/48-gpus"])
     assert result.exit_code == 2 and "unknown study or case 'verl-fully-async/48-gpus'" in result.output
 
@@ -112,7 +113,7 @@ def test_list_names_every_study_and_case():
     listed = json.loads(result.output)
     assert {name: entry["cases"] for name, entry in listed.items()} == {
         "semianalysis": ["case1", "case2", "case3", "case4"],
-        "verl-fully-async": ["128-gpus", "64-gpus", "32-gpus"],
+        "verl-fully-async": ["128-gpus", "64-gpus", "32-gpus", "30b-a3b"],
         "verl-one-step-off": ["fsdp2", "megatron"],
         "areal": ["1.5b", "7b"],
         "nemo-rl": ["qwen3-30b-a3b", "deepseek-v3", "qwen3-235b"],
@@ -136,24 +137,29 @@ def test_verl_specs_carry_the_published_configuration():
     assert asynchronous.sim["train_step_time"] == round(269.80 / 4, 2)
     thresholds = [s.sim["staleness_threshold"] for s in case_specs("verl-fully-async/128-gpus")[1:]]
     assert thresholds == [0.0, 0.1, 0.3, 0.5]
-    # one response-length assumption across the study: the cap is the 1 - 1/8192 quantile, 23.13 x the mean
+    # one response-length assumption across the study: with 8192 responses a step (512 x 16, 7B and 30B alike) the cap
+    # is the 1 - 1/8192 quantile, 23.13 x the mean, and a cap-length response takes the colocated 128-GPU gen
     shapes = {
-        (s.sim["latency"]["mean"], s.sim["latency"]["cv"], s.sim["tokens"]["response_mean"])
+        (s.workload.model, s.sim["latency"]["mean"], s.sim["latency"]["cv"], s.sim["tokens"]["response_mean"])
         for case in STUDIES["verl-fully-async"].cases
         for s in case_specs(f"verl-fully-async/{case}")
     }
-    assert shapes == {(round(177.85 / 23.13, 2), 1.29, round(28672 / 23.13))}
+    assert shapes == {
+        ("Qwen/Qwen2.5-Math-7B", round(177.85 / 23.13, 2), 1.29, round(28672 / 23.13)),
+        ("Qwen/Qwen3-30B-A3B-Base", round(348.05 / 23.13, 2), 1.29, round(8192 / 23.13)),
+    }
     # the rollouter's cap of 16 prompts a rollout server (rollout GPUs / gen_tp 4), and the 30B run's fetch time
     caps = {s.resources.generator_gpus: s.sim["max_groups_in_flight"]
             for case in STUDIES["verl-fully-async"].cases for s in case_specs(f"verl-fully-async/{case}")
             if s.sim["mode"] == "async"}  # fmt: skip
-    assert caps == {16: 64, 32: 128, 64: 256}
+    assert caps == {16: 64, 32: 128, 64: 256, 96: 384}
     assert asynchronous.sim["fetch_s_per_sample"] == round(22.06 / (512 * 16), 6)
     # the rollouter paused for each sync; a validation (a cap-length response) every test_freq = 20 pushes or steps
     specs = [s for case in STUDIES["verl-fully-async"].cases for s in case_specs(f"verl-fully-async/{case}")]
     pauses = {(s.sim["mode"], s.sim.get("pause_on_weight_push", False), s.sim["validation"]["every_pushes"],
                s.sim["validation"]["seconds"]) for s in specs}  # fmt: skip
-    assert pauses == {("sync", False, 20, 177.85), ("async", True, 20, 177.85)}
+    assert pauses == {("sync", False, 20, 177.85), ("async", True, 20, 177.85), ("sync", False, 20, 348.05),
+                      ("async", True, 20, 348.05)}  # fmt: skip
 
 
 @pytest.mark.parametrize("study", ["verl-fully-async", "verl-one-step-off"])
@@ -180,6 +186,44 @@ def test_verl_32_gpu_rows_compare_with_the_published_table():
     # the baseline is 2.7% short: refitted out of sample, its longer colocated step raises the speedup
     assert rows[2]["reproduced"] > rows[1]["reproduced"]
     assert result.exit_code == 0
+
+
+def test_verl_30b_specs_carry_the_published_configuration():
+    colocated, asynchronous = case_specs("verl-fully-async/30b-a3b")
+    assert colocated.workload.samples_per_step == 512 * 16 and colocated.resources.trainer_gpus == 128
+    assert colocated.sim["train_step_time"] == round(28.73 + 20.86 + 86.27, 2)
+    assert colocated.sim["weight_sync_time"] == round(497.89 - 348.05 - 28.73 - 20.86 - 86.27, 2) == 13.98
+    # require_batches 1 x ppo_mini_batch_size 128 a local update, a push every 4: 512 prompts, as colocated
+    assert asynchronous.workload.samples_per_step == 128 * 16 and asynchronous.sim["update_weights_interval"] == 4
+    assert (asynchronous.resources.generator_gpus, asynchronous.resources.trainer_gpus) == (96, 32)
+    assert asynchronous.sim["train_step_time"] == round((50.05 + 206.63) / 4, 2)
+    # the step's rest (4.01 s, read as the 7B specs read theirs) + the checkpoint-engine table's 15.76 s sync
+    assert asynchronous.sim["weight_sync_time"] == round(282.75 - 22.06 - 50.05 - 206.63 + 15.76, 2) == 19.77
+    assert asynchronous.workload.max_response_tokens == 8192
+
+
+def test_verl_30b_rows_hold_the_total_and_miss_the_early_speedup():
+    rows = {(row.quantity, row.kind): row for row in reproduce(["verl-fully-async/30b-a3b"])}
+    q = published("verl-fully-async")["quantities"]
+    # trainer-bound: 4 x 64.17 s of ref + update_actor, 22.06 s of fetching and the 19.77 s push = 298.51 s a push;
+    # every 20 pushes a 348.05 s validation holds the generator after the push, and the trainer, with the half push
+    # the threshold queued (2 local updates, 2 x (64.17 + 22.06 / 4) = 139.4 s), waits the rest and the refill:
+    # between (348.05 - 139.4) / 20 = 10.4 and 348.05 / 20 = 17.4 s a push more
+    hours = rows[("hours for 400 steps, fully async 96:32", "prediction")]
+    push = hours.reproduced * 3600 / 400
+    assert 298.51 + 10.4 <= push <= 298.51 + 17.4 and hours.ok and hours.published == q["hours_30b_async_400"]
+    # colocated: 135.86 + 13.98 + 348.05 / 20 = 167.24 s beside a gen at most the cap-length 348.05 s (below it in
+    # the steps with no response at the cap)
+    step = rows[("colocated sync step time, Qwen3-30B-A3B, 128 GPUs (s)", "consistency")]
+    assert 167.24 + 0.85 * 348.05 <= step.reproduced <= 167.24 + 348.05 and step.ok
+    speedup = rows[("speedup, fully async 96:32 over colocated sync, 400 steps", "prediction")]
+    assert speedup.reproduced == pytest.approx(step.reproduced / push) and speedup.ok
+    # one stationary length distribution: the 100-step speedup is the 400-step one, short of the published 2.01
+    early = rows[("speedup, fully async 96:32 over colocated sync, 100 steps", "prediction")]
+    assert early.reproduced == speedup.reproduced and not early.ok
+    # the trainer's gen share restates the fetch input (22.06 s a push) plus the waits after a validation
+    idle = rows[("trainer gen share, fully async 96:32 (gen / step)", "consistency")]
+    assert idle.reproduced == pytest.approx((22.06 + push - 298.51) / push, abs=0.01) and idle.ok
 
 
 def test_unknown_case_is_a_spec_error():

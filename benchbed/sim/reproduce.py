@@ -431,7 +431,10 @@ def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
     sync_h, async_h = version_step_s(sync) * 1000 / 3600, version_step_s(interrupting) * 1000 / 3600
     gain = interrupting.metrics["generator_throughput_sps"] / plain.metrics["generator_throughput_sps"]
     lengths = "response-length distribution (p99 = 10 x median, p99 at the cap)"
-    trainer = "sim.train_step_time (FLOPs at an assumed MFU 0.343)"
+    trainer = {
+        "1.5b": "sim.train_step_time (FLOPs at an assumed MFU 0.343)",
+        "7b": "sim.train_step_time (FLOPs at MFU 0.3581: the 1.5B's 0.343 x AReaL's published training rates)",
+    }[size]
     accuracy = published("areal")["quality"]
     return [
         replace(_near(case, f"synchronous hours for 1000 steps, {size.upper()}", q[f"sync_hours_{key}"], sync_h, 0.10,

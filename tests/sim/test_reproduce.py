@@ -279,6 +279,16 @@ def test_areal_specs_carry_the_published_configuration_and_one_set_of_assumption
     # 3:1 generation : training, and the trainer's FLOPs on a quarter of the GPUs take 4x the synchronous time
     assert (interrupting.resources.generator_gpus, interrupting.resources.trainer_gpus) == (144, 48)
     assert interrupting.sim["train_step_time"] == pytest.approx(4 * sync.sim["train_step_time"], abs=0.05)
+    # the 7B trainer is the 1.5B's (8 x 1.78e9 x 8192 x 4,774 FLOPs on 32 GPUs at MFU 0.343: 51.28 s) on 48 GPUs, times
+    # the FLOPs a token by AReaL's count, 2L(4h^2 + 3hi) + 4Vh: 16,463,691,776 / 3,774,087,168, over AReaL's published
+    # training rates per GPU (arXiv 2505.24298 Fig. 6a: 454.7 / 427.4 TFLOP/s): 51.28 x 32/48 x 4.3623 / 1.0639
+    one_5b = case_specs("areal/1.5b")[1].sim["train_step_time"]
+    assert one_5b == pytest.approx(8 * 1.78e9 * 8192 * 4774 / (32 * 989.5e12 * 0.343), abs=0.01)  # 51.28
+    areal_flops = [
+        2 * 28 * (4 * h * h + 3 * h * i) + 4 * v * h for h, i, v in ((1536, 8960, 151936), (3584, 18944, 152064))
+    ]
+    expected = 51.277 * 32 / 48 * areal_flops[1] / areal_flops[0] * 427.4 / 454.7
+    assert interrupting.sim["train_step_time"] == pytest.approx(expected, abs=0.01) == pytest.approx(140.17, abs=0.01)
     # a resumed request's prompt and generated tokens are prefilled again on its engine: 2 x 7.62e9 FLOPs a token at
     # the study's MFU 0.343 of 989.5 TFLOP/s
     per_token = interrupting.sim["decode"]["reprefill_s_per_token"]
@@ -311,6 +321,22 @@ def test_areal_1_5b_rows_predict_the_speedup_and_fail_the_interruption_ablation(
     assert [round(r["reproduced"], 3) for r in rows] == [41.007, 15.078, 2.72, 1.55]
     # the accuracy each published run reached, beside its hours, as published (blog Table 2: AIME-24)
     assert [r["published_quality"] for r in rows] == ["AIME-24 42.0", "AIME-24 42.2 (eta 4)", "", ""]
+
+
+def test_areal_7b_rows_stay_trainer_bound_at_the_published_training_rate():
+    result = CliRunner().invoke(cli, ["reproduce", "areal/7b", "--json"])
+    assert result.exit_code == 1
+    rows = [r for r in json.loads(result.output) if r["kind"] != "out-of-sample"]
+    q = published("areal")["quantities"]
+    assert [(r["published"], r["ok"]) for r in rows] == [
+        (q["sync_hours_7b"], True),
+        (q["async_hours_7b"], False),
+        (q["speedup_7b"], False),
+        (q["interrupt_gain_7b"], False),
+    ]
+    # trainer-bound: 1000 steps of the 140.17 s trainer + the 3 s push = 39.77 h against 25.4 published; the speedup
+    # is 57.70 / 39.77 = 1.45; the 0.96 gain is the no-interrupt run's generator still filling its eta = 4 window
+    assert [round(r["reproduced"], 2) for r in rows] == [57.70, round((140.17 + 3) * 1000 / 3600, 2), 1.45, 0.96]
 
 
 def test_the_staleness_ablation_shows_the_published_accuracy_beside_the_hours(tmp_path):

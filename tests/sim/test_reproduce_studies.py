@@ -181,9 +181,9 @@ def test_april_shape_and_decode_coefficients_follow_from_the_model_card_and_byte
     # re-prefill: 2 x 4.02e9 FLOPs a token on two 989 TFLOP/s GPUs, over a token decoded alone
     assert partial.sim["reprefill_fraction"] == pytest.approx(4.02e9 / 989e12 / (1.2e-3 + 7.19e-5), rel=0.02)
     rows = reproduce(["april"])
-    # 1.35 against 1.17 / 1.21 / 1.35: the DAPO-Math-17k row misses its +15% by under 0.001 (2.72 with the p99 at the
-    # cap and a group counted against one round's quota only once)
-    assert rows[0].reproduced == pytest.approx(1.346, abs=0.02)
-    assert [row.ok for row in rows[:3]] == [False, True, True]
+    # 1.33 against 1.17 / 1.21 / 1.35 over 200 steps (2.72 with the p99 at the cap and a group counted against one
+    # round's quota only once): within each dataset's +-15%, DAPO-Math-17k's by 0.01 (its bound is 1.3455)
+    assert rows[0].reproduced == pytest.approx(1.3346, abs=0.002)
+    assert [row.ok for row in rows[:3]] == [True, True, True]
     # slime's off_policy_ratio: 0.26 of a round's tokens were decoded before the resume, against the README's 40%
     assert rows[3].reproduced == pytest.approx(0.263, abs=0.01) and rows[3].published == 0.40 and not rows[3].ok

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,9 @@ def _another_workers(pid: int) -> bool:
 
 def sandbox_uid_pids() -> list[str]:
     """Host processes running as a sandbox uid, as "pid:state:name" (zombies included, to see them), but for those
-    under another xdist worker's tree (its test is still running)."""
+    under another xdist worker's tree (its test is still running) and zombies init has adopted: a stopped sandbox's
+    processes die with its PID namespace and are reparented to PID 1 until it reaps them, whichever worker's sandbox
+    it was, so such a zombie is dead, unowned and about to go, not a process a test left running."""
     found = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -44,8 +48,21 @@ def sandbox_uid_pids() -> list[str]:
         uid = int(fields.get("Uid", "0").split()[0])
         if not UID_BASE <= uid < UID_BASE + 100_000_000:
             continue
+        if fields.get("State", "").split()[:1] == ["Z"] and fields.get("PPid", "").strip() == "1":
+            continue
         if not _another_workers(int(status.parent.name)):
             found.append(f"{status.parent.name}:{fields['State'].split()[0]}:{fields['Name'].strip()}")
+    return found
+
+
+def settled(find: Callable[[], list[str]], within_s: float = 3.0) -> list[str]:
+    """What `find` still finds after up to `within_s` seconds: a process another worker's sandbox is stopping at this
+    moment (its tree half gone, so not yet attributable) is gone by then; one a test left running is not."""
+    deadline = time.monotonic() + within_s
+    found = find()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.1)
+        found = find()
     return found
 
 
@@ -80,6 +97,6 @@ def local_caps():
 def no_leaks(local_caps):
     """Assert that a test leaves no sandbox process, mount or cgroup behind."""
     yield
-    assert sandbox_uid_pids() == [], "sandbox processes left running"
+    assert settled(sandbox_uid_pids) == [], "sandbox processes left running"
     assert own_cgroups() == [], "sandbox cgroups left behind"
     assert benchbed_mounts() == [], "sandbox mounts left behind"

@@ -262,7 +262,7 @@ def _verl_scale(gpus: int, runs: list[CaseRun]) -> list[Row]:
     """Colocated step time (consistency) and the fully async speedup at 400 steps (prediction) on `gpus` GPUs."""
     q, accuracy = published("verl-fully-async")["quantities"], published("verl-fully-async")["quality"]
     case = f"verl-fully-async/{gpus}-gpus"
-    colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    colocated = _by_mode(runs, "sync")
     asynchronous = next(run for run in runs if run.spec.sim.get("staleness_threshold") == 0.5)
     sync_s, async_s = version_step_s(colocated), version_step_s(asynchronous)
     split = f"{gpus // 2}:{gpus // 2}"
@@ -289,7 +289,7 @@ def rows_verl_128(runs: list[CaseRun]) -> list[Row]:
     case = "verl-fully-async/128-gpus"
     rows = _verl_scale(128, runs)
     by_threshold = {run.spec.sim["staleness_threshold"]: run for run in runs if run.spec.sim["mode"] == "async"}
-    colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    colocated = _by_mode(runs, "sync")
     ratio = version_step_s(colocated) / version_step_s(by_threshold[0.5])
     rows.append(
         _near(
@@ -387,8 +387,8 @@ def _verl_one_step_off(engine: str, runs: list[CaseRun]) -> list[Row]:
     """Colocated step (consistency), one-step-off step and the total-time gain (predictions) for one engine."""
     q = published("verl-one-step-off")["quantities"]
     case, key = f"verl-one-step-off/{engine.lower()}", engine.lower()
-    colocated = next(run for run in runs if run.spec.sim["mode"] == "sync")
-    overlapped = next(run for run in runs if run.spec.sim["mode"] == "one_step_off")
+    colocated = _by_mode(runs, "sync")
+    overlapped = _by_mode(runs, "one_step_off")
     sync_s, overlap_s = version_step_s(colocated), version_step_s(overlapped)
     inputs = [
         "sim.latency (its generate_sequences on 4 GPUs)",
@@ -425,7 +425,7 @@ def _areal(size: str, runs: list[CaseRun]) -> list[Row]:
     interruptible-generation ablation's gain in generation throughput (prediction)."""
     q = published("areal")["quantities"]
     case, key = f"areal/{size}", size.replace(".", "")
-    sync = next(run for run in runs if run.spec.sim["mode"] == "sync")
+    sync = _by_mode(runs, "sync")
     interrupting = next(run for run in runs if run.spec.sim.get("abort_on_weight_push"))
     plain = next(run for run in runs if run.spec.sim["mode"] == "async" and not run.spec.sim["abort_on_weight_push"])
     sync_h, async_h = version_step_s(sync) * 250 / 3600, version_step_s(interrupting) * 250 / 3600
@@ -455,8 +455,8 @@ def _nemo_rl(model: str, runs: list[CaseRun]) -> list[Row]:
     """NeMo RL v0.6: the on-policy step (consistency), the 1-step-off step and its gain over on policy (predictions)."""
     q = published("nemo-rl")["quantities"]
     case = f"nemo-rl/{model}"
-    on_policy = next(run for run in runs if run.spec.sim["mode"] == "sync")
-    off = next(run for run in runs if run.spec.sim["mode"] != "sync")
+    on_policy = _by_mode(runs, "sync")
+    off = _by_mode(runs, "async")
     on_s, off_s = version_step_s(on_policy), version_step_s(off)
     split = "generation and training halves of the step (assumed)"
     admission = "sim.mode async: NeMo RL's admission (weights v serve step v + 1, one batch in flight)"
@@ -512,6 +512,11 @@ def _by_name(runs: list[CaseRun], suffix: str) -> CaseRun:
     return next(run for run in runs if run.spec.name.endswith(suffix))
 
 
+def _by_mode(runs: list[CaseRun], mode: str) -> CaseRun:
+    """The run whose spec simulates `sim.mode` = `mode`."""
+    return next(run for run in runs if run.spec.sim["mode"] == mode)
+
+
 def rollout_s(run: CaseRun) -> float:
     """Mean seconds per step the trainer waited for its batch after the warm-up: a colocated run's rollout time."""
     steps = run.trace.of(K.TRAINER_STEP)
@@ -519,11 +524,6 @@ def rollout_s(run: CaseRun) -> float:
     ready = run.trace.of(K.TRAINER_WAIT)
     waits = ready[ready["step"] > run.spec.warmup_steps]
     return float((waits["t1"] - waits["t0"]).sum() / max(len(steady), 1))
-
-
-def _by_mode(runs: list[CaseRun], mode: str) -> CaseRun:
-    """The run whose spec simulates `sim.mode` = `mode`."""
-    return next(run for run in runs if run.spec.sim["mode"] == mode)
 
 
 def _vime_steps(case: str, q: dict[str, Any], runs: list[CaseRun], inputs: list[str]) -> list[Row]:

@@ -77,10 +77,10 @@ def _summarize(outcome: RunOutcome, console: Console) -> None:
         console.print(diagnosis_panel(diagnose_record(record), "diagnosis (benchbed diagnose RUN_DIR predicts levers)"))
     for warning in record.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    if record.error:
-        console.print(f"[red]{record.error.message}[/]", highlight=False)
+    if record.error:  # why the run failed goes to stderr, beside the summary on stdout
         if record.error.log_tail:
-            console.print(record.error.log_tail[-1500:], highlight=False, markup=False)
+            err_console.print(record.error.log_tail[-1500:], highlight=False, markup=False)
+        err_console.print(f"[red]{escape(record.error.message)}[/]", highlight=False, soft_wrap=True)
     console.print(f"run directory: {outcome.run_dir}", highlight=False, soft_wrap=True)
 
 

@@ -249,6 +249,24 @@ def test_a_failed_run_without_a_trace_can_be_reported(tmp_path):
     assert "failed" in result.stdout and "launch exited (exit code 2)" in html and "no trainable groups" in html
 
 
+def test_a_run_that_cannot_start_says_why_in_one_line_on_stderr(tmp_path, monkeypatch):
+    """The TRL-vLLM spec names a Python inside `.envs/trl-vllm` of the working directory, which this one lacks: the
+    run fails and is recorded as failed, its summary stays on stdout and the reason, with what to do, is stderr's
+    one line."""
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "trl-vllm-cpu.toml"
+    spec.write_text((REPO / "experiments" / "trl-vllm-cpu.toml").read_text())
+    result = benchbed("run", spec, "--store", tmp_path / "store")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"cannot start '{tmp_path}/.envs/trl-vllm/bin/python': not found; build that environment with "
+        "`make trl-vllm` in the benchbed checkout"
+    ]
+    assert "run directory:" in result.stdout and "cannot start" not in result.stdout
+    (record,) = records_in(tmp_path / "store")
+    assert json.loads(record.read_text())["status"] == "failed"
+
+
 def _children_of(pid: int) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):

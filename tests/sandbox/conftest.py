@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -13,8 +14,9 @@ from benchbed.sandbox.cgroups import PARENT
 from benchbed.sandbox.local import UID_BASE
 
 
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: [0] state, [1] parent pid, [19] start time (ticks)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def _another_workers(pid: int) -> bool:
@@ -25,7 +27,7 @@ def _another_workers(pid: int) -> bool:
     me, controller = os.getpid(), os.getppid()
     try:
         while pid > 1 and pid != me:
-            parent = _parent(pid)
+            parent = int(_stat(pid)[1])
             if parent == controller:
                 return True
             pid = parent
@@ -34,25 +36,65 @@ def _another_workers(pid: int) -> bool:
     return False
 
 
-def sandbox_uid_pids() -> list[str]:
-    """Host processes running as a sandbox uid, as "pid:state:name" (zombies included, to see them), but for those
-    under another xdist worker's tree (its test is still running) and zombies init has adopted: a stopped sandbox's
-    processes die with its PID namespace and are reparented to PID 1 until it reaps them, whichever worker's sandbox
-    it was, so such a zombie is dead, unowned and about to go, not a process a test left running."""
+def _creator(pid: int) -> int | None:
+    """The pid of the process whose backend made the sandbox `pid` runs in, from its cgroup's name
+    (`benchbed/<creator pid>-<seq>`), or None when it is in no sandbox cgroup."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)[-1].strip("/").split("/")
+        if len(parts) >= 2 and parts[0] == PARENT and parts[1].split("-", 1)[0].isdigit():
+            return int(parts[1].split("-", 1)[0])
+    return None
+
+
+def sandbox_uid_pids(since_ticks: int = 0) -> list[str]:
+    """Host processes running as a sandbox uid, as "pid:state:name ppid=.. creator=.." (zombies included, to see
+    them), but for another xdist worker's (its test is still running): those under its tree and those whose sandbox
+    its tree made (a ref engine's sandbox lives below a launch that runs in a session of its own). A process outside
+    this worker's tree that started before `since_ticks` (the test's start) is not this test's either, and zombies
+    init has adopted are dead and about to go: a stopped sandbox's processes die with its PID namespace and are
+    reparented to PID 1 until it reaps them."""
     found = []
+    me = os.getpid()
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
             fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-        except (OSError, ValueError):
+            pid = int(status.parent.name)
+            stat = _stat(pid)
+        except (OSError, ValueError, IndexError):
             continue
         uid = int(fields.get("Uid", "0").split()[0])
         if not UID_BASE <= uid < UID_BASE + 100_000_000:
             continue
-        if fields.get("State", "").split()[:1] == ["Z"] and fields.get("PPid", "").strip() == "1":
+        state, ppid = stat[0], int(stat[1])
+        if state == "Z" and ppid == 1:
             continue
-        if not _another_workers(int(status.parent.name)):
-            found.append(f"{status.parent.name}:{fields['State'].split()[0]}:{fields['Name'].strip()}")
+        creator = _creator(pid)
+        if _another_workers(pid) or (creator not in (None, me) and _another_workers(creator)):
+            continue
+        if int(stat[19]) < since_ticks and not _descends_from(pid, me):
+            continue
+        found.append(f"{pid}:{state}:{fields['Name'].strip()} ppid={ppid} creator={creator}")
     return found
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    try:
+        while pid > 1:
+            if pid == ancestor:
+                return True
+            pid = int(_stat(pid)[1])
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
+def _now_ticks() -> int:
+    """Now, in the clock ticks since boot that /proc/PID/stat's start time counts."""
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
 
 
 def settled(find: Callable[[], list[str]], within_s: float = 3.0) -> list[str]:
@@ -96,7 +138,8 @@ def local_caps():
 @pytest.fixture
 def no_leaks(local_caps):
     """Assert that a test leaves no sandbox process, mount or cgroup behind."""
+    started = _now_ticks()
     yield
-    assert settled(sandbox_uid_pids) == [], "sandbox processes left running"
+    assert settled(functools.partial(sandbox_uid_pids, started)) == [], "sandbox processes left running"
     assert own_cgroups() == [], "sandbox cgroups left behind"
     assert benchbed_mounts() == [], "sandbox mounts left behind"

@@ -40,7 +40,7 @@ PINNED = {
     ],
     "experiments/reproduce/semianalysis/case4.toml": ["reproduce-case4-708cd231"],
     "experiments/reproduce/verl-fully-async/async-16-16.toml": ["reproduce-verl-async-16-16-d2a34c04"],
-    "experiments/reproduce/verl-fully-async/async-30b-96-32.toml": ["reproduce-verl-async-30b-96-32-08d74e97"],
+    "experiments/reproduce/verl-fully-async/async-30b-96-32.toml": ["reproduce-verl-async-30b-96-32-f5034e0d"],
     "experiments/reproduce/verl-fully-async/async-32-32.toml": ["reproduce-verl-async-32-32-93cfe875"],
     "experiments/reproduce/verl-fully-async/async-64-64.toml": [
         "reproduce-verl-async-64-64-ca73f5e6",
@@ -49,7 +49,7 @@ PINNED = {
         "reproduce-verl-async-64-64-a4631674",
     ],
     "experiments/reproduce/verl-fully-async/colocate-128.toml": ["reproduce-verl-colocate-128-b68367ca"],
-    "experiments/reproduce/verl-fully-async/colocate-30b-128.toml": ["reproduce-verl-colocate-30b-128-74171154"],
+    "experiments/reproduce/verl-fully-async/colocate-30b-128.toml": ["reproduce-verl-colocate-30b-128-b19f4bcf"],
     "experiments/reproduce/verl-fully-async/colocate-32.toml": ["reproduce-verl-colocate-32-776769fc"],
     "experiments/reproduce/verl-fully-async/colocate-64.toml": ["reproduce-verl-colocate-64-65b70653"],
     "experiments/reproduce/verl-one-step-off/colocate-fsdp2.toml": ["reproduce-verl-1off-colocate-fsdp2-1483b963"],

@@ -183,12 +183,31 @@ class Validation(_Strict):
     seconds: float = Field(gt=0, description="seconds one validation pass holds the generator")
 
 
+class TrainTimeDrift(_Strict):
+    """The trainer's compute per step drifting over a run, by blocks of weight pushes: the steps of policy versions in
+    block k (pushes [k x every_pushes, (k + 1) x every_pushes)) take `train_step_time x factors[k]`, the last factor
+    holding after the list. The tokens a step trains change as the policy's response lengths drift, and its compute
+    (log-probs and updates) scales with them; generation is unchanged (a cap-bound generation barely moves)."""
+
+    every_pushes: int = Field(gt=0, description="weight pushes per block (a colocated run pushes every step)")
+    factors: list[float] = Field(
+        min_length=1, description="each block's trainer compute relative to train_step_time (dimensionless)"
+    )
+
+    @model_validator(mode="after")
+    def _check_factors(self) -> TrainTimeDrift:
+        if any(f <= 0 for f in self.factors):
+            raise ValueError(f"factors must be positive (got {self.factors})")
+        return self
+
+
 class SimConfig(_Strict):
     mode: Literal["sync", "one_step_off", "async"] = "async"
     staleness_policy: Literal["count", "drop"] = "count"
     concurrency: int = Field(256, gt=0, le=MAX_CONCURRENCY, description="generator sample slots")
     latency: Latency = Field(default_factory=Latency)
     train_step_time: float = Field(20.0, gt=0, description="seconds of trainer compute per step")
+    train_time_drift: TrainTimeDrift | None = None
     weight_sync_time: float = Field(0.0, ge=0)
     pass_rate: PassRate = Field(default_factory=PassRate)
     filter_zero_adv: bool = False

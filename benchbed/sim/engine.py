@@ -173,6 +173,10 @@ class Simulation:
         self.pruned = min(self.G - 1, max(1, round(prune.fraction * self.G))) if prune is not None else 0
         self.prune_at = prune.at if prune is not None else 1.0
         self.train_time = cfg.train_step_time * (self.G - self.pruned) / self.G
+        # Trainer compute drifting by blocks of weight pushes: the factor of the block the step's version is in.
+        drift = cfg.train_time_drift
+        self.drift = drift.factors if drift is not None else []
+        self.drift_steps = drift.every_pushes * cfg.update_weights_interval if drift is not None else 0
         self.group_cap = cfg.max_groups_in_flight or 0  # 0: no cap on groups in flight
         # Seconds the trainer spends fetching and assembling a batch after it is queued, before its compute.
         self.fetch_time = cfg.fetch_s_per_sample * self.B
@@ -746,10 +750,13 @@ class Simulation:
         self.st_start.append(self.step_started_at)
         self.st_ready.append(ready)
         self.trainer_phase = 1
+        train_time = self.train_time
+        if self.drift:
+            train_time *= self.drift[min(self.version // self.drift_steps, len(self.drift) - 1)]
         if self.contending:
-            self.compute_left, self.compute_since = self.train_time, ready
+            self.compute_left, self.compute_since = train_time, ready
             self.compute_factor = self.contention if len(self.free_slots) < self.cfg.concurrency else 1.0
-        self.trainer_event_t = ready + self.train_time * self.compute_factor
+        self.trainer_event_t = ready + train_time * self.compute_factor
 
     def recontend(self, now: float) -> None:
         """Contention: when the generator starts or stops decoding during the step's compute, the compute done so

@@ -27,6 +27,8 @@ GROUPS_FINISHED = "groups.finished"
 GROUPS_ZERO_ADV = "groups.zero_adv"
 SAMPLES_PARTIAL_BUFFERED = "samples.partial_buffered"
 SAMPLES_TRAINED_TOKENS = "samples.trained_tokens"
+SAMPLES_DECODED_TOKENS = "samples.decoded_tokens"
+SAMPLES_OFF_POLICY_TOKENS = "samples.off_policy_tokens"
 # What the run learned: the training reward per step and validation scores by name (quality.eval.<name>).
 QUALITY_REWARD = "quality.reward_mean"
 QUALITY_EVAL_PREFIX = "quality.eval."
@@ -59,6 +61,8 @@ KEYS: dict[str, str] = {
     GROUPS_ZERO_ADV: "agg: finished groups whose rewards all agree (no gradient)",
     SAMPLES_PARTIAL_BUFFERED: "agg: in-flight samples aborted into the partial-rollout buffer during the step",
     SAMPLES_TRAINED_TOKENS: "agg: prompt + response tokens of the samples the step trained on",
+    SAMPLES_DECODED_TOKENS: "agg: completion tokens of the requests that returned during the step, aborted ones too",
+    SAMPLES_OFF_POLICY_TOKENS: "agg: tokens of the aborted segment before each resume started during the step",
     QUALITY_REWARD: "agg: mean training reward of the step's samples, as the framework logged it",
     GPU_UTILIZATION: "point: share of the sample period in which the GPU ran a kernel (NVML utilization, 0-1)",
     GPU_MEMORY_USED: "point: GPU memory in use, bytes",

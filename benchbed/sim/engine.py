@@ -87,6 +87,11 @@ class SimOutcome:
     step_end: np.ndarray
     paused: list[tuple[float, float]]
     step_aborted: np.ndarray | None = None  # samples aborted and buffered during each step (partial rollout)
+    # slime's off_policy_ratio terms per step (partial rollout with decode engines and token counts): tokens the
+    # requests returned during the step (every segment, aborted ones included), and the previous segment's tokens
+    # of each sample resumed during it
+    step_decoded_tokens: np.ndarray | None = None
+    step_off_policy_tokens: np.ndarray | None = None
     sample_response_tokens: np.ndarray | None = None
     prompt_tokens: int | None = None
     sample_attrs: dict[int, str] | None = None  # JSON attrs of resumed or masked samples, by sample index
@@ -215,12 +220,16 @@ class Simulation:
         self.s_resumes: dict[int, list[int]] = {}  # sample -> [resumes, v_start, v_resume]
         # Off-policy tokens (decode engines with token counts and partial rollout): each sample's work alone, the
         # work and re-prefill it resumed with, the tokens of its last aborted segment, and the sum of those it was
-        # resumed with (slime counts a resumed sample's previous segment's completion tokens as off-policy).
+        # resumed with (slime counts a resumed sample's previous segment's completion tokens as off-policy); per
+        # step, the tokens of the segments aborted and the previous segments of the samples resumed during it.
         self.count_off_policy = self.partial and cfg.decode is not None and cfg.tokens is not None
         self.s_latency: list[float] = []
         self.seg_work: dict[int, tuple[float, float]] = {}
         self.seg_tokens: dict[int, float] = {}
         self.off_policy: dict[int, float] = {}
+        self.aborted_tokens = self.resumed_tokens = 0.0
+        self.st_aborted_tokens: list[float] = []
+        self.st_resumed_tokens: list[float] = []
         self.s_aborted_end: dict[int, float] = {}  # buffered sample -> end time of its aborted segment's stale event
         self.masked: set[int] = set()
         self.prune_marked: set[int] = set()  # samples stopped by early pruning: not trained
@@ -497,6 +506,7 @@ class Simulation:
                     self.s_end[sample] = math.nan
                     if self.count_off_policy:
                         self.off_policy[sample] = self.off_policy.get(sample, 0.0) + self.seg_tokens[sample]
+                        self.resumed_tokens += self.seg_tokens[sample]
                     engines.arrive(now, sample, self.s_left[sample])
                     continue
                 end = self.s_end[sample] = now + self.s_left[sample]
@@ -521,6 +531,7 @@ class Simulation:
                     left = self.engines.remove(now, sample)
                     if self.count_off_policy:
                         self._count_segment(sample, left)
+                        self.aborted_tokens += self.seg_tokens[sample]
                 else:
                     left = s_end[sample] - now
                     self.s_aborted_end[sample] = s_end[sample]
@@ -798,6 +809,10 @@ class Simulation:
         if self.partial:
             self.st_aborted.append(self.aborted_in_step)
             self.aborted_in_step = 0
+            if self.count_off_policy:
+                self.st_aborted_tokens.append(self.aborted_tokens)
+                self.st_resumed_tokens.append(self.resumed_tokens)
+                self.aborted_tokens = self.resumed_tokens = 0.0
         if self.steps_done % self.interval == 0:
             if self.drain and len(self.free_slots) < self.cfg.concurrency:
                 self.draining = True
@@ -889,6 +904,19 @@ class Simulation:
         v_end[running] = -1
         return t1, v_end
 
+    def decoded_per_step(self, t1: np.ndarray, v_end: np.ndarray) -> np.ndarray:
+        """Tokens the requests returned during each step: the aborted segments counted at their abort, and each
+        finished sample's last segment (its tokens less those of its aborted segments) in the step it ended in; a
+        sample ending as a step ends goes to the next step, as the trainer's event is handled first."""
+        steps = len(self.st_end)
+        last = np.asarray(self.s_tokens, dtype=float)
+        for sample, tokens in self.off_policy.items():
+            last[sample] -= tokens
+        done = v_end >= 0
+        step = np.searchsorted(np.asarray(self.st_end, dtype=float), t1[done], side="right")
+        inside = step < steps
+        return np.bincount(step[inside], last[done][inside], minlength=steps) + np.asarray(self.st_aborted_tokens)
+
     def outcome(self) -> SimOutcome:
         """The run's columns as arrays."""
         now, cfg = self.now, self.cfg
@@ -898,6 +926,7 @@ class Simulation:
             self.paused.append((self.paused_since, now))
         rewards, reward_std = self.rewards()
         sample_t1, sample_v_end = self.end_columns(samples)
+        decoded = self.decoded_per_step(sample_t1, sample_v_end) if self.count_off_policy else None
         attrs: dict[int, str] = {}
         for sample, (resumes, v_start, v_resume) in self.s_resumes.items():
             attrs[sample] = f'{{"resumes":{resumes},"staleness_env":{max(0, v_resume - v_start)}}}'
@@ -926,6 +955,8 @@ class Simulation:
             step_end=np.asarray(self.st_end, dtype=float),
             paused=self.paused,
             step_aborted=np.asarray(self.st_aborted, dtype=np.int64) if self.partial else None,
+            step_decoded_tokens=decoded,
+            step_off_policy_tokens=np.asarray(self.st_resumed_tokens) if self.count_off_policy else None,
             sample_response_tokens=np.asarray(self.s_tokens, dtype=np.int64) if cfg.tokens is not None else None,
             prompt_tokens=cfg.tokens.prompt if cfg.tokens is not None else None,
             sample_attrs=attrs or None,

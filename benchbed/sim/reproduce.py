@@ -7,7 +7,6 @@ repository), which a wheel stores as files, so an installed benchbed reads them 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
+import pandas as pd
 import tomllib
 
 from benchbed import keys as K
@@ -632,7 +632,8 @@ def rows_april(runs: list[CaseRun]) -> list[Row]:
     """APRIL: rollout throughput of active partial rollout over the baseline, against each dataset's published gain
     (one response-length shape for all three datasets, so one simulated gain). slime's throughput is a round's
     completion tokens over its rollout time; nothing is discarded, so in steady state a round generates on average
-    the tokens of the batch it trains and the tokens-per-second ratio is the rollout-time ratio."""
+    the tokens of the batch it trains and the tokens-per-second ratio is the rollout-time ratio. The off-policy row
+    is slime's off_policy_ratio counted as slime counts it, round by round (`off_policy_ratio`)."""
     q, case = published("april")["quantities"], "april/qwen3-4b"
     gain = rollout_s(_by_name(runs, "-baseline")) / rollout_s(_by_name(runs, "-partial"))
     inputs = [
@@ -641,7 +642,11 @@ def rows_april(runs: list[CaseRun]) -> list[Row]:
         "sim.reprefill_fraction",
         "response-length shape (p99 at Qwen3's 38,912, one for all datasets)",
     ]
-    off_inputs = ["sim.oversample (2x, partial)", "response-length shape", "off-policy tokens of resumed samples"]
+    off_inputs = [
+        "sim.oversample (2x, partial)",
+        "response-length shape",
+        "slime's per-round count (samples.off_policy_tokens, samples.decoded_tokens)",
+    ]
     return [
         _near(case, f"rollout throughput gain, {label}", q[key], gain, 0.15, "prediction", inputs)
         for key, label in (("gain_dapo_math_17k", "DAPO-Math-17k"), ("gain_deepscaler", "DeepScaleR"),
@@ -651,14 +656,21 @@ def rows_april(runs: list[CaseRun]) -> list[Row]:
 
 
 def off_policy_ratio(run: CaseRun) -> float:
-    """slime's off_policy_ratio over the trained samples after the warm-up: the tokens resumed samples had decoded in
-    earlier rounds (each resume counts the segment before it) over those plus the tokens of the responses. In steady
-    state a round decodes on average the tokens of the batch it trains, so this is slime's per-round figure."""
-    rows = run.trace.of(K.ROLLOUT)
-    trained = rows[(rows["v_train"] >= 0) & (rows["step"] > run.spec.warmup_steps)]
-    attrs = trained["attrs"][trained["attrs"] != ""]
-    off = float(sum(json.loads(a).get("off_policy_tokens", 0) for a in attrs))
-    return off / (float(trained["response_tokens"].sum()) + off)
+    """slime's off_policy_ratio, the mean over the rounds after the warm-up of each round's figure (slime logs one a
+    rollout, and the FAQ's "about 40%" is the share "in one round"): `round_off_policy_ratios`."""
+    ratios = round_off_policy_ratios(run.trace)
+    return float(ratios[ratios.index > run.spec.warmup_steps].mean())
+
+
+def round_off_policy_ratios(trace: Trace) -> pd.Series:
+    """slime's off_policy_ratio of each round (one round, one step: colocated), by step: off / (total + off), off the
+    previous segment's tokens of each sample resumed in the round, total the completion tokens of every request
+    that returned in it, aborted ones included (generate, abort and generate_rollout_async in
+    slime/rollout/sglang_example.py; log_partial_rollout_data in slime/backends/megatron_utils/data.py, both at
+    RLsys-Foundation/APRIL@a72b585)."""
+    off = trace.of(K.SAMPLES_OFF_POLICY_TOKENS).set_index("step")["value"]
+    total = trace.of(K.SAMPLES_DECODED_TOKENS).set_index("step")["value"]
+    return off / (total + off)
 
 
 def rows_arrol(runs: list[CaseRun]) -> list[Row]:

@@ -21,7 +21,8 @@ from benchbed.sim.sandbox_starts import SANDBOX_QUEUE_ROW, SANDBOX_START_ROW, SA
 from benchbed.trace import COLUMNS, Trace, TraceMeta
 
 _KEYS = [K.TRAINER_WAIT, K.TRAINER_COMPUTE, K.TRAINER_WEIGHT_SYNC, K.TRAINER_STEP, K.GENERATOR_PAUSED,
-         K.ROLLOUT_GROUP, K.ROLLOUT, K.SANDBOX_QUEUE, K.SANDBOX_START, K.SAMPLES_PARTIAL_BUFFERED]  # fmt: skip
+         K.ROLLOUT_GROUP, K.ROLLOUT, K.SANDBOX_QUEUE, K.SANDBOX_START, K.SAMPLES_PARTIAL_BUFFERED,
+         K.SAMPLES_DECODED_TOKENS, K.SAMPLES_OFF_POLICY_TOKENS]  # fmt: skip
 _KINDS = ["span", "point", "agg"]
 _STATUSES = ["", *STATUS_NAMES, *SANDBOX_STATUSES[1:]]
 _SANDBOX_STATUS_CODES = np.array([STATUS_NAMES.index("ok"), *range(len(STATUS_NAMES), len(_STATUSES) - 1)])
@@ -165,6 +166,10 @@ def _buffered(out: SimOutcome, blocks: _Blocks) -> None:
     n = len(out.step_aborted)
     blocks.add(n, K.SAMPLES_PARTIAL_BUFFERED, "agg", actor="generator", step=np.arange(1, n + 1),
                value=out.step_aborted.astype(float))  # fmt: skip
+    for key, tokens in ((K.SAMPLES_DECODED_TOKENS, out.step_decoded_tokens),
+                        (K.SAMPLES_OFF_POLICY_TOKENS, out.step_off_policy_tokens)):  # fmt: skip
+        if tokens is not None:
+            blocks.add(n, key, "agg", actor="generator", step=np.arange(1, n + 1), value=tokens)
 
 
 def _groups(out: SimOutcome, blocks: _Blocks) -> None:

@@ -12,6 +12,7 @@ from scipy import integrate, stats
 from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sim import simulate_spec
+from benchbed.sim.reproduce import round_off_policy_ratios
 
 from .specs import lognormal, make_spec
 
@@ -119,6 +120,46 @@ def test_off_policy_tokens_count_each_resumed_segment_after_its_re_prefill():
     assert rows["response_tokens"].tolist()[:3] == [50, 150, 50]
     assert json.loads(rows.loc[1, "attrs"]) == {"resumes": 2, "staleness_env": 2, "off_policy_tokens": 75}
     assert rows.loc[1, "t1"] == 22.0 and rows.loc[2, "t1"] == 21.0 and rows.loc[0, "attrs"] == ""
+
+
+def test_off_policy_and_decoded_tokens_per_round_count_as_slime_logs_them():
+    # One engine at one speed, batches of 1 from rounds of 2, works alone of 10 or 30 s with 50 or 150 tokens,
+    # re-prefill 0.2 x the time generated. Seed 15 draws 30, 10, 10, 30, 30 for samples 0-4.
+    # Round 1: s1 ends at 10 (50); s0 aborted, 10 s done = 50 tokens.                    decoded 100, off 0
+    # Round 2 (11): s0 resumes (+50 off) with 20 + 2 s; s2 ends at 21 (50); s0 aborted,
+    #   10 s done of which 2 s re-prefill = 8 / 30 x 150 = 40 tokens.                      decoded 90, off 50
+    # Round 3 (22): s0 resumes (+40: the previous segment only) with 12 + 4 s and ends at 38, its last 60 tokens;
+    #   s3 aborted, 16 s done = 80 tokens.                                                 decoded 140, off 40
+    # Round 4 (39): s3 resumes (+80) with 14 + 3.2 s, ends at 56.2 (70); s4 aborted at 17.2 s = 86 tokens.
+    #                                                                                      decoded 156, off 80
+    spec = make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
+                      "train_step_time": 1.0, "seed": 15, "tokens": {"prompt": 10, "response_mean": 100.0},
+                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0}, "reprefill_fraction": 0.2,
+                      "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": True}},
+                     prompts=1, group=1, steps=4)  # fmt: skip
+    trace = simulate_spec(spec)
+    rows = trace.of("rollout")
+    rows = rows.set_index(rows["sample"].astype(int))
+    assert rows["response_tokens"].tolist()[:5] == [150, 50, 50, 150, 150]
+    assert rows.loc[0, "t1"] == 38.0 and rows.loc[3, "t1"] == pytest.approx(56.2)
+    decoded = trace.of("samples.decoded_tokens").set_index("step")["value"]
+    off = trace.of("samples.off_policy_tokens").set_index("step")["value"]
+    assert decoded.to_numpy() == pytest.approx([100.0, 90.0, 140.0, 156.0])
+    assert off.to_numpy() == pytest.approx([0.0, 50.0, 40.0, 80.0])
+    assert round_off_policy_ratios(trace).to_numpy() == pytest.approx([0.0, 50 / 140, 40 / 180, 80 / 236])
+    # the sample's attr keeps the sum of its aborted segments
+    assert json.loads(rows.loc[0, "attrs"])["off_policy_tokens"] == 90
+
+
+def test_runs_without_partial_rollout_emit_no_token_series():
+    spec = make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
+                      "train_step_time": 1.0, "seed": 15, "tokens": {"prompt": 10, "response_mean": 100.0},
+                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0},
+                      "oversample": {"factor": 2.0, "policy": "discard"}},
+                     prompts=1, group=1, steps=4)  # fmt: skip
+    trace = simulate_spec(spec)
+    assert len(trace.of("rollout")) and not len(trace.of("samples.decoded_tokens"))
+    assert not len(trace.of("samples.off_policy_tokens"))
 
 
 def test_partial_rollout_buffers_rise_after_weight_pushes():

@@ -61,10 +61,11 @@ def _studies_table() -> Table:
 def reproduce_command(targets: tuple[str, ...], list_only: bool, overrides: tuple[str, ...], store_dir: Path | None,
                       as_json: bool, html_path: Path | None) -> None:  # fmt: skip
     """Simulate published studies from their configurations (experiments/reproduce/STUDY/*.toml) and compare each
-    reproduced quantity with the published figure. TARGETS: `all` (the default), a study (`semianalysis`,
-    `verl-fully-async`, `verl-one-step-off`), one case (`verl-fully-async/128-gpus`) or a SemiAnalysis case by
-    its old id (`case1` ... `case4`). Rows are `prediction` (the published value was not an input) or
-    `consistency` (it was, directly or through a derived parameter). Exits 1 if a row is out of tolerance, 2 on an
+    reproduced quantity with the published figure. TARGETS: `all` (the default), a study (`--list` names them,
+    e.g. `semianalysis`, `verl-fully-async`, `april`), one case (`verl-fully-async/128-gpus`) or a SemiAnalysis
+    case by its old id (`case1` ... `case4`). Rows are `prediction` (the published value was not an input),
+    `consistency` (it was, directly or through a derived parameter) or `out-of-sample` (a prediction again, with
+    the simulator first fitted to the case's synchronous baseline). Exits 1 if a row is out of tolerance, 2 on an
     unknown study or case."""
     if list_only:
         if as_json:

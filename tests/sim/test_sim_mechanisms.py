@@ -13,6 +13,7 @@ from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
 from benchbed.sim import simulate_spec
 from benchbed.sim.reproduce import round_off_policy_ratios
+from benchbed.spec import ExperimentSpec
 
 from .specs import lognormal, make_spec
 
@@ -103,18 +104,23 @@ def test_requeue_in_quota_runs_exactly_factor_times_the_batch_each_round():
         make_spec({"oversample": {"factor": 2.0, "policy": "carry", "requeue_in_quota": True}})
 
 
+def one_engine_rounds(seed: int, steps: int, **sim: object) -> ExperimentSpec:
+    """One engine at one speed (step_s_per_seq 0), batches of 1 from rounds of 2 (partial rollout, aborted groups
+    first), works alone of 10 or 30 s with 50 or 150 tokens (100 x latency / mean 20); `sim` adds or replaces."""
+    return make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
+                      "train_step_time": 1.0, "seed": seed, "tokens": {"prompt": 10, "response_mean": 100.0},
+                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0},
+                      "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": True}, **sim},
+                     prompts=1, group=1, steps=steps)  # fmt: skip
+
+
 def test_off_policy_tokens_count_each_resumed_segment_after_its_re_prefill():
-    # One engine at one speed (step_s_per_seq 0), batches of 1 from rounds of 2, works alone of 10 or 30 s with
-    # 50 or 150 tokens (100 x latency / mean 20), re-prefill 0.5 x the time generated. Seed 6 draws 10, 30, 10:
+    # `one_engine_rounds`, re-prefill 0.5 x the time generated. Seed 6 draws 10, 30, 10:
     # sample 1 is aborted at t = 10 having decoded 10 / 30 x 150 = 50 tokens; it resumes at 11 with 20 + 5 s of
     # work beside sample 2 (10 s), which fills the batch at 21: 10 s done, the 5 s re-prefill first, so 5 / 30 x 150
     # = 25 more tokens; resumed again at 22, it counts 50 + 25 = 75 off-policy tokens (slime adds each resumed
     # sample's previous segment's completion tokens).
-    spec = make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
-                      "train_step_time": 1.0, "seed": 6, "tokens": {"prompt": 10, "response_mean": 100.0},
-                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0}, "reprefill_fraction": 0.5,
-                      "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": True}},
-                     prompts=1, group=1, steps=2)  # fmt: skip
+    spec = one_engine_rounds(6, 2, reprefill_fraction=0.5)
     rows = simulate_spec(spec).of("rollout")
     rows = rows.set_index(rows["sample"].astype(int))
     assert rows["response_tokens"].tolist()[:3] == [50, 150, 50]
@@ -123,8 +129,7 @@ def test_off_policy_tokens_count_each_resumed_segment_after_its_re_prefill():
 
 
 def test_off_policy_and_decoded_tokens_per_round_count_as_slime_logs_them():
-    # One engine at one speed, batches of 1 from rounds of 2, works alone of 10 or 30 s with 50 or 150 tokens,
-    # re-prefill 0.2 x the time generated. Seed 15 draws 30, 10, 10, 30, 30 for samples 0-4.
+    # `one_engine_rounds`, re-prefill 0.2 x the time generated. Seed 15 draws 30, 10, 10, 30, 30 for samples 0-4.
     # Round 1: s1 ends at 10 (50); s0 aborted, 10 s done = 50 tokens.                    decoded 100, off 0
     # Round 2 (11): s0 resumes (+50 off) with 20 + 2 s; s2 ends at 21 (50); s0 aborted,
     #   10 s done of which 2 s re-prefill = 8 / 30 x 150 = 40 tokens.                      decoded 90, off 50
@@ -132,11 +137,7 @@ def test_off_policy_and_decoded_tokens_per_round_count_as_slime_logs_them():
     #   s3 aborted, 16 s done = 80 tokens.                                                 decoded 140, off 40
     # Round 4 (39): s3 resumes (+80) with 14 + 3.2 s, ends at 56.2 (70); s4 aborted at 17.2 s = 86 tokens.
     #                                                                                      decoded 156, off 80
-    spec = make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
-                      "train_step_time": 1.0, "seed": 15, "tokens": {"prompt": 10, "response_mean": 100.0},
-                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0}, "reprefill_fraction": 0.2,
-                      "oversample": {"factor": 2.0, "policy": "partial", "requeue_in_quota": True}},
-                     prompts=1, group=1, steps=4)  # fmt: skip
+    spec = one_engine_rounds(15, 4, reprefill_fraction=0.2)
     trace = simulate_spec(spec)
     rows = trace.of("rollout")
     rows = rows.set_index(rows["sample"].astype(int))
@@ -152,11 +153,7 @@ def test_off_policy_and_decoded_tokens_per_round_count_as_slime_logs_them():
 
 
 def test_runs_without_partial_rollout_emit_no_token_series():
-    spec = make_spec({"mode": "sync", "concurrency": 2, "latency": {"dist": "empirical", "values": [10.0, 30.0]},
-                      "train_step_time": 1.0, "seed": 15, "tokens": {"prompt": 10, "response_mean": 100.0},
-                      "decode": {"engines": 1, "step_s": 1.0, "step_s_per_seq": 0.0},
-                      "oversample": {"factor": 2.0, "policy": "discard"}},
-                     prompts=1, group=1, steps=4)  # fmt: skip
+    spec = one_engine_rounds(15, 4, oversample={"factor": 2.0, "policy": "discard"})
     trace = simulate_spec(spec)
     assert len(trace.of("rollout")) and not len(trace.of("samples.decoded_tokens"))
     assert not len(trace.of("samples.off_policy_tokens"))

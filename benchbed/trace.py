@@ -35,20 +35,23 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
 # Parquet encodings, chosen column by column on a million-sample simulated trace (write time and bytes measured
-# against zstd everywhere): dictionaries where values repeat (categories, versions a run shares, rewards), read
-# straight from pandas' categoricals; other integers (steps, versions, token counts: runs of equal or slowly rising
-# values) delta-encoded and left uncompressed; start and end times (distinct doubles) lz4, end times split by byte
-# first (a quarter smaller); zstd only for strings (ids, attrs), where it saves most; statistics for numbers only
-# (min/max of a million distinct id strings cost a third of the write). Against zstd on every column but the end
-# times: 246 ms instead of 268 ms and 10.8 MB instead of 11.9 MB (median of 9 writes).
-_DICTIONARY_COLUMNS = [*_CATEGORICAL, "value", "v_start"]
+# against zstd everywhere): dictionaries where values repeat (categories, rewards), read straight from pandas'
+# categoricals; integers in long runs of one value (steps, the versions a group starts and trains with, the run's
+# prompt length) plain and lz4, a third faster than delta encoding at the same size; integers that change from row
+# to row (end versions, response lengths) delta-encoded and left uncompressed (lz4 doubles their size); start and
+# end times (distinct doubles) lz4, end times split by byte first (a quarter smaller); zstd only for strings (ids,
+# attrs), where it saves most; statistics for numbers only (min/max of a million distinct id strings cost a third of
+# the write). Against zstd on every column but the end times: 246 ms instead of 268 ms and 10.8 MB instead of
+# 11.9 MB (median of 9 writes); the lz4 integers took 12 ms more off that, at the same size.
+_DICTIONARY_COLUMNS = [*_CATEGORICAL, "value"]
+_LZ4_COLUMNS = ("t0", "t1", "step", "v_start", "v_train", "prompt_tokens")
 _COLUMN_ENCODING = {
-    **{column: "DELTA_BINARY_PACKED" for column in INT_COLUMNS if column not in _DICTIONARY_COLUMNS},
+    **{column: "DELTA_BINARY_PACKED" for column in INT_COLUMNS if column not in _LZ4_COLUMNS},
     "t1": "BYTE_STREAM_SPLIT",
 }
 _STATS_COLUMNS = [*FLOAT_COLUMNS, *INT_COLUMNS]
 _COMPRESSION = {
-    column: "zstd" if column in STRING_COLUMNS and column not in _CATEGORICAL else "lz4" if column in ("t0", "t1")
+    column: "zstd" if column in STRING_COLUMNS and column not in _CATEGORICAL else "lz4" if column in _LZ4_COLUMNS
     else "none"
     for column in COLUMNS
 }  # fmt: skip

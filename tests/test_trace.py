@@ -36,8 +36,8 @@ def test_parquet_round_trip_keeps_events_and_meta(tmp_path):
 
 def test_columns_are_written_in_their_encodings_and_round_trip_exactly(tmp_path):
     """End versions and response lengths are written DELTA_BINARY_PACKED; steps, start and train versions and prompt
-    lengths plain and lz4; values as dictionaries; end times split by byte; jumps both ways, -1, NaN and 2**40 come
-    back exact."""
+    lengths plain and lz4; values as dictionaries; end times split by byte; only the float columns nullable; jumps
+    both ways, -1, NaN and 2**40 come back exact."""
     b = TraceBuilder()
     for i, (step, tokens) in enumerate([(1, -1), (7, 2**40), (2, 0), (-1, 2**40 + 3), (3, -1)]):
         b.span("rollout", float(i), i + 1.5, step=step, sample=f"s{i}", group="g0", v_start=step, v_end=step + 1,
@@ -55,6 +55,18 @@ def test_columns_are_written_in_their_encodings_and_round_trip_exactly(tmp_path)
     assert all("RLE_DICTIONARY" in encodings[col] for col in ("value", "key", "actor"))
     assert "BYTE_STREAM_SPLIT" in encodings["t1"]
     assert "DELTA_BINARY_PACKED" not in encodings["t0"]
+    schema = pq.read_schema(path)
+    assert [field.name for field in schema if field.nullable] == ["t0", "t1", "value"]  # NaN is written as null
+
+
+def test_a_missing_category_is_written_as_null_and_read_back(tmp_path):
+    """A categorical column with a missing value (given as is, not through the builder) stays nullable on disk."""
+    events = pd.DataFrame({"key": ["trainer.step", "trainer.step"], "kind": ["span", "span"], "t0": [0.0, 1.0],
+                           "t1": [1.0, 2.0], "actor": pd.Categorical(["trainer", None])})  # fmt: skip
+    path = Trace(events, TraceMeta(adapter="test")).write(tmp_path)
+    schema = pq.read_schema(path)
+    assert schema.field("actor").nullable and not schema.field("status").nullable
+    assert read_trace(path).events["actor"].isna().tolist() == [False, True]
 
 
 def test_a_frame_already_in_schema_is_not_copied():

@@ -39,7 +39,9 @@ class _PerGroup:
     group_size: int
 
 
-_EVERY_SAMPLE = "every sample"  # a block's `sample`: one row per sample, in order (sample ids 0 .. n-1)
+@dataclass(frozen=True)
+class _EverySample:
+    """A block's sample column when the block has one row per sample, in order: sample ids 0 .. n-1."""
 
 
 @dataclass
@@ -79,7 +81,7 @@ class _Blocks:
         pieces = []
         for n, cols in self.blocks:
             part = cols.get("sample", -1)
-            if part is _EVERY_SAMPLE:
+            if isinstance(part, _EverySample):
                 pieces += _first_ids(names, n)
             elif isinstance(part, np.ndarray):
                 pieces.append(pc.cast(_masked(part), pa.large_string(), memory_pool=POOL))
@@ -178,7 +180,7 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
         t0=_PerGroup(out.group_t0, G),
         t1=out.sample_t1,
         value=out.sample_reward,
-        sample=_EVERY_SAMPLE,
+        sample=_EverySample(),
         group=_PerGroup(np.arange(n // G), G),
         v_start=_PerGroup(out.group_v_start, G),
         v_end=out.sample_v_end,

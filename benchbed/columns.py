@@ -30,3 +30,11 @@ def searchsorted_right(edges: np.ndarray, values: np.ndarray) -> np.ndarray:
     for start in range(0, len(values), CHUNK):
         out[start : start + CHUNK] = np.searchsorted(edges, values[start : start + CHUNK], side="right")
     return out
+
+
+def arange(first: int, stop: int) -> np.ndarray:
+    """np.arange(first, stop) of int64 into a pooled array, chunk by chunk."""
+    out = pooled(max(0, stop - first), np.int64)
+    for start in range(0, len(out), CHUNK):
+        out[start : start + CHUNK] = np.arange(first + start, min(stop, first + start + CHUNK))
+    return out

@@ -35,20 +35,24 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 _CATEGORICAL = ("key", "kind", "actor", "status")
 # Parquet encodings, chosen column by column on a million-sample simulated trace (write time and bytes measured
-# against zstd everywhere): dictionaries where values repeat (categories, versions a run shares, rewards), read
-# straight from pandas' categoricals; other integers (steps, versions, token counts: runs of equal or slowly rising
-# values) delta-encoded and left uncompressed; start and end times (distinct doubles) lz4, end times split by byte
-# first (a quarter smaller); zstd only for strings (ids, attrs), where it saves most; statistics for numbers only
-# (min/max of a million distinct id strings cost a third of the write). Against zstd on every column but the end
-# times: 246 ms instead of 268 ms and 10.8 MB instead of 11.9 MB (median of 9 writes).
-_DICTIONARY_COLUMNS = [*_CATEGORICAL, "value", "v_start"]
+# against zstd everywhere): dictionaries where values repeat (categories, rewards), read straight from pandas'
+# categoricals; integers in long runs of one value (steps, the versions a group starts and trains with, the run's
+# prompt length) plain and lz4, a third faster than delta encoding at the same size; integers that change from row
+# to row (end versions, response lengths) delta-encoded and left uncompressed (lz4 doubles their size); start and
+# end times (distinct doubles) lz4, end times split by byte first (a quarter smaller); zstd only for strings (ids,
+# attrs), where it saves most; statistics for numbers only (min/max of a million distinct id strings cost a third of
+# the write). Against zstd on every column but the end times: 246 ms instead of 268 ms and 10.8 MB instead of
+# 11.9 MB (median of 9 writes); the lz4 integers took 12 ms more off that, at the same size.
+_DICTIONARY_COLUMNS = [*_CATEGORICAL, "value"]
+_LZ4_COLUMNS = ("t0", "t1", "step", "v_start", "v_train", "prompt_tokens")
 _COLUMN_ENCODING = {
-    **{column: "DELTA_BINARY_PACKED" for column in INT_COLUMNS if column not in _DICTIONARY_COLUMNS},
+    **{column: "DELTA_BINARY_PACKED" for column in INT_COLUMNS if column not in _LZ4_COLUMNS},
     "t1": "BYTE_STREAM_SPLIT",
 }
 _STATS_COLUMNS = [*FLOAT_COLUMNS, *INT_COLUMNS]
+_WRITE_BATCH_ROWS = 1 << 16  # rows each encoder takes at a time (pyarrow's 1,024: 5 ms more a million rows, same bytes)
 _COMPRESSION = {
-    column: "zstd" if column in STRING_COLUMNS and column not in _CATEGORICAL else "lz4" if column in ("t0", "t1")
+    column: "zstd" if column in STRING_COLUMNS and column not in _CATEGORICAL else "lz4" if column in _LZ4_COLUMNS
     else "none"
     for column in COLUMNS
 }  # fmt: skip
@@ -112,7 +116,11 @@ class Trace:
         table = pa.Table.from_pandas(self.events, preserve_index=False)
         metadata = dict(table.schema.metadata or {})
         metadata[_META_KEY] = self.meta.model_dump_json().encode()
-        table = table.replace_schema_metadata(metadata)
+        # A column with no null (all but the float columns, whose NaN is a null, in a trace built by benchbed) is
+        # written required: no definition levels to encode, a sixth of a million-sample write. The cast copies nothing.
+        fields = [field.with_nullable(field.name in FLOAT_COLUMNS or table[field.name].null_count > 0)
+                  for field in table.schema]  # fmt: skip
+        table = table.cast(pa.schema(fields, metadata=metadata))
         with open_output(path) as fh:
             pq.write_table(
                 table,
@@ -121,6 +129,7 @@ class Trace:
                 use_dictionary=_DICTIONARY_COLUMNS,
                 column_encoding=_COLUMN_ENCODING,
                 write_statistics=_STATS_COLUMNS,
+                write_batch_size=_WRITE_BATCH_ROWS,
                 memory_pool=POOL,  # no huge pages for the encoders' buffers (benchbed/columns.py)
             )
         return path

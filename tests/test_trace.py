@@ -12,7 +12,7 @@ import pytest
 from benchbed.errors import TraceError
 from benchbed.sim import simulate_spec
 from benchbed.spec import build_spec
-from benchbed.trace import COLUMNS, INT_COLUMNS, Trace, TraceBuilder, TraceMeta, read_trace
+from benchbed.trace import COLUMNS, Trace, TraceBuilder, TraceMeta, read_trace
 
 
 def small_trace() -> Trace:
@@ -35,8 +35,9 @@ def test_parquet_round_trip_keeps_events_and_meta(tmp_path):
 
 
 def test_columns_are_written_in_their_encodings_and_round_trip_exactly(tmp_path):
-    """Steps, end versions and token counts are written DELTA_BINARY_PACKED, start versions and values as
-    dictionaries, end times split by byte; jumps both ways, -1, NaN and 2**40 come back exact."""
+    """End versions and response lengths are written DELTA_BINARY_PACKED; steps, start and train versions and prompt
+    lengths plain and lz4; values as dictionaries; end times split by byte; only the float columns nullable; jumps
+    both ways, -1, NaN and 2**40 come back exact."""
     b = TraceBuilder()
     for i, (step, tokens) in enumerate([(1, -1), (7, 2**40), (2, 0), (-1, 2**40 + 3), (3, -1)]):
         b.span("rollout", float(i), i + 1.5, step=step, sample=f"s{i}", group="g0", v_start=step, v_end=step + 1,
@@ -46,11 +47,26 @@ def test_columns_are_written_in_their_encodings_and_round_trip_exactly(tmp_path)
     path = trace.write(tmp_path)
     pd.testing.assert_frame_equal(read_trace(path).events, trace.events, check_categorical=False)
     row_group = pq.ParquetFile(path).metadata.row_group(0)
-    encodings = {row_group.column(i).path_in_schema: row_group.column(i).encodings for i in range(len(COLUMNS))}
-    assert all("DELTA_BINARY_PACKED" in encodings[col] for col in INT_COLUMNS if col != "v_start")
-    assert all("RLE_DICTIONARY" in encodings[col] for col in ("v_start", "value", "key", "actor"))
+    chunks = {row_group.column(i).path_in_schema: row_group.column(i) for i in range(len(COLUMNS))}
+    encodings = {col: chunk.encodings for col, chunk in chunks.items()}
+    assert all("DELTA_BINARY_PACKED" in encodings[col] for col in ("v_end", "response_tokens"))
+    for col in ("step", "v_start", "v_train", "prompt_tokens"):
+        assert set(encodings[col]) == {"PLAIN", "RLE"} and chunks[col].compression == "LZ4", col
+    assert all("RLE_DICTIONARY" in encodings[col] for col in ("value", "key", "actor"))
     assert "BYTE_STREAM_SPLIT" in encodings["t1"]
     assert "DELTA_BINARY_PACKED" not in encodings["t0"]
+    schema = pq.read_schema(path)
+    assert [field.name for field in schema if field.nullable] == ["t0", "t1", "value"]  # NaN is written as null
+
+
+def test_a_missing_category_is_written_as_null_and_read_back(tmp_path):
+    """A categorical column with a missing value (given as is, not through the builder) stays nullable on disk."""
+    events = pd.DataFrame({"key": ["trainer.step", "trainer.step"], "kind": ["span", "span"], "t0": [0.0, 1.0],
+                           "t1": [1.0, 2.0], "actor": pd.Categorical(["trainer", None])})  # fmt: skip
+    path = Trace(events, TraceMeta(adapter="test")).write(tmp_path)
+    schema = pq.read_schema(path)
+    assert schema.field("actor").nullable and not schema.field("status").nullable
+    assert read_trace(path).events["actor"].isna().tolist() == [False, True]
 
 
 def test_a_frame_already_in_schema_is_not_copied():

@@ -396,7 +396,7 @@ class Simulation:
             return
         ends = [now + latency for latency in latencies]
         if not self.partial:
-            self.s_t1.extend(ends)
+            self.s_t1.fromlist(ends)  # one resize (extend grows the array item by item)
         else:
             self.s_end.extend(ends)
             self.s_began.extend([now] * G)

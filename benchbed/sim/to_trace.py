@@ -2,7 +2,8 @@
 
 Every block of events (trainer phases, pauses, groups, rollouts, sandbox starts, the partial-rollout buffer) gives
 its columns as arrays; each trace column is then one concatenation, categorical columns as codes into one
-category list, string ids as one Arrow cast, so a million-sample trace is built without per-row conversions."""
+category list, string ids as one Arrow cast (sample ids) or take (group ids), so a million-sample trace is built
+without per-row conversions."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pyarrow.compute as pc
 
 import benchbed
 from benchbed import keys as K
-from benchbed.columns import POOL, pooled
+from benchbed.columns import POOL, arange, pooled
 from benchbed.sim.engine import ABORTED, OK, STATUS_NAMES, SimOutcome, SimParams
 from benchbed.sim.sandbox_starts import SANDBOX_QUEUE_ROW, SANDBOX_START_ROW, SANDBOX_STATUSES
 from benchbed.trace import COLUMNS, Trace, TraceMeta
@@ -28,18 +29,20 @@ _STATUSES = ["", *STATUS_NAMES, *SANDBOX_STATUSES[1:]]
 _SANDBOX_STATUS_CODES = np.array([STATUS_NAMES.index("ok"), *range(len(STATUS_NAMES), len(_STATUSES) - 1)])
 _DEFAULTS = {"step": -1, "t0": np.nan, "t1": np.nan, "value": np.nan, "v_start": -1, "v_end": -1, "v_train": -1,
              "prompt_tokens": -1, "response_tokens": -1, "sample": -1, "group": -1}  # fmt: skip
-_ID_COLUMNS = ("sample", "group")  # integer ids, written as strings ("" for -1)
 
 
 @dataclass(frozen=True)
 class _PerGroup:
-    """A group column standing for its values repeated once per sample of each group (plus the sample's place in
-    its group when `counting`: sample ids): written straight into the trace column, with no million-row array in
-    between."""
+    """A group column standing for its values repeated once per sample of each group: written straight into the
+    trace column, with no million-row array in between."""
 
     values: np.ndarray
     group_size: int
-    counting: bool = False
+
+
+@dataclass(frozen=True)
+class _EverySample:
+    """A block's sample column when the block has one row per sample, in order: sample ids 0 .. n-1."""
 
 
 @dataclass
@@ -67,25 +70,37 @@ class _Blocks:
         for n, cols in self.blocks:
             part = cols.get(name, default)
             if isinstance(part, _PerGroup):
-                rows = column[start : start + n].reshape(-1, part.group_size)
-                if part.counting:
-                    np.add(part.values[:, None], np.arange(part.group_size), out=rows)
-                else:
-                    rows[:] = part.values[:, None]
+                column[start : start + n].reshape(-1, part.group_size)[:] = part.values[:, None]
             else:
                 column[start : start + n] = part
             start += n
         return column
 
-    def frame(self) -> pd.DataFrame:
+    def sample_ids(self, names: pa.LargeStringArray | None) -> pd.api.extensions.ExtensionArray:
+        """The sample column: a block of every sample takes the first of `names` (the strings of ids 0, 1, ...; cast
+        here where absent or short), other blocks' ids are cast, and rows of no sample are ""."""
+        pieces = []
+        for n, cols in self.blocks:
+            part = cols.get("sample", -1)
+            if isinstance(part, _EverySample):
+                pieces += _first_ids(names, n)
+            elif isinstance(part, np.ndarray):
+                pieces.append(pc.cast(_masked(part), pa.large_string(), memory_pool=POOL))
+            else:
+                pieces.append(_empty_strings(n))
+        return _without_nulls(pa.concat_arrays(pieces, memory_pool=POOL) if pieces else _empty_strings(0))
+
+    def frame(self, sample_names: pa.LargeStringArray | None) -> pd.DataFrame:
         data: dict[str, object] = {}
         categories = {"key": _KEYS, "kind": _KINDS, "actor": self.actors, "status": _STATUSES}
         for col in COLUMNS:
             if col in categories:
                 codes = self.column(col, _codes_dtype(len(categories[col])), 0)  # pandas' own width: no copy
                 data[col] = pd.Categorical.from_codes(codes, categories[col], validate=False)  # codes built here
-            elif col in _ID_COLUMNS:
-                data[col] = _ids(self.column(col, np.int64, -1))
+            elif col == "sample":
+                data[col] = self.sample_ids(sample_names)
+            elif col == "group":
+                data[col] = _shared_ids(self.column(col, np.int64, -1))
             elif col == "attrs":
                 data[col] = self._attrs()
             else:
@@ -94,12 +109,8 @@ class _Blocks:
 
     def _attrs(self) -> pd.api.extensions.ExtensionArray:
         parts = [cols.get("attrs") for _, cols in self.blocks]
-        if all(part is None for part in parts):  # every attrs "": zero offsets, pages the kernel maps lazily
-            total = sum(n for n, _ in self.blocks)
-            empty = pa.LargeStringArray.from_buffers(
-                total, pa.py_buffer(np.zeros(total + 1, np.int64)), pa.py_buffer(b"")
-            )
-            return pd.array(empty, dtype="str")
+        if all(part is None for part in parts):  # every attrs ""
+            return pd.array(_empty_strings(sum(n for n, _ in self.blocks)), dtype="str")
         arrays = [pa.array(p, pa.large_string()) if p is not None else pa.repeat("", n).cast(pa.large_string())
                   for p, (n, _) in zip(parts, self.blocks, strict=True)]  # fmt: skip
         return pd.array(pa.concat_arrays(arrays), dtype="str")
@@ -110,10 +121,40 @@ def _codes_dtype(categories: int) -> type:
     return np.int8 if categories < 127 else np.int16 if categories < 32767 else np.int32
 
 
-def _ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """Integer ids as strings, "" where -1, in one Arrow cast: -1 is cast as a null, which Arrow writes as an empty
-    slot, so dropping the validity bitmap leaves "" there with no second copy (the golden traces pin this)."""
-    strings = pc.cast(pa.array(values, mask=values < 0, memory_pool=POOL), pa.large_string(), memory_pool=POOL)
+def range_ids(first: int, stop: int) -> pa.LargeStringArray:
+    """The strings of ids first .. stop-1, in one Arrow cast (which releases the GIL: simulate_spec runs it beside
+    the event loop)."""
+    return pc.cast(pa.array(arange(first, stop)), pa.large_string(), memory_pool=POOL)
+
+
+def _first_ids(names: pa.LargeStringArray | None, n: int) -> list[pa.LargeStringArray]:
+    """The strings of ids 0 .. n-1, in pieces: the first of `names`, the rest cast here."""
+    if names is None:
+        return [range_ids(0, n)]
+    known = min(n, len(names))
+    return [names.slice(0, known)] + ([range_ids(known, n)] if known < n else [])
+
+
+def _empty_strings(n: int) -> pa.LargeStringArray:
+    """n empty strings: zero offsets (pages the kernel maps lazily), no data."""
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(np.zeros(n + 1, np.int64)), pa.py_buffer(b""))
+
+
+def _shared_ids(values: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Ids that many rows share (a group's, on each of its samples) as strings, "" where -1: each id cast once, and
+    the column a take of those strings, a third of the time of casting every row."""
+    names = range_ids(0, values.max(initial=-1) + 1)
+    return _without_nulls(pc.take(names, _masked(values), memory_pool=POOL))
+
+
+def _masked(values: np.ndarray) -> pa.Array:
+    """The ids as an Arrow array, null where -1."""
+    return pa.array(values, mask=values < 0, memory_pool=POOL)
+
+
+def _without_nulls(strings: pa.LargeStringArray) -> pd.api.extensions.ExtensionArray:
+    """The strings as pandas' str column, the null slots as "": Arrow's cast and take leave a null slot empty, so
+    dropping the validity bitmap leaves "" there with no second copy (the golden traces pin this)."""
     _, offsets, data = strings.buffers()
     return pd.array(pa.LargeStringArray.from_buffers(len(strings), offsets, data), dtype="str")
 
@@ -140,7 +181,7 @@ def _rollouts(out: SimOutcome, params: SimParams, blocks: _Blocks) -> None:
         t0=_PerGroup(out.group_t0, G),
         t1=out.sample_t1,
         value=out.sample_reward,
-        sample=_PerGroup(np.arange(0, n, G), G, counting=True),
+        sample=_EverySample(),
         group=_PerGroup(np.arange(n // G), G),
         v_start=_PerGroup(out.group_v_start, G),
         v_end=out.sample_v_end,
@@ -199,7 +240,8 @@ def _paused(out: SimOutcome, blocks: _Blocks) -> None:
     blocks.add(len(spans), K.GENERATOR_PAUSED, "span", actor="generator", t0=spans[:, 0], t1=spans[:, 1])
 
 
-def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
+def outcome_to_trace(out: SimOutcome, params: SimParams, sample_names: pa.LargeStringArray | None = None) -> Trace:
+    """The run's trace; `sample_names`, the strings of sample ids 0, 1, ... (range_ids) where already cast."""
     cfg = params.config
     blocks = _Blocks(["trainer", "generator", "sandboxes", *(f"slot/{i}" for i in range(cfg.concurrency))])
     _trainer(out, blocks)
@@ -224,4 +266,4 @@ def outcome_to_trace(out: SimOutcome, params: SimParams) -> Trace:
             **({"resources": params.resources} if params.resources else {}),
         },  # fmt: skip
     )
-    return Trace(blocks.frame(), meta)
+    return Trace(blocks.frame(sample_names), meta)

@@ -10,7 +10,9 @@ from scipy import integrate, stats
 
 from benchbed.errors import SpecError
 from benchbed.metrics import compute_metrics
-from benchbed.sim import simulate_spec
+from benchbed.sim import sim_params, simulate_spec
+from benchbed.sim.engine import simulate
+from benchbed.sim.to_trace import outcome_to_trace, range_ids
 
 from .specs import lognormal, make_spec
 
@@ -180,6 +182,28 @@ def test_trace_is_valid_and_describes_the_generator():
     assert trace.meta.concurrency == 16 and trace.meta.samples_per_step == 8 and trace.meta.mode == "async/count"
     assert set(trace.of("rollout").actor.unique()) <= {f"slot/{i}" for i in range(16)}
     assert len(trace.of("trainer.step")) == 5
+
+
+SANDBOX = {"start_s": {"mean": 3.0, "cv": 0.5}, "create_rate": 2.0, "max_starting": 8, "start_timeout_s": 20.0,
+           "fail_p": 0.1, "max_retries": 1, "backoff_s": 2.0}  # fmt: skip
+
+
+@pytest.mark.parametrize("cast_ahead", [None, 0, 10, 10_000])
+def test_sample_ids_are_the_same_however_many_were_cast_ahead(cast_ahead):
+    """simulate_spec casts the strings of the sample ids it expects beside the event loop; none of them, fewer than
+    the run started or more, the trace is the same: rollout i has sample id "i", a sandbox row its sample's id, a
+    trainer row ""."""
+    sim = {"concurrency": 16, "latency": {"mean": 5.0, "cv": 0.8}, "train_step_time": 2.0, "sandbox": SANDBOX}
+    spec = make_spec(sim, prompts=4, group=4, staleness=2, steps=30)
+    params = sim_params(spec)
+    names = None if cast_ahead is None else range_ids(0, cast_ahead)
+    trace = outcome_to_trace(simulate(params), params, names)
+    assert trace.events.equals(simulate_spec(spec).events)
+    rollouts = trace.of("rollout")
+    assert len(rollouts) > 10 and rollouts["sample"].tolist() == [str(i) for i in range(len(rollouts))]
+    starts = trace.of("sandbox.start")["sample"]
+    assert len(starts) and starts.str.fullmatch(r"\d+").all() and set(starts) <= set(rollouts["sample"])
+    assert (trace.of("trainer.step")["sample"] == "").all()
 
 
 def test_invalid_sim_tables_name_the_field():

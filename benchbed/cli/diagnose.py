@@ -45,9 +45,10 @@ def diagnosis_panel(diagnosis: Diagnosis, title: str) -> Panel:
                    "(the run's own spec for a simulation); takes seconds per run")  # fmt: skip
 def diagnose(run_dirs: tuple[Path, ...], as_json: bool, predict: bool) -> None:
     """Name each stored run's bottleneck from its metrics: one regime (generation_bound, admission_bound,
-    trainer_bound, straggler_bound, sandbox_bound, balanced; unknown when the trace cannot tell), flags for waste,
-    the metrics and thresholds that decided it, and the spec fields to change, with the predicted effect of the
-    main one. The rules are documented in docs/reference/diagnosis.md."""
+    trainer_bound, straggler_bound, long_tail_bound, sandbox_bound, sandbox_start_bound, weight_sync_bound,
+    balanced; unknown when the trace cannot tell), flags for waste, the metrics and thresholds that decided it, and
+    the spec fields to change, with the predicted effect of the main one. The rules are documented in
+    docs/reference/diagnosis.md."""
     from benchbed.diagnosis import diagnose_record
     from benchbed.store import read_record
 

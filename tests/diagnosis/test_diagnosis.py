@@ -315,3 +315,11 @@ def test_report_opens_with_the_diagnosis(admission_run: Path, tmp_path: Path) ->
     assert html.index('id="diagnosis"') < html.index('id="runs-overview"')
     assert "admission-bound" in html and "workload.max_staleness" in html
     assert result.output.lstrip().startswith("## Diagnosis")
+
+
+def test_diagnose_help_names_every_regime() -> None:
+    from benchbed.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["diagnose", "--help"], terminal_width=400)
+    assert result.exit_code == 0
+    assert [regime for regime in REGIMES if regime not in result.output] == []

@@ -197,7 +197,7 @@ class TrainTimeDrift(_Strict):
     @model_validator(mode="after")
     def _check_factors(self) -> TrainTimeDrift:
         if any(f <= 0 for f in self.factors):
-            raise ValueError(f"factors must be positive (got {self.factors})")
+            raise ValueError("factors must be positive")
         return self
 
 

@@ -111,7 +111,7 @@ class _Blocks:
         parts = [cols.get("attrs") for _, cols in self.blocks]
         if all(part is None for part in parts):  # every attrs ""
             return pd.array(_empty_strings(sum(n for n, _ in self.blocks)), dtype="str")
-        arrays = [pa.array(p, pa.large_string()) if p is not None else pa.repeat("", n).cast(pa.large_string())
+        arrays = [pa.array(p, pa.large_string()) if p is not None else _empty_strings(n)
                   for p, (n, _) in zip(parts, self.blocks, strict=True)]  # fmt: skip
         return pd.array(pa.concat_arrays(arrays), dtype="str")
 

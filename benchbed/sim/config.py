@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -297,6 +298,14 @@ class SimConfig(_Strict):
             raise ValueError("pause_on_weight_push needs mode = 'async' and abort_on_weight_push = true")
         if self.validation is not None and not (self.pause_on_weight_push or self.mode == "sync"):
             raise ValueError("validation needs pause_on_weight_push = true or mode = 'sync' (it holds the generator)")
+        return self
+
+    @model_validator(mode="after")
+    def _check_drift(self) -> SimConfig:
+        if self.train_time_drift is not None and not math.isfinite(
+            self.train_step_time * max(self.train_time_drift.factors)
+        ):
+            raise ValueError("train_step_time x the largest train_time_drift factor is not a finite number of seconds")
         return self
 
     @model_validator(mode="after")

@@ -52,6 +52,7 @@ def test_factors_of_one_give_the_same_trace_as_no_drift():
         ({"every_pushes": 0, "factors": [1.0]}, "every_pushes"),
         ({"every_pushes": 10, "factors": []}, "factors"),
         ({"every_pushes": 10, "factors": [1.0, -0.5]}, "factors must be positive"),
+        ({"every_pushes": 10, "factors": [1.0, 1e308]}, "not a finite number of seconds"),
     ],
 )
 def test_bad_drift_is_a_spec_error(drift: dict, message: str):

@@ -16,10 +16,15 @@ stderr.
 tests/launch/ (Ray heads, the test Slurm, the verl launches) form one group, `machine`, and the TRL-vLLM launches
 another, `vllm`; a group runs one test at a time on one worker, as its memory and its schedulers need, and every
 other test is independent of the others. (Groups by node id: pytest 9.2 node ids cannot carry xdist's
-`xdist_group` suffix.)"""
+`xdist_group` suffix.)
+
+No test may leave its worker a child subreaper (a sandbox backend that created a sandbox and was never shut down):
+the orphans of a later test's killed process would then stay zombies of the worker, and every sandbox leak check
+after it on that worker would fail."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -90,3 +95,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return _group(nodeid)
 
     return GroupScheduling(config, log)  # type: ignore[arg-type]
+
+
+def _is_child_subreaper() -> bool:
+    """Whether this process adopts its orphaned descendants (Linux PR_GET_CHILD_SUBREAPER)."""
+    flag = ctypes.c_int(0)
+    ctypes.CDLL(None, use_errno=True).prctl(37, ctypes.byref(flag), 0, 0, 0)
+    return bool(flag.value)
+
+
+@pytest.fixture(autouse=True)
+def no_subreaper_left() -> object:
+    """Fail the test that leaves this worker a child subreaper (see the module docstring)."""
+    yield
+    assert not _is_child_subreaper(), "the test left this process a child subreaper: shut its sandbox backend down"
+
+
+@pytest.fixture(scope="session")
+def is_child_subreaper() -> Callable[[], bool]:
+    """Whether this process is a child subreaper now."""
+    return _is_child_subreaper

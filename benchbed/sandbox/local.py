@@ -191,9 +191,8 @@ class LocalBackend:
         self.closing = False
         self.starting = 0  # creates between request and ready
         self.payload_fd: int | None = None
-        self.subreaper = become_subreaper()
-        if not self.subreaper:
-            self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
+        self.subreaper = False  # set by the first create: see _adopt_orphans
+        self._adopting = False
 
     # ---- create -------------------------------------------------------------------------------------------
     def _rlimit_script(self, spec: SandboxSpec, cpu_s: float) -> str:
@@ -293,7 +292,19 @@ class LocalBackend:
 
             self.spare = run_blocking(make)
 
+    def _adopt_orphans(self) -> None:
+        """Become this process's child subreaper (counted, released by shutdown) once, at the first create: a backend
+        that is only made and looked at never changes whom this process's orphans go to, since orphans a subreaper
+        adopts after its last reap stay zombies of it."""
+        if self._adopting:
+            return
+        self._adopting = True
+        self.subreaper = become_subreaper()
+        if not self.subreaper:
+            self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
+
     async def create(self, spec: SandboxSpec, *, key: str, deadline_s: float, on_step: OnStep) -> Handle:
+        self._adopt_orphans()
         limits = (spec.memory_mb << 20, spec.pids_max, spec.cpu)
         seq, cgroups, prepare = self._cgroups_for(limits)
         sid = f"{os.getpid()}-{seq}"
@@ -583,3 +594,4 @@ class LocalBackend:
             reap_orphans(UID_BASE, UID_BASE + 100_000_000)
             release_subreaper()
             self.subreaper = False
+        self._adopting = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
@@ -9,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchbed.sandbox.local import UID_BASE
+from benchbed.sandbox.base import SandboxSpec
+from benchbed.sandbox.local import UID_BASE, LocalBackend
+from benchbed.sandbox.pool import PoolConfig, SandboxPool
 from benchbed.sandbox.procs import reap_orphans
 
 
@@ -33,3 +36,18 @@ def test_sandbox_orphans_are_reaped_behind_a_foreign_zombie() -> None:
     assert not Path(f"/proc/{orphan.pid}").exists()
     assert Path(f"/proc/{foreign.pid}").exists()  # still ours to wait for
     assert foreign.wait() == 0
+
+
+def test_a_backend_adopts_orphans_from_its_first_create_until_its_shutdown(local_caps, no_leaks, is_child_subreaper):
+    """Made and never used, a local backend leaves this process as it was; its first create makes the process
+    the subreaper that reaps a killed sandbox's processes, and shutdown gives that up again."""
+    backend = LocalBackend(local_caps)
+    assert not is_child_subreaper()
+
+    async def run_one() -> tuple[int | None, bool]:
+        async with SandboxPool(backend, PoolConfig()) as pool:
+            run = await pool.run(SandboxSpec(), ["/bin/true"], timeout_s=10)
+            return run.result.exit_code, is_child_subreaper()
+
+    assert asyncio.run(run_one()) == (0, True)
+    assert not is_child_subreaper()

@@ -30,7 +30,8 @@ class Collected:
     trainer_perf: dict[int, Perf] = field(default_factory=dict)
     rollout_perf: dict[int, Perf] = field(default_factory=dict)
     trainer_rollout: dict[int, dict[str, float]] = field(default_factory=dict)
-    # (kind, rollout id) -> figures: eval / passrate / multi_turn dicts, fully_async and partial-rollout log lines
+    # (kind, rollout id) -> figures: eval / passrate / multi_turn / partial_rollout dicts, fully_async and
+    # partial-sample log lines
     other_dicts: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)
     job_failed: list[str] = field(default_factory=list)
     epoch_rollout_times: dict[int, float] = field(default_factory=dict)  # rollout id -> TensorBoard wall time
@@ -90,7 +91,7 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
                 pending = []
         elif m.kind == "rollout":
             c.trainer_rollout[m.id] = _numeric(m.values)
-        elif m.kind in ("eval", "passrate", "multi_turn"):
+        elif m.kind in ("eval", "passrate", "multi_turn", "partial_rollout"):
             c.other_dicts[(m.kind, m.id)] = _numeric(m.values)
     if duplicates:
         c.warnings.append(

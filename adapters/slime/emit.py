@@ -49,7 +49,9 @@ def build_trace(c: Collected, d: SlimeDetected) -> Trace:
     if partial:
         warnings.append(f"run is partial: {partial}")
     for (kind, rid), values in sorted(c.other_dicts.items()):
-        actor = "generator" if kind in ("eval", "fully_async", "partial") else "trainer"
+        if kind == "partial_rollout":
+            values = _partial_rollout_counts(b, rid + 1, values)
+        actor = "generator" if kind in ("eval", "fully_async", "partial", "partial_rollout") else "trainer"
         _native(b, rid + 1, values, actor, quality=kind == "eval")
     meta = TraceMeta(
         adapter="slime",
@@ -217,6 +219,15 @@ def _rollout_counts(values: dict[str, object]) -> dict[str, float]:
 
 
 _ROLLOUT_COUNTERS = [(e, re.compile(e.regex()).fullmatch) for e in M.ROLLOUT_COUNTERS]
+
+
+def _partial_rollout_counts(b: TraceBuilder, step: int, values: dict[str, float]) -> dict[str, float]:
+    """APRIL's per-rollout token counts and off-policy share as their canonical keys; what is left, to keep as
+    native."""
+    for key, canonical in M.PARTIAL_ROLLOUT_KEYS.items():
+        if key in values and math.isfinite(values[key]):
+            b.agg(canonical, step, values[key], actor="generator")
+    return {k: v for k, v in values.items() if k not in M.PARTIAL_ROLLOUT_KEYS}
 
 
 def _native(b: TraceBuilder, step: int, values: dict[str, object], actor: str, quality: bool = False) -> None:

@@ -1,6 +1,7 @@
 """A tracker's history of a slime run (its W&B runs: the rollout manager's and the trainer's, which resume the
 driver's run id) -> the trace, through the same per-rollout dicts as the console log: each history row is one
-`logging_utils.log` call, on slime's own step axes (`rollout/step`, `train/step`, `eval/step`)."""
+`logging_utils.log` call, on slime's own step axes (`rollout/step`, `train/step`, `eval/step`), but APRIL's
+`partial_rollout/*` dict, which belongs to the trainer's `rollout N:` dict logged just before it."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def collect_history(history: History) -> Collected:
     c.saw(history.started)  # the driver's wandb.init, right after slime parsed its arguments (the console's first line)
     parts = history.frame[PART].to_numpy() if PART in history.frame else None
     pending: dict[Any, list[dict[str, float]]] = {}
+    trained_rollout: dict[Any, int] = {}  # per process: the rollout id of its last `rollout N:` dict
     for i, (step, wall, values) in enumerate(history.rows()):
         part = None if parts is None else parts[i]
         where = f"{uri} ({part} step {step})" if part is not None else f"{uri} (step {step})"
@@ -60,6 +62,10 @@ def collect_history(history: History) -> Collected:
                 c.saw(ts)
             else:
                 c.trainer_rollout[rid] = values
+                trained_rollout[part] = rid
+        elif part in trained_rollout and any(k in values for k in M.PARTIAL_ROLLOUT_KEYS):
+            # APRIL logs its `partial_rollout N:` dict right after the trainer's `rollout N:`, on no axis of its own
+            c.other_dicts[("partial_rollout", trained_rollout[part])] = values
     if not (c.trainer_perf or c.rollout_perf):
         raise NotThisFrameworkError(
             f"not a slime history: {uri}: no row on slime's `rollout/step` axis carries its trainer "

@@ -34,6 +34,11 @@ TRAINER_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", p
 ROLLOUT_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", process="rollout"))
 # The RolloutManager's group counts (patterns), summed per canonical key in file order.
 ROLLOUT_COUNTERS: tuple[KeyEntry, ...] = tuple(KEYMAP.across("counter", process="rollout"))
+# APRIL's `partial_rollout N:` dict (printed by the trainer): its token counters and its own off-policy share.
+PARTIAL_ROLLOUT_KEYS: dict[str, str] = {
+    **KEYMAP.across_releases("counter", process="trainer"),
+    **{k: v for k, v in KEYMAP.across_releases("framework").items() if k.startswith("partial_rollout/")},
+}
 
 # The training reward (trainer side) and the evaluation figures (rollout side).
 QUALITY: tuple[KeyEntry, ...] = tuple(KEYMAP.across("quality"))

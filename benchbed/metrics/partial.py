@@ -55,6 +55,20 @@ def partial_buffered_per_step(ctx: MetricContext) -> MetricResult:
     return (float(rows["value"].mean()), "agg") if len(rows) else None
 
 
+@metric(
+    "off_policy_token_share",
+    "ratio",
+    "tokens of resumed requests' earlier segments / (those + tokens decoded), summed over the window's rounds",
+)
+def off_policy_token_share(ctx: MetricContext) -> MetricResult:
+    """The share of a partial-rollout round's tokens made by an earlier policy, as slime's APRIL counts its
+    off_policy_ratio, but weighing each round by its tokens (slime logs each round's ratio)."""
+    off, decoded = ctx.agg_sum(K.SAMPLES_OFF_POLICY_TOKENS), ctx.agg_sum(K.SAMPLES_DECODED_TOKENS)
+    if off is None or decoded is None or off + decoded <= 0:
+        return None
+    return off / (off + decoded), "agg"
+
+
 @metric("response_truncated_fraction", "ratio", "finished samples whose response hit the length cap")
 def response_truncated_fraction(ctx: MetricContext) -> MetricResult:
     cap = ctx.trace.meta.extra.get("max_response_tokens")

@@ -62,6 +62,7 @@ PRESENTATION: dict[str, Presentation] = {
     "dropped_stale_fraction": Presentation(_S, higher_is_better=False),
     "staleness_env_mean": Presentation(_S, higher_is_better=False),
     "staleness_env_max": Presentation(_S, higher_is_better=False),
+    "off_policy_token_share": Presentation(_S, higher_is_better=False),
     "zero_adv_group_fraction": Presentation(_Q, higher_is_better=False, headline=True),
     "wasted_generation_fraction": Presentation(_Q, higher_is_better=False, headline=True),
     "group_straggler_ratio": Presentation(_Q, higher_is_better=False),

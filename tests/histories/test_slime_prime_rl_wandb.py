@@ -115,3 +115,29 @@ def test_benchbed_ingest_reads_them_with_or_without_adapter(
         assert record["adapter"]["name"] == framework and record["spec"]["source"] == str(wandb_dir.resolve())
     stored = [p for p in (tmp_path / "results").rglob("native") if p.is_dir()]
     assert len(stored) == 2 and all((p / "history.parquet").is_file() for p in stored)
+
+
+def test_aprils_partial_rollout_rows_belong_to_the_trainers_rollout_before_them() -> None:
+    """APRIL (RLsys-Foundation/APRIL@a72b585) logs its `partial_rollout/*` dict with `wandb.log` and no step axis,
+    right after the trainer's `rollout N:` dict: each such row, added to the real history after the trainer's
+    rows, gives rollout N's token counts (trained by step N + 1), as the console line does."""
+    import pandas as pd
+    from benchbed.adapters.slime import history as slime_history
+
+    history = open_history(SLIME_WANDB)
+    rows = []
+    for _, row in history.frame.iterrows():
+        rows.append(row.to_dict())
+        if not math.isnan(row.get("rollout/raw_reward", math.nan)):  # the trainer's `rollout N:` dict
+            rid = int(row["rollout/step"])
+            rows.append({"step": row["step"], "wall_time": row["wall_time"], PART: row[PART],
+                         "partial_rollout/total_tokens": 1000.0 * (rid + 1),
+                         "partial_rollout/total_off_policy_tokens": 100.0 * rid})  # fmt: skip
+    history.frame = pd.DataFrame(rows)
+    trace = slime_history.parse_history(history)
+    decoded = trace.events[trace.events["key"] == "samples.decoded_tokens"]
+    off = trace.events[trace.events["key"] == "samples.off_policy_tokens"]
+    assert dict(zip(decoded["step"], decoded["value"], strict=True)) == {1: 1000, 2: 2000, 3: 3000, 4: 4000}
+    assert dict(zip(off["step"], off["value"], strict=True)) == {1: 0, 2: 100, 3: 200, 4: 300}
+    share = compute_metrics(trace, warmup_steps=1)["off_policy_token_share"].value
+    assert share == pytest.approx(600 / (600 + 9000))

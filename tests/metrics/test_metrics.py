@@ -319,9 +319,22 @@ def test_every_design_metric_is_registered():
         "generator_gpu_busy_ratio",
         "trainer_gpu_idle_gap",
         "gpu_power_mean_w",
+        # issue 34: APRIL's off-policy share of a partial-rollout round's tokens (docs/reference/metrics.md)
+        "off_policy_token_share",
     ]
     assert sorted(METRICS) == sorted(design)
     assert all(METRICS[name].unit for name in design)
+
+
+def test_off_policy_token_share_weighs_the_windows_rounds_by_their_tokens():
+    b = TraceBuilder()
+    for step, (decoded, off) in enumerate([(100, 900), (300, 100), (500, 100), (0, 0)], start=1):
+        add_step(b, step, 10.0 * (step - 1), compute=10)
+        b.agg("samples.decoded_tokens", step, decoded, actor="generator")
+        b.agg("samples.off_policy_tokens", step, off, actor="generator")
+    m = compute_metrics(b.build(TraceMeta(adapter="t")), warmup_steps=1)
+    assert m["off_policy_token_share"].value == pytest.approx(200 / 1000)  # steps 2-4; step 1 is the warm-up
+    assert "off_policy_token_share" not in compute_metrics(b.build(TraceMeta(adapter="t")), warmup_steps=3)
 
 
 def test_negative_staleness_is_left_out_with_a_warning_naming_the_rows():

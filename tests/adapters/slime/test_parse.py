@@ -419,3 +419,30 @@ def test_resumed_partial_rollout_waits_in_the_buffer_between_its_generate_calls(
     (row,) = after.of(K.ROLLOUT_BUFFERED).itertuples()  # the only sample with two generate_and_rm calls
     (sample,) = after.of(K.ROLLOUT)[lambda r: r["sample"] == row.sample].itertuples()
     assert (row.t0 - sample.t0, row.t1 - sample.t0) == pytest.approx((20.0, 70.0))
+
+
+# APRIL's trainer prints one `partial_rollout N:` dict a rollout (log_partial_rollout_data in
+# slime/backends/megatron_utils/data.py at RLsys-Foundation/APRIL@a72b585), with `print`: no logger header.
+APRIL_ROUNDS = [(1000, 0), (800, 200), (600, 400), (1800, 200)]  # (total_tokens, total_off_policy_tokens)
+
+
+def test_aprils_partial_rollout_tokens_give_the_off_policy_share(tmp_path: Path) -> None:
+    log = (FIX / "sync_colocated_624b824" / "run.log").read_text().splitlines()
+    for rid, (total, off) in enumerate(APRIL_ROUNDS):
+        figures = {"partial_rollout/tokens_mean": total / 32, "partial_rollout/total_tokens": total,
+                   "partial_rollout/partial_samples": 3, "partial_rollout/total_off_policy_tokens": off,
+                   "partial_rollout/off_policy_ratio": off / (total + off)}  # fmt: skip
+        at = next(i for i, line in enumerate(log) if f"- rollout {rid}: " in line)
+        log.insert(at + 1, f"(MegatronTrainRayActor pid=38610) partial_rollout {rid}: {figures}")
+    (tmp_path / "april.log").write_text("\n".join(log) + "\n")
+    trace = SlimeAdapter().parse(tmp_path / "april.log")
+    # rollout N is trained by benchbed's step N + 1
+    assert agg(trace, K.SAMPLES_DECODED_TOKENS) == {1: 1000, 2: 800, 3: 600, 4: 1800}
+    assert agg(trace, K.SAMPLES_OFF_POLICY_TOKENS) == {1: 0, 2: 200, 3: 400, 4: 200}
+    assert agg(trace, "native.partial_rollout/partial_samples") == {1: 3, 2: 3, 3: 3, 4: 3}
+    assert agg(trace, "native.partial_rollout/total_tokens") == {}
+    metrics = compute_metrics(trace, warmup_steps=1)
+    # steps 2-4: (200 + 400 + 200) / (800 + 600 + 1800 + 800) by tokens; APRIL's own, the mean of its ratios
+    assert value(metrics, "off_policy_token_share") == pytest.approx(800 / 4000)
+    assert value(metrics, "framework_off_policy_token_share") == pytest.approx((0.2 + 0.4 + 0.1) / 3)
+    assert "off_policy_token_share" not in compute_metrics(parse("sync_colocated_624b824"), warmup_steps=1)

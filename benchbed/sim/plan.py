@@ -105,13 +105,25 @@ def _expected_max_lognormal(mean: float, cv: float, n: int) -> float:
     return median * math.exp(s * NormalDist().inv_cdf(1 - 1 / (n + 1)))
 
 
+def _window_train_step_time(spec: ExperimentSpec, cfg: SimConfig) -> float:
+    """T of the closed form: train_step_time, or under train_time_drift its mean over the window's steps (the
+    simulator gives step s, which trains after s - 1 versions, the factor of block (s - 1) // (every_pushes x
+    update_weights_interval))."""
+    drift = cfg.train_time_drift
+    if drift is None:
+        return cfg.train_step_time
+    per_block, last = drift.every_pushes * cfg.update_weights_interval, len(drift.factors) - 1
+    steps = range(spec.warmup_steps + 1, spec.workload.steps + 1) or range(1, spec.workload.steps + 1)
+    return cfg.train_step_time * float(np.mean([drift.factors[min((s - 1) // per_block, last)] for s in steps]))
+
+
 def closed_form(spec: ExperimentSpec, vary: str, target: Target) -> tuple[float | None, str]:
     """The closed-form value of `vary` meeting an idle target, or None with the reason in the formula text."""
     if target.metric != "trainer_idle_ratio" or target.op not in ("<=", "<"):
         return None, "closed form only for trainer_idle_ratio <= X"
     params = sim_params(spec)
     cfg = params.config
-    B, busy = params.samples_per_step, cfg.train_step_time + cfg.weight_sync_time
+    B, busy = params.samples_per_step, _window_train_step_time(spec, cfg) + cfg.weight_sync_time
     W = _mean_rollout_s(cfg) * (cfg.oversample.factor if cfg.oversample and cfg.oversample.policy == "discard" else 1)
     idle = target.value
     if cfg.mode == "sync":

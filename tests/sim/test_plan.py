@@ -66,3 +66,13 @@ def test_plan_cli_json_and_plot(tmp_path):
     assert "<svg" in page and "closed form" in page
     bad = CliRunner().invoke(cli, ["plan", str(path), "--target", "idle<=0.3", "--vary", "sim.concurrency"])
     assert bad.exit_code == 2 and "unknown metric 'idle'" in bad.output
+
+
+def test_the_closed_form_takes_the_windows_mean_trainer_time_under_drift():
+    drift = {"every_pushes": 20, "factors": [0.5, 1.5]}
+    spec = build_spec({**SPEC, "sim": {**SPEC["sim"], "train_time_drift": drift}})
+    result = plan(spec, parse_target("trainer_idle_ratio<=0.2"), "sim.concurrency")
+    # window = steps 3..60: steps 3-20 take factor 0.5, steps 21-60 the last factor, 1.5 (step s follows s - 1
+    # pushes); T = 10 · (18 · 0.5 + 40 · 1.5) / 58 = 11.897 s; D2: C >= 0.8 · 32 · 30 / T = 64.56
+    assert result.closed_form == pytest.approx(0.8 * 32 * 30 / (10 * 69 / 58))
+    assert result.answer == pytest.approx(result.closed_form, rel=0.1)  # simulated 69; without the drift, 76.8

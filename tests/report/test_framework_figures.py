@@ -16,7 +16,12 @@ def _runs():
 
 def test_definitions_come_from_the_key_maps() -> None:
     assert get_adapter("slime").figure_definitions() == {
-        "framework_trainer_idle_ratio": FigureDefinition("perf/wait_time_ratio", "ratio")
+        "framework_trainer_idle_ratio": FigureDefinition("perf/wait_time_ratio", "ratio"),
+        "framework_off_policy_token_share": FigureDefinition(
+            "partial_rollout/off_policy_ratio: APRIL's per-rollout figure; benchbed's off_policy_token_share weighs "
+            "the rollouts by their tokens",
+            "ratio",
+        ),
     }
     assert get_adapter("prime_rl").figure_definitions()["framework_staleness_mean"] == FigureDefinition(
         "off_policy_level/all/mean; off_policy/mean", "versions"

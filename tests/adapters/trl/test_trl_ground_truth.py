@@ -138,8 +138,9 @@ def test_trainer_idle_matches_the_generation_share_a_callback_measured(runs) -> 
     idle = run["record"].metrics["trainer_idle_ratio"].value
     # The two clocks bracket a step at different points (TRL's profiled blocks; the callback's step begin and first
     # forward with gradients), with two other runs sharing the machine's two cores: they agree within 0.01 in almost
-    # every run, 0.0115 at worst on CI. A wait painted as compute, or the reverse, is off by ~0.45.
-    assert abs(idle - share) <= 0.02, f"idle {idle:.4f} vs measured generation share {share:.4f}"
+    # every run, 0.0234 at worst on CI (0.6531 against 0.6764). A wait painted as compute, or the reverse, is off by
+    # ~0.45.
+    assert abs(idle - share) <= 0.05, f"idle {idle:.4f} vs measured generation share {share:.4f}"
 
 
 def test_sandbox_starts_equal_the_reward_functions_checks(runs) -> None:

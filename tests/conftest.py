@@ -97,10 +97,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return GroupScheduling(config, log)  # type: ignore[arg-type]
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
 def _is_child_subreaper() -> bool:
     """Whether this process adopts its orphaned descendants (Linux PR_GET_CHILD_SUBREAPER)."""
     flag = ctypes.c_int(0)
-    ctypes.CDLL(None, use_errno=True).prctl(37, ctypes.byref(flag), 0, 0, 0)
+    _LIBC.prctl(37, ctypes.byref(flag), 0, 0, 0)
     return bool(flag.value)
 
 

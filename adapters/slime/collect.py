@@ -91,7 +91,9 @@ def add_console(c: Collected, log: ConsoleLog) -> None:
                 pending = []
         elif m.kind == "rollout":
             c.trainer_rollout[m.id] = _numeric(m.values)
-        elif m.kind in ("eval", "passrate", "multi_turn", "partial_rollout"):
+        elif m.kind == "partial_rollout":
+            c.other_dicts[(m.kind, m.id)] = partial_rollout_figures(m.values, origin, c.warnings)
+        elif m.kind in ("eval", "passrate", "multi_turn"):
             c.other_dicts[(m.kind, m.id)] = _numeric(m.values)
     if duplicates:
         c.warnings.append(
@@ -211,6 +213,16 @@ def fill_from_timers(c: Collected) -> None:
             "no trainer `perf N:` lines: steps rebuilt from `Timer ... end` lines and numbered from rollout 0 in "
             "log order (Timer lines carry no rollout id)"
         )
+
+
+def partial_rollout_figures(values: dict[str, object], origin: str, warnings: list[str]) -> dict[str, float]:
+    """APRIL's `partial_rollout N:` figures, less a token count or share that is negative or not finite (a warning
+    naming where it was logged): one damaged figure leaves the rest of the run."""
+    figures = _numeric(values)
+    for key in M.PARTIAL_ROLLOUT_KEYS.keys() & figures.keys():
+        if not (math.isfinite(figures[key]) and figures[key] >= 0):
+            warnings.append(f"{origin}: {key} = {figures.pop(key)} is not a count of tokens or a share; left out")
+    return figures
 
 
 def _numeric(values: dict[str, object]) -> dict[str, float]:

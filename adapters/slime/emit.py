@@ -225,7 +225,7 @@ def _partial_rollout_counts(b: TraceBuilder, step: int, values: dict[str, float]
     """APRIL's per-rollout token counts and off-policy share as their canonical keys; what is left, to keep as
     native."""
     for key, canonical in M.PARTIAL_ROLLOUT_KEYS.items():
-        if key in values and math.isfinite(values[key]):
+        if key in values:
             b.agg(canonical, step, values[key], actor="generator")
     return {k: v for k, v in values.items() if k not in M.PARTIAL_ROLLOUT_KEYS}
 

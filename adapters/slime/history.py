@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchbed.adapters.slime import keymap as M
-from benchbed.adapters.slime.collect import Collected, rollout_id_of
+from benchbed.adapters.slime.collect import Collected, partial_rollout_figures, rollout_id_of
 from benchbed.adapters.slime.detect import detect_mode
 from benchbed.adapters.slime.emit import build_trace
 from benchbed.adapters.slime.runargs import from_config
@@ -65,7 +65,9 @@ def collect_history(history: History) -> Collected:
                 trained_rollout[part] = rid
         elif part in trained_rollout and any(k in values for k in M.PARTIAL_ROLLOUT_KEYS):
             # APRIL logs its `partial_rollout N:` dict right after the trainer's `rollout N:`, on no axis of its own
-            c.other_dicts[("partial_rollout", trained_rollout[part])] = values
+            c.other_dicts[("partial_rollout", trained_rollout[part])] = partial_rollout_figures(
+                values, where, c.warnings
+            )
     if not (c.trainer_perf or c.rollout_perf):
         raise NotThisFrameworkError(
             f"not a slime history: {uri}: no row on slime's `rollout/step` axis carries its trainer "

@@ -36,8 +36,10 @@ ROLLOUT_PERF_MARKERS: tuple[str, ...] = tuple(KEYMAP.across_releases("marker", p
 ROLLOUT_COUNTERS: tuple[KeyEntry, ...] = tuple(KEYMAP.across("counter", process="rollout"))
 # APRIL's `partial_rollout N:` dict (printed by the trainer): its token counters and its own off-policy share.
 PARTIAL_ROLLOUT_KEYS: dict[str, str] = {
-    **KEYMAP.across_releases("counter", process="trainer"),
-    **{k: v for k, v in KEYMAP.across_releases("framework").items() if k.startswith("partial_rollout/")},
+    native: canonical
+    for role in ("counter", "framework")
+    for native, canonical in KEYMAP.across_releases(role).items()
+    if native.startswith("partial_rollout/")
 }
 
 # The training reward (trainer side) and the evaluation figures (rollout side).

@@ -192,7 +192,7 @@ class LocalBackend:
         self.starting = 0  # creates between request and ready
         self.payload_fd: int | None = None
         self.subreaper = False  # set by the first create: see _adopt_orphans
-        self._adopting = False
+        self._subreaper_asked = False
 
     # ---- create -------------------------------------------------------------------------------------------
     def _rlimit_script(self, spec: SandboxSpec, cpu_s: float) -> str:
@@ -296,9 +296,9 @@ class LocalBackend:
         """Become this process's child subreaper (counted, released by shutdown) once, at the first create: a backend
         that is only made and looked at never changes whom this process's orphans go to, since orphans a subreaper
         adopts after its last reap stay zombies of it."""
-        if self._adopting:
+        if self._subreaper_asked:
             return
-        self._adopting = True
+        self._subreaper_asked = True
         self.subreaper = become_subreaper()
         if not self.subreaper:
             self.warnings.append("cannot become a child subreaper: killed sandboxes' processes are reaped by init")
@@ -594,4 +594,4 @@ class LocalBackend:
             reap_orphans(UID_BASE, UID_BASE + 100_000_000)
             release_subreaper()
             self.subreaper = False
-        self._adopting = False
+        self._subreaper_asked = False

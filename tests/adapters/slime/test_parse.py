@@ -446,3 +446,16 @@ def test_aprils_partial_rollout_tokens_give_the_off_policy_share(tmp_path: Path)
     assert value(metrics, "off_policy_token_share") == pytest.approx(800 / 4000)
     assert value(metrics, "framework_off_policy_token_share") == pytest.approx((0.2 + 0.4 + 0.1) / 3)
     assert "off_policy_token_share" not in compute_metrics(parse("sync_colocated_624b824"), warmup_steps=1)
+
+
+def test_a_damaged_partial_rollout_figure_is_left_out_with_a_warning_naming_its_line(tmp_path: Path) -> None:
+    log = (FIX / "sync_colocated_624b824" / "run.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(log) if "- rollout 2: " in line)
+    figures = {"partial_rollout/total_tokens": 600, "partial_rollout/total_off_policy_tokens": -400}
+    log.insert(at + 1, f"(MegatronTrainRayActor pid=38610) partial_rollout 2: {figures}")
+    (tmp_path / "april.log").write_text("\n".join(log) + "\n")
+    trace = SlimeAdapter().parse(tmp_path / "april.log")
+    assert agg(trace, K.SAMPLES_DECODED_TOKENS) == {3: 600}
+    assert agg(trace, K.SAMPLES_OFF_POLICY_TOKENS) == {}
+    assert f"{tmp_path / 'april.log'}:{at + 2}: partial_rollout/total_off_policy_tokens = -400.0 is not a count of " \
+           "tokens or a share; left out" in trace.meta.warnings  # fmt: skip
